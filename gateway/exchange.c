@@ -1,0 +1,65 @@
+/* Building a request's response (JSON bodies, errors, headers) happens here. */
+#include "exchange.h"
+
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status_map.h"
+
+const char *wl_exchange_header(const wl_exchange_t *ex, const char *name)
+{
+    return MHD_lookup_connection_value(ex->connection, MHD_HEADER_KIND, name);
+}
+
+void wl_exchange_add_header(wl_exchange_t *ex, const char *name, const char *value)
+{
+    if (ex->header_count == WL_EXCHANGE_MAX_HEADERS)
+        return;
+    wl_header_t *h = &ex->headers[ex->header_count];
+    h->name = wl_arena_strdup(&ex->arena, name);
+    h->value = wl_arena_strdup(&ex->arena, value);
+    if (h->name != NULL && h->value != NULL)
+        ex->header_count++;
+}
+
+void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(body);
+    ex->content_type = "application/json";
+    if (text == NULL) {
+        static const char fallback[] =
+            "{\"error\":{\"code\":500,\"status\":\"INTERNAL\",\"message\":\"internal error\","
+            "\"details\":[]}}";
+        ex->status = 500;
+        ex->response = (char *)fallback;
+        ex->response_len = sizeof(fallback) - 1;
+        return;
+    }
+    size_t len = strlen(text);
+    ex->response = wl_arena_strndup(&ex->arena, text, len);
+    ex->response_len = len;
+    ex->status = status;
+    free(text);
+    if (ex->response == NULL) {
+        ex->response = "";
+        ex->response_len = 0;
+        ex->status = 500;
+    }
+}
+
+void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
+                       const char *message, const wl_error_t *err)
+{
+    wl_exchange_json(ex, status, wl_error_body(status, code, message, err));
+}
+
+void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err)
+{
+    wl_grpc_code_t code = wl_error_grpc_code(err->code);
+    unsigned status = wl_http_status_of(code);
+    if (code == WL_GRPC_UNAVAILABLE)
+        wl_exchange_add_header(ex, "Retry-After", "1");
+    wl_exchange_error(ex, status, code, NULL, err);
+}

@@ -1,0 +1,66 @@
+/*
+ * One HTTP request and its answer as the gateway's handlers see it: the
+ * request line split into path and raw query, the body, the request's arena,
+ * and the response being built. The server owns it for the request's life.
+ */
+#ifndef WALKLIST_GATEWAY_EXCHANGE_H
+#define WALKLIST_GATEWAY_EXCHANGE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "walklist/arena.h"
+#include "walklist/core.h"
+#include "walklist/error.h"
+#include "walklist/span.h"
+
+struct MHD_Connection;
+
+#define WL_EXCHANGE_MAX_HEADERS 12
+
+typedef struct {
+    const char *name;
+    const char *value;
+} wl_header_t;
+
+typedef struct {
+    struct MHD_Connection *connection;
+    wl_arena_t arena;
+    const char *method;
+    wl_span_t path;  /* raw (percent-encoded) path, no query */
+    wl_span_t query; /* raw query after '?', empty when none */
+    char *body;      /* NUL-terminated for convenience; body_len is authoritative */
+    size_t body_len;
+    size_t body_limit; /* set by the handler before the body is read; 0 = no body expected */
+    char request_id[65];
+    const char *route; /* route pattern for logs and metrics */
+    wl_principal_t principal;
+    bool authenticated;
+    void *handler_state; /* the handler's own per-request data (arena memory) */
+
+    unsigned status; /* 0 until a response is set */
+    const char *content_type;
+    char *response;
+    size_t response_len;
+    wl_header_t headers[WL_EXCHANGE_MAX_HEADERS];
+    size_t header_count;
+} wl_exchange_t;
+
+/** A request header's value (case-insensitive name), or NULL. */
+const char *wl_exchange_header(const wl_exchange_t *ex, const char *name);
+
+/** Adds a response header; both strings are copied into the arena. */
+void wl_exchange_add_header(wl_exchange_t *ex, const char *name, const char *value);
+
+/** Sets a JSON response; takes the reference to body. */
+void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body);
+
+/** Sets a Google API error response for an HTTP status and gRPC code. */
+void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
+                       const char *message, const wl_error_t *err);
+
+/** Sets the error response for a core error (status from the gRPC mapping). */
+void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err);
+
+#endif

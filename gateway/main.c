@@ -1,0 +1,184 @@
+/* walklistd: reading configuration, starting the core and the HTTP server, and stopping on a signal happens here. */
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server.h"
+#include "walklist/core.h"
+
+typedef struct {
+    const char *database_url;
+    const char *listen;
+    int threads;
+    int db_pool_size;
+    int db_timeout_ms;
+    int connection_timeout_s;
+} config_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: walklistd [options]\n"
+            "  --database-url URL        libpq conninfo or URI (WALKLIST_DATABASE_URL)\n"
+            "  --listen HOST:PORT        address to serve on, default 127.0.0.1:8080 "
+            "(WALKLIST_LISTEN)\n"
+            "  --threads N               HTTP worker threads, default 2 x cores "
+            "(WALKLIST_THREADS)\n"
+            "  --db-pool-size N          database connections at most, default threads + 2 "
+            "(WALKLIST_DB_POOL_SIZE)\n"
+            "  --db-timeout-ms N         how long a request waits for the database before 503,\n"
+            "                            default 5000 (WALKLIST_DB_TIMEOUT_MS)\n"
+            "  --connection-timeout S    idle HTTP connections close after S seconds, default 30\n"
+            "                            (WALKLIST_CONNECTION_TIMEOUT)\n");
+}
+
+static int parse_int(const char *text, const char *name, int min, int max, int *out)
+{
+    char *end = NULL;
+    long value = strtol(text, &end, 10);
+    if (end == text || *end != '\0' || value < min || value > max) {
+        fprintf(stderr, "walklistd: %s must be a number from %d to %d, got '%s'\n", name, min, max,
+                text);
+        return -1;
+    }
+    *out = (int)value;
+    return 0;
+}
+
+static int env_int(const char *env, const char *name, int min, int max, int *out)
+{
+    const char *value = getenv(env);
+    return value ? parse_int(value, name, min, max, out) : 0;
+}
+
+static int read_config(int argc, char **argv, config_t *config)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    config->database_url = getenv("WALKLIST_DATABASE_URL");
+    config->listen = getenv("WALKLIST_LISTEN") ? getenv("WALKLIST_LISTEN") : "127.0.0.1:8080";
+    config->threads = cores > 0 ? (int)(2 * cores) : 4;
+    config->db_pool_size = 0;
+    config->db_timeout_ms = 5000;
+    config->connection_timeout_s = 30;
+    if (env_int("WALKLIST_THREADS", "--threads", 1, 1024, &config->threads) != 0 ||
+        env_int("WALKLIST_DB_POOL_SIZE", "--db-pool-size", 1, 1024, &config->db_pool_size) != 0 ||
+        env_int("WALKLIST_DB_TIMEOUT_MS", "--db-timeout-ms", 100, 600000,
+                &config->db_timeout_ms) != 0 ||
+        env_int("WALKLIST_CONNECTION_TIMEOUT", "--connection-timeout", 1, 3600,
+                &config->connection_timeout_s) != 0)
+        return -1;
+
+    static const struct option options[] = {
+        {"database-url", required_argument, NULL, 'd'},
+        {"listen", required_argument, NULL, 'l'},
+        {"threads", required_argument, NULL, 't'},
+        {"db-pool-size", required_argument, NULL, 'p'},
+        {"db-timeout-ms", required_argument, NULL, 'w'},
+        {"connection-timeout", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int opt;
+    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+        int rc = 0;
+        switch (opt) {
+        case 'd':
+            config->database_url = optarg;
+            break;
+        case 'l':
+            config->listen = optarg;
+            break;
+        case 't':
+            rc = parse_int(optarg, "--threads", 1, 1024, &config->threads);
+            break;
+        case 'p':
+            rc = parse_int(optarg, "--db-pool-size", 1, 1024, &config->db_pool_size);
+            break;
+        case 'w':
+            rc = parse_int(optarg, "--db-timeout-ms", 100, 600000, &config->db_timeout_ms);
+            break;
+        case 'c':
+            rc = parse_int(optarg, "--connection-timeout", 1, 3600, &config->connection_timeout_s);
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            usage(stderr);
+            return -1;
+        }
+        if (rc != 0)
+            return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "walklistd: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (config->database_url == NULL || config->database_url[0] == '\0') {
+        fprintf(stderr, "walklistd: --database-url (or WALKLIST_DATABASE_URL) is required\n");
+        return -1;
+    }
+    if (config->db_pool_size == 0)
+        config->db_pool_size = config->threads + 2;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    config_t config;
+    if (read_config(argc, argv, &config) != 0)
+        return 2;
+
+    /* Signals are taken synchronously by this thread; workers never see them. */
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    wl_error_t err;
+    wl_error_init(&err);
+    wl_core_t *core = NULL;
+    wl_server_t *server = NULL;
+    wl_core_config_t core_config = {
+        .database_url = config.database_url,
+        .db_pool_size = config.db_pool_size,
+        .db_acquire_timeout_ms = config.db_timeout_ms,
+        .db_connect_timeout_s = config.db_timeout_ms / 1000 > 2 ? config.db_timeout_ms / 1000 : 2,
+    };
+    if (wl_core_create(&core_config, &core, &err) != 0) {
+        fprintf(stderr, "walklistd: %s\n", err.message);
+        return 1;
+    }
+    wl_error_t ready_err;
+    wl_error_init(&ready_err);
+    if (wl_core_ready(core, &ready_err) != 0)
+        fprintf(stderr,
+                "{\"level\":\"warn\",\"msg\":\"database not ready; serving 503 until it is\","
+                "\"reason\":\"%s\"}\n",
+                ready_err.message);
+    wl_server_config_t server_config = {
+        .listen = config.listen,
+        .threads = (unsigned)config.threads,
+        .connection_timeout_s = (unsigned)config.connection_timeout_s,
+    };
+    if (wl_server_start(core, &server_config, &server, &err) != 0) {
+        fprintf(stderr, "walklistd: %s\n", err.message);
+        wl_core_destroy(core);
+        return 1;
+    }
+    fprintf(stderr, "{\"level\":\"info\",\"msg\":\"listening\",\"listen\":\"%s\",\"port\":%u}\n",
+            config.listen, (unsigned)wl_server_port(server));
+
+    int signal_number = 0;
+    sigwait(&stop_signals, &signal_number);
+    fprintf(stderr, "{\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", signal_number);
+    wl_server_stop(server);
+    wl_core_destroy(core);
+    return 0;
+}

@@ -1,0 +1,343 @@
+/* Serving HTTP with libmicrohttpd and routing each request happens here. */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "core/random.h"
+#include "exchange.h"
+
+/* A request's memory: decoded messages and replies. Export replies are larger. */
+#define REQUEST_ARENA_LIMIT (512u * 1024 * 1024)
+
+struct wl_server {
+    wl_core_t *core;
+    wl_api_t *api;
+    struct MHD_Daemon *daemon;
+    int listen_fd;
+    uint16_t port;
+};
+
+typedef struct {
+    wl_exchange_t ex;
+    wl_server_t *server;
+    char *raw_uri;
+    struct timespec started;
+    bool begun;
+    bool responded;
+    size_t body_cap;
+} request_t;
+
+static double elapsed_ms(const struct timespec *since)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - since->tv_sec) * 1e3 + (double)(now.tv_nsec - since->tv_nsec) / 1e6;
+}
+
+/* MHD calls this with the raw request target before parsing it; the query is
+ * kept raw so that percent-decoding follows our rules, not MHD's. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connection)
+{
+    request_t *req = calloc(1, sizeof(*req));
+    if (req == NULL)
+        return NULL;
+    req->server = cls;
+    req->raw_uri = strdup(uri ? uri : "/");
+    wl_arena_init(&req->ex.arena, REQUEST_ARENA_LIMIT);
+    req->ex.connection = connection;
+    clock_gettime(CLOCK_MONOTONIC, &req->started);
+    return req;
+}
+
+static bool valid_request_id(const char *id)
+{
+    size_t len = strlen(id);
+    if (len == 0 || len > 64)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        if (id[i] <= 0x20 || id[i] >= 0x7f || id[i] == '"' || id[i] == '\\')
+            return false;
+    }
+    return true;
+}
+
+static void prepare(request_t *req, const char *method)
+{
+    wl_exchange_t *ex = &req->ex;
+    ex->method = method;
+    const char *raw = req->raw_uri ? req->raw_uri : "/";
+    const char *q = strchr(raw, '?');
+    ex->path = wl_span(raw, q ? (size_t)(q - raw) : strlen(raw));
+    ex->query = q ? wl_span_str(q + 1) : wl_span("", 0);
+    const char *given = wl_exchange_header(ex, "X-Request-Id");
+    if (given != NULL && valid_request_id(given)) {
+        snprintf(ex->request_id, sizeof(ex->request_id), "%s", given);
+    } else if (wl_random_base62(ex->request_id, 20) != 0) {
+        snprintf(ex->request_id, sizeof(ex->request_id), "unknown");
+    }
+}
+
+static bool is_ops_path(const wl_exchange_t *ex, const char *path)
+{
+    return wl_span_eq(ex->path, wl_span_str(path));
+}
+
+static void handle_ops(wl_server_t *server, wl_exchange_t *ex)
+{
+    if (strcmp(ex->method, "GET") != 0 && strcmp(ex->method, "HEAD") != 0) {
+        wl_exchange_add_header(ex, "Allow", "GET, HEAD");
+        wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, "method not allowed", NULL);
+        return;
+    }
+    if (is_ops_path(ex, "/healthz")) {
+        ex->route = "/healthz";
+        wl_exchange_json(ex, 200, json_pack("{s:s}", "status", "ok"));
+        return;
+    }
+    ex->route = "/readyz";
+    wl_error_t err;
+    wl_error_init(&err);
+    if (wl_core_ready(server->core, &err) != 0) {
+        wl_exchange_add_header(ex, "Retry-After", "1");
+        wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, err.message, NULL);
+        return;
+    }
+    wl_exchange_json(ex, 200, json_pack("{s:s}", "status", "ready"));
+}
+
+static enum MHD_Result send_response(request_t *req)
+{
+    wl_exchange_t *ex = &req->ex;
+    req->responded = true;
+    struct MHD_Response *response =
+        MHD_create_response_from_buffer(ex->response_len, ex->response, MHD_RESPMEM_MUST_COPY);
+    if (response == NULL)
+        return MHD_NO;
+    if (ex->content_type != NULL)
+        MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, ex->content_type);
+    MHD_add_response_header(response, "X-Request-Id", ex->request_id);
+    MHD_add_response_header(response, "Cache-Control", "no-store");
+    for (size_t i = 0; i < ex->header_count; i++)
+        MHD_add_response_header(response, ex->headers[i].name, ex->headers[i].value);
+    enum MHD_Result result = MHD_queue_response(ex->connection, ex->status, response);
+    MHD_destroy_response(response);
+    return result;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
+{
+    (void)url;
+    (void)version;
+    wl_server_t *server = cls;
+    request_t *req = *req_cls;
+    if (req == NULL || req->raw_uri == NULL)
+        return MHD_NO;
+    wl_exchange_t *ex = &req->ex;
+    ex->connection = connection;
+
+    if (!req->begun) {
+        req->begun = true;
+        prepare(req, method);
+        if (is_ops_path(ex, "/healthz") || is_ops_path(ex, "/readyz"))
+            handle_ops(server, ex);
+        else
+            wl_api_begin(server->api, ex);
+        if (ex->status != 0)
+            return send_response(req);
+        return MHD_YES;
+    }
+    if (req->responded) {
+        /* Answered early (e.g. 401, 413): the rest of the upload is discarded. */
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        size_t incoming = *upload_data_size;
+        *upload_data_size = 0;
+        if (ex->body_len + incoming > ex->body_limit) {
+            wl_exchange_error(ex, 413, WL_GRPC_INVALID_ARGUMENT,
+                              "request body is larger than the limit", NULL);
+            return send_response(req);
+        }
+        if (ex->body_len + incoming + 1 > req->body_cap) {
+            size_t cap = req->body_cap ? req->body_cap : 4096;
+            while (cap < ex->body_len + incoming + 1)
+                cap *= 2;
+            char *grown = realloc(ex->body, cap);
+            if (grown == NULL)
+                return MHD_NO;
+            ex->body = grown;
+            req->body_cap = cap;
+        }
+        memcpy(ex->body + ex->body_len, upload_data, incoming);
+        ex->body_len += incoming;
+        ex->body[ex->body_len] = '\0';
+        return MHD_YES;
+    }
+    if (ex->status == 0)
+        wl_api_finish(server->api, ex);
+    return send_response(req);
+}
+
+static void json_log_string(FILE *out, const char *s, size_t len)
+{
+    fputc('"', out);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)connection;
+    request_t *req = *req_cls;
+    if (req == NULL)
+        return;
+    wl_exchange_t *ex = &req->ex;
+    if (req->begun) {
+        /* Keys never reach the log: the query string is not logged at all. */
+        char line[1024];
+        FILE *out = fmemopen(line, sizeof(line), "w");
+        if (out != NULL) {
+            fprintf(out, "{\"level\":\"info\",\"msg\":\"request\",\"method\":");
+            json_log_string(out, ex->method ? ex->method : "", ex->method ? strlen(ex->method) : 0);
+            fprintf(out, ",\"path\":");
+            json_log_string(out, ex->path.base, ex->path.len > 200 ? 200 : ex->path.len);
+            fprintf(out, ",\"route\":\"%s\",\"status\":%u,\"durationMs\":%.3f,\"org\":",
+                    ex->route ? ex->route : "", ex->status, elapsed_ms(&req->started));
+            json_log_string(out, ex->principal.org_slug, strlen(ex->principal.org_slug));
+            fprintf(out, ",\"requestId\":\"%s\",\"completed\":%s}\n", ex->request_id,
+                    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "true" : "false");
+            fclose(out);
+            line[sizeof(line) - 1] = '\0';
+            fputs(line, stderr);
+        }
+    }
+    free(ex->body);
+    wl_arena_dispose(&ex->arena);
+    free(req->raw_uri);
+    free(req);
+    *req_cls = NULL;
+}
+
+static int open_listener(const char *listen_addr, int *fd_out, uint16_t *port_out, wl_error_t *err)
+{
+    char host[256];
+    const char *colon = strrchr(listen_addr, ':');
+    if (colon == NULL || colon == listen_addr)
+        return wl_error_set(err, WL_EINVAL, "--listen must be host:port, got '%s'", listen_addr);
+    size_t host_len = (size_t)(colon - listen_addr);
+    const char *host_start = listen_addr;
+    if (host_start[0] == '[' && host_len >= 2 && host_start[host_len - 1] == ']') {
+        host_start++;
+        host_len -= 2;
+    }
+    if (host_len >= sizeof(host))
+        return wl_error_set(err, WL_EINVAL, "--listen host is too long");
+    memcpy(host, host_start, host_len);
+    host[host_len] = '\0';
+
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *addrs = NULL;
+    int gai = getaddrinfo(host_len ? host : NULL, colon + 1, &hints, &addrs);
+    if (gai != 0)
+        return wl_error_set(err, WL_EINVAL, "cannot resolve --listen '%s': %s", listen_addr,
+                            gai_strerror(gai));
+    int fd = -1;
+    for (struct addrinfo *a = addrs; a != NULL && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(addrs);
+    if (fd < 0)
+        return wl_error_set(err, WL_EUNAVAILABLE, "cannot listen on %s", listen_addr);
+    struct sockaddr_storage bound;
+    socklen_t bound_len = sizeof(bound);
+    getsockname(fd, (struct sockaddr *)&bound, &bound_len);
+    *port_out = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                  : ((struct sockaddr_in *)&bound)->sin_port);
+    *fd_out = fd;
+    return 0;
+}
+
+int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server_t **out,
+                    wl_error_t *err)
+{
+    wl_server_t *server = calloc(1, sizeof(*server));
+    if (server == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    server->core = core;
+    server->listen_fd = -1;
+    int rc = wl_api_create(core, &server->api, err);
+    if (rc == 0)
+        rc = open_listener(config->listen, &server->listen_fd, &server->port, err);
+    if (rc != 0)
+        goto Fail;
+    unsigned threads = config->threads ? config->threads : 4;
+    server->daemon = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        on_request, server, MHD_OPTION_LISTEN_SOCKET, server->listen_fd,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)(config->connection_timeout_s ? config->connection_timeout_s : 30),
+        MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)(config->connection_limit ? config->connection_limit : 1000),
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, server, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+        server, MHD_OPTION_END);
+    if (server->daemon == NULL) {
+        rc = wl_error_set(err, WL_EINTERNAL, "cannot start the HTTP server");
+        goto Fail;
+    }
+    *out = server;
+    return 0;
+Fail:
+    if (server->listen_fd >= 0)
+        close(server->listen_fd);
+    wl_api_destroy(server->api);
+    free(server);
+    return rc;
+}
+
+uint16_t wl_server_port(const wl_server_t *server)
+{
+    return server->port;
+}
+
+void wl_server_stop(wl_server_t *server)
+{
+    if (server == NULL)
+        return;
+    MHD_stop_daemon(server->daemon);
+    if (server->listen_fd >= 0)
+        close(server->listen_fd);
+    wl_api_destroy(server->api);
+    free(server);
+}

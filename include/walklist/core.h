@@ -1,0 +1,108 @@
+/*
+ * The walklist core as the transports see it: create it over a database,
+ * authenticate API keys, and invoke the protobuf-c services (walk lists,
+ * stock) through one registry that also says which scope each method needs.
+ * The core knows nothing of HTTP; it returns WL_E* codes that map to gRPC
+ * status codes.
+ */
+#ifndef WALKLIST_CORE_H
+#define WALKLIST_CORE_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "walklist/arena.h"
+#include "walklist/error.h"
+#include "walklist/span.h"
+
+typedef struct wl_core wl_core_t;
+
+typedef struct {
+    const char *database_url;  /* libpq conninfo or URI */
+    int db_pool_size;          /* default 8 */
+    int db_acquire_timeout_ms; /* default 5000: wait for a free connection */
+    int db_connect_timeout_s;  /* default 3 */
+    int statement_timeout_ms;  /* default 30000 */
+} wl_core_config_t;
+
+int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *err)
+    WL_CHECK_RESULT;
+void wl_core_destroy(wl_core_t *core);
+
+/** 0 when the database answers and its schema is current; WL_EUNAVAILABLE otherwise. */
+int wl_core_ready(wl_core_t *core, wl_error_t *err) WL_CHECK_RESULT;
+
+/* API key scopes (CONTRACT section 2). */
+#define WL_SCOPE_MAP(XX)                                                                           \
+    XX(LISTS_WRITE, 1u << 0, "lists:write")                                                        \
+    XX(STOCK_READ, 1u << 1, "stock:read")                                                          \
+    XX(SCANNER, 1u << 2, "scanner")                                                                \
+    XX(INVENTORY_WRITE, 1u << 3, "inventory:write")
+
+enum {
+#define XX(name, bit, text) WL_SCOPE_##name = bit,
+    WL_SCOPE_MAP(XX)
+#undef XX
+};
+
+/** Parses "a,b,c" into scope bits; WL_EINVAL naming the unknown scope otherwise. */
+int wl_scopes_parse(const char *text, unsigned *scopes, wl_error_t *err) WL_CHECK_RESULT;
+
+/** Writes "a,b" for the scope bits into buf. */
+void wl_scopes_format(unsigned scopes, char *buf, size_t size);
+
+/** The caller an API key stands for. */
+typedef struct {
+    int64_t org_id;
+    char org_slug[64];
+    char key_prefix[16];
+    unsigned scopes;
+} wl_principal_t;
+
+/**
+ * Checks an API key (the whole "wlk_..." token). WL_EUNAUTHENTICATED for a
+ * malformed, unknown or revoked key; WL_EUNAVAILABLE when the database is down.
+ * The comparison does not leak timing.
+ */
+int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out, wl_error_t *err)
+    WL_CHECK_RESULT;
+
+/** Per-method policy: the scope a key needs and the rate-limit bucket it counts in. */
+typedef struct {
+    unsigned scope;
+    const char *rate_bucket;
+} wl_method_policy_t;
+
+typedef struct {
+    const ProtobufCServiceDescriptor *descriptor;
+    ProtobufCService *service;
+    const wl_method_policy_t *policies; /* indexed like descriptor->methods */
+} wl_service_entry_t;
+
+/** Every core service; valid while the core lives. */
+size_t wl_core_services(wl_core_t *core, const wl_service_entry_t **out);
+
+/** Finds a service by full name ("walklist.v1.StockService"); NULL when unknown. */
+const wl_service_entry_t *wl_core_find_service(wl_core_t *core, const char *full_name);
+
+/**
+ * One method call. Every core method receives its wl_call_t as closure data:
+ * the reply and anything it allocates come from arena, errors go to err.
+ */
+typedef struct {
+    wl_core_t *core;
+    wl_arena_t *arena;
+    const wl_principal_t *principal;
+    wl_error_t *err;
+    const ProtobufCMessage *reply; /* set on success; arena memory */
+} wl_call_t;
+
+/**
+ * Checks the principal's scope for the method, then invokes it. Returns 0 with
+ * call->reply set, or a WL_E* code with call->err filled.
+ */
+int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned method_index,
+                   const ProtobufCMessage *input) WL_CHECK_RESULT;
+
+#endif

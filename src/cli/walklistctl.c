@@ -1,0 +1,285 @@
+/* walklistctl: migrations, organizations, API keys, CSV imports and demo data from the command line happen here. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/db.h"
+#include "store/import.h"
+#include "store/keys.h"
+#include "store/migrate.h"
+#include "store/orgs.h"
+
+typedef struct {
+    const char *database_url;
+    const char *org;
+    const char *name;
+    const char *scopes;
+    const char *positional[4];
+    int positional_count;
+} args_t;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: walklistctl [--database-url URL] COMMAND\n"
+            "  migrate                                   apply pending schema migrations\n"
+            "  org create SLUG [--name NAME]             create an organization\n"
+            "  key create --org SLUG --scopes a,b [--name N]\n"
+            "                                            create an API key; prints the token\n"
+            "  key list --org SLUG                       list an organization's keys\n"
+            "  key revoke PREFIX                         revoke a key\n"
+            "  import KIND FILE.csv --org SLUG           import warehouses, locations, products,\n"
+            "                                            stock, location-stock or reservations\n"
+            "  demo --org SLUG                           load demo inventory\n"
+            "scopes: lists:write, stock:read, scanner, inventory:write\n"
+            "The database URL may also come from WALKLIST_DATABASE_URL.\n");
+}
+
+static int parse_args(int argc, char **argv, args_t *args)
+{
+    memset(args, 0, sizeof(*args));
+    args->database_url = getenv("WALKLIST_DATABASE_URL");
+    for (int i = 1; i < argc; i++) {
+        const char **target = NULL;
+        if (strcmp(argv[i], "--database-url") == 0)
+            target = &args->database_url;
+        else if (strcmp(argv[i], "--org") == 0)
+            target = &args->org;
+        else if (strcmp(argv[i], "--name") == 0)
+            target = &args->name;
+        else if (strcmp(argv[i], "--scopes") == 0)
+            target = &args->scopes;
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        } else if (strncmp(argv[i], "--", 2) == 0) {
+            fprintf(stderr, "walklistctl: unknown option %s\n", argv[i]);
+            return -1;
+        } else if (args->positional_count < 4) {
+            args->positional[args->positional_count++] = argv[i];
+            continue;
+        } else {
+            fprintf(stderr, "walklistctl: too many arguments\n");
+            return -1;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "walklistctl: %s needs a value\n", argv[i]);
+            return -1;
+        }
+        *target = argv[++i];
+    }
+    return 0;
+}
+
+static bool command_is(const args_t *args, const char *first, const char *second, int count)
+{
+    return args->positional_count == count && strcmp(args->positional[0], first) == 0 &&
+           (second == NULL || strcmp(args->positional[1], second) == 0);
+}
+
+static int fail(const wl_error_t *err)
+{
+    fprintf(stderr, "walklistctl: %s\n", err->message);
+    for (size_t i = 0; i < err->violation_count; i++)
+        fprintf(stderr, "  %s: %s\n", err->violations[i].field, err->violations[i].description);
+    return 1;
+}
+
+static int need_org(PGconn *conn, const args_t *args, int64_t *org_id, wl_error_t *err)
+{
+    if (args->org == NULL)
+        return wl_error_set(err, WL_EINVAL, "--org SLUG is required");
+    return wl_orgs_find(conn, args->org, org_id, err);
+}
+
+static int cmd_migrate(PGconn *conn, wl_error_t *err)
+{
+    int applied = 0;
+    int rc = wl_migrate(conn, &applied, err);
+    if (rc == 0)
+        fprintf(stderr, "walklistctl: %d migration(s) applied, schema is current\n", applied);
+    return rc;
+}
+
+static int cmd_org_create(PGconn *conn, const args_t *args, wl_error_t *err)
+{
+    const char *slug = args->positional[2];
+    int64_t org_id = 0;
+    int rc = wl_orgs_create(conn, slug, args->name ? args->name : slug, &org_id, err);
+    if (rc == 0)
+        fprintf(stderr, "walklistctl: organization %s created\n", slug);
+    return rc;
+}
+
+static int cmd_key_create(PGconn *conn, const args_t *args, wl_error_t *err)
+{
+    int64_t org_id = 0;
+    unsigned scopes = 0;
+    int rc = need_org(conn, args, &org_id, err);
+    if (rc == 0 && args->scopes == NULL)
+        rc = wl_error_set(err, WL_EINVAL, "--scopes is required (e.g. lists:write,stock:read)");
+    if (rc == 0)
+        rc = wl_scopes_parse(args->scopes, &scopes, err);
+    char token[WL_KEY_TOKEN_SIZE];
+    if (rc == 0)
+        rc = wl_keys_create(conn, org_id, scopes, args->name ? args->name : "", token, err);
+    if (rc == 0)
+        printf("%s\n", token);
+    return rc;
+}
+
+static void print_key(const wl_key_info_t *key, void *data)
+{
+    (void)data;
+    printf("%s\t%s\t%s\t%s\t%s\n", key->prefix, key->scopes, key->created_at,
+           key->revoked_at ? key->revoked_at : "active", key->name);
+}
+
+static int cmd_key_list(PGconn *conn, const args_t *args, wl_error_t *err)
+{
+    int64_t org_id = 0;
+    int rc = need_org(conn, args, &org_id, err);
+    if (rc == 0) {
+        printf("PREFIX\tSCOPES\tCREATED\tREVOKED\tNAME\n");
+        rc = wl_keys_list(conn, org_id, print_key, NULL, err);
+    }
+    return rc;
+}
+
+static void print_problem(size_t line, const char *column, const char *description, void *data)
+{
+    const char *file = data;
+    if (column[0] != '\0')
+        fprintf(stderr, "%s:%zu: %s: %s\n", file, line, column, description);
+    else
+        fprintf(stderr, "%s:%zu: %s\n", file, line, description);
+}
+
+static int import_file(PGconn *conn, int64_t org_id, const char *kind, const char *path,
+                       FILE *in, wl_error_t *err)
+{
+    size_t rows = 0;
+    int rc = wl_import_csv(conn, org_id, kind, in, print_problem, (void *)path, &rows, err);
+    if (rc == 0)
+        fprintf(stderr, "walklistctl: %s: %zu %s row(s) imported\n", path, rows, kind);
+    return rc;
+}
+
+static int cmd_import(PGconn *conn, const args_t *args, wl_error_t *err)
+{
+    const char *kind = args->positional[1], *path = args->positional[2];
+    if (!wl_import_kind_valid(kind))
+        return wl_error_set(err, WL_EINVAL,
+                            "unknown import kind '%s' (warehouses, locations, products, stock, "
+                            "location-stock, reservations)",
+                            kind);
+    int64_t org_id = 0;
+    int rc = need_org(conn, args, &org_id, err);
+    if (rc != 0)
+        return rc;
+    FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (in == NULL)
+        return wl_error_set(err, WL_EINVAL, "cannot open %s: %s", path, strerror(errno));
+    rc = import_file(conn, org_id, kind, path, in, err);
+    if (in != stdin)
+        fclose(in);
+    return rc;
+}
+
+/* Demo inventory: two own warehouses and a supplier, bins that show natural order,
+ * a staging area, a shared EAN, reservations, and a product with no rack yet. */
+static const struct {
+    const char *kind;
+    const char *csv;
+} demo_files[] = {
+    {"warehouses", "code,name,kind\n"
+                   "MAIN,Main warehouse,own\n"
+                   "EAST,East depot,own\n"
+                   "SUPP,Supplier consignment,supplier\n"},
+    {"locations", "warehouse,code,staging\n"
+                  "MAIN,A-2,false\nMAIN,A-10,false\nMAIN,A-02,false\nMAIN,B-1,false\n"
+                  "MAIN,DOCK,true\nEAST,E-1,false\nSUPP,S-1,false\n"},
+    {"products", "sku,name,eans\n"
+                 "SKU-1001,Cordless drill 18V,4006381333931\n"
+                 "SKU-1002,Drill bit set 10 pcs,4006381333948|4006381333955\n"
+                 "SKU-1003,Safety gloves L,5901234123457\n"
+                 "SKU-1004,Safety gloves XL,5901234123457\n"
+                 "SKU-1005,\"Work light, LED\",\n"
+                 "SKU-1006,Extension cord 10 m,4012345678901\n"},
+    {"stock", "sku,warehouse,on_hand\n"
+              "SKU-1001,MAIN,12\nSKU-1001,EAST,3\nSKU-1001,SUPP,100\n"
+              "SKU-1002,MAIN,40\nSKU-1003,MAIN,5\nSKU-1004,EAST,0\nSKU-1005,MAIN,7\n"},
+    {"location-stock", "sku,warehouse,location,quantity\n"
+                       "SKU-1001,MAIN,A-10,8\nSKU-1001,MAIN,A-2,4\nSKU-1001,EAST,E-1,3\n"
+                       "SKU-1002,MAIN,A-02,40\nSKU-1003,MAIN,B-1,5\nSKU-1003,MAIN,DOCK,20\n"
+                       "SKU-1004,EAST,E-1,0\nSKU-1006,SUPP,S-1,9\n"},
+    {"reservations", "ref,sku,warehouse,quantity,status\n"
+                     "SO-5001,SKU-1001,MAIN,2,active\nSO-5002,SKU-1002,MAIN,5,released\n"
+                     "SO-5003,SKU-1003,MAIN,9,active\nSO-5004,SKU-1001,SUPP,50,active\n"},
+};
+
+static int cmd_demo(PGconn *conn, const args_t *args, wl_error_t *err)
+{
+    int64_t org_id = 0;
+    int rc = need_org(conn, args, &org_id, err);
+    for (size_t i = 0; rc == 0 && i < sizeof(demo_files) / sizeof(demo_files[0]); i++) {
+        FILE *in = fmemopen((void *)demo_files[i].csv, strlen(demo_files[i].csv), "rb");
+        if (in == NULL)
+            return wl_error_set(err, WL_ENOMEM, NULL);
+        rc = import_file(conn, org_id, demo_files[i].kind, demo_files[i].kind, in, err);
+        fclose(in);
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    args_t args;
+    if (parse_args(argc, argv, &args) != 0 || args.positional_count == 0) {
+        usage(stderr);
+        return 2;
+    }
+    if (args.database_url == NULL) {
+        fprintf(stderr, "walklistctl: --database-url (or WALKLIST_DATABASE_URL) is required\n");
+        return 2;
+    }
+    bool known = command_is(&args, "migrate", NULL, 1) ||
+                 command_is(&args, "org", "create", 3) || command_is(&args, "key", "create", 2) ||
+                 command_is(&args, "key", "list", 2) || command_is(&args, "key", "revoke", 3) ||
+                 command_is(&args, "import", NULL, 3) || command_is(&args, "demo", NULL, 1);
+    if (!known) {
+        usage(stderr);
+        return 2;
+    }
+    const char *keys[] = {"dbname", "application_name", NULL};
+    const char *values[] = {args.database_url, "walklistctl", NULL};
+    PGconn *conn = PQconnectdbParams(keys, values, 1);
+    if (PQstatus(conn) != CONNECTION_OK) {
+        fprintf(stderr, "walklistctl: cannot connect to the database: %s", PQerrorMessage(conn));
+        PQfinish(conn);
+        return 1;
+    }
+    PGresult *quiet = PQexec(conn, "SET client_min_messages = warning");
+    PQclear(quiet);
+
+    wl_error_t err;
+    wl_error_init(&err);
+    int rc;
+    if (command_is(&args, "migrate", NULL, 1))
+        rc = cmd_migrate(conn, &err);
+    else if (command_is(&args, "org", "create", 3))
+        rc = cmd_org_create(conn, &args, &err);
+    else if (command_is(&args, "key", "create", 2))
+        rc = cmd_key_create(conn, &args, &err);
+    else if (command_is(&args, "key", "list", 2))
+        rc = cmd_key_list(conn, &args, &err);
+    else if (command_is(&args, "key", "revoke", 3))
+        rc = wl_keys_revoke(conn, args.positional[2], &err);
+    else if (command_is(&args, "import", NULL, 3))
+        rc = cmd_import(conn, &args, &err);
+    else
+        rc = cmd_demo(conn, &args, &err);
+    PQfinish(conn);
+    return rc == 0 ? 0 : fail(&err);
+}

@@ -1,0 +1,64 @@
+/* Drawing identifiers and key material from the OS CSPRNG happens here. */
+#include "core/random.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/random.h>
+
+static const char base62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+static const char base64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+int wl_random_bytes(void *buf, size_t len)
+{
+    unsigned char *p = buf;
+    while (len > 0) {
+        ssize_t n = getrandom(p, len, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return WL_EINTERNAL;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int wl_random_base62(char *out, size_t len)
+{
+    size_t written = 0;
+    unsigned char pool[64];
+    while (written < len) {
+        int rc = wl_random_bytes(pool, sizeof(pool));
+        if (rc != 0)
+            return rc;
+        for (size_t i = 0; i < sizeof(pool) && written < len; i++) {
+            /* Reject 248..255 so that every character is equally likely. */
+            if (pool[i] < 248)
+                out[written++] = base62[pool[i] % 62];
+        }
+    }
+    out[len] = '\0';
+    return 0;
+}
+
+int wl_random_id(char out[23])
+{
+    unsigned char bytes[18]; /* 22 characters of 6 bits: 132 random bits */
+    int rc = wl_random_bytes(bytes, sizeof(bytes));
+    if (rc != 0)
+        return rc;
+    uint32_t acc = 0;
+    int bits = 0;
+    size_t in = 0, o = 0;
+    while (o < 22) {
+        if (bits < 6) {
+            acc = (acc << 8) | bytes[in++];
+            bits += 8;
+        }
+        out[o++] = base64url[(acc >> (bits - 6)) & 0x3f];
+        bits -= 6;
+    }
+    out[22] = '\0';
+    return 0;
+}

@@ -1,0 +1,183 @@
+/* Creating the core, checking keys and invoking service methods happens here. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "services/services.h"
+#include "store/keys.h"
+#include "store/migrate.h"
+
+const wl_method_policy_t wl__locate_list_policies[] = {
+    {WL_SCOPE_LISTS_WRITE, "locate-lists"}, /* CreateLocateList */
+    {WL_SCOPE_LISTS_WRITE, "locate-lists"}, /* GetLocateList */
+};
+
+const wl_method_policy_t wl__stock_policies[] = {
+    {WL_SCOPE_STOCK_READ, "stock-export"}, /* ExportStock */
+    {WL_SCOPE_STOCK_READ, "shared"},       /* ListStock */
+};
+
+int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *err)
+{
+    wl_core_t *core = calloc(1, sizeof(*core));
+    if (core == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    wl_pool_config_t pool_config = {
+        .conninfo = config->database_url,
+        .size = config->db_pool_size > 0 ? config->db_pool_size : 8,
+        .acquire_timeout_ms = config->db_acquire_timeout_ms > 0 ? config->db_acquire_timeout_ms
+                                                                : 5000,
+        .connect_timeout_s = config->db_connect_timeout_s > 0 ? config->db_connect_timeout_s : 3,
+        .statement_timeout_ms = config->statement_timeout_ms > 0 ? config->statement_timeout_ms
+                                                                 : 30000,
+    };
+    int rc = wl_pool_create(&pool_config, &core->pool, err);
+    if (rc != 0) {
+        free(core);
+        return rc;
+    }
+    wl__locate_list_service_init(&core->locate_list, core);
+    wl__stock_service_init(&core->stock, core);
+    core->services[0] = (wl_service_entry_t){&walklist__v1__locate_list_service__descriptor,
+                                             &core->locate_list.base.base,
+                                             wl__locate_list_policies};
+    core->services[1] = (wl_service_entry_t){&walklist__v1__stock_service__descriptor,
+                                             &core->stock.base.base, wl__stock_policies};
+    *out = core;
+    return 0;
+}
+
+void wl_core_destroy(wl_core_t *core)
+{
+    if (core == NULL)
+        return;
+    wl_pool_destroy(core->pool);
+    free(core);
+}
+
+int wl_core_ready(wl_core_t *core, wl_error_t *err)
+{
+    PGconn *conn = NULL;
+    int rc = wl_pool_acquire(core->pool, &conn, err);
+    if (rc != 0)
+        return rc;
+    int pending = 0;
+    rc = wl_migrate_pending(conn, &pending, err);
+    wl_pool_release(core->pool, conn);
+    if (rc == 0 && pending > 0)
+        rc = wl_error_set(err, WL_EUNAVAILABLE,
+                          "database schema is %d migration(s) behind: run walklistctl migrate",
+                          pending);
+    return rc;
+}
+
+int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out, wl_error_t *err)
+{
+    char prefix[WL_KEY_PREFIX_LEN + 1];
+    if (!wl_keys_parse(token, prefix))
+        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
+    PGconn *conn = NULL;
+    int rc = wl_pool_acquire(core->pool, &conn, err);
+    if (rc != 0)
+        return rc;
+    rc = wl_keys_authenticate(conn, token, out, err);
+    wl_pool_release(core->pool, conn);
+    return rc;
+}
+
+int wl_scopes_parse(const char *text, unsigned *scopes, wl_error_t *err)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } known[] = {
+#define XX(name, bit, text) {text, bit},
+        WL_SCOPE_MAP(XX)
+#undef XX
+    };
+    *scopes = 0;
+    while (*text != '\0') {
+        size_t n = strcspn(text, ",");
+        bool found = false;
+        for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+            if (strlen(known[i].name) == n && strncmp(known[i].name, text, n) == 0) {
+                *scopes |= known[i].bit;
+                found = true;
+            }
+        }
+        if (!found)
+            return wl_error_add_violation(err, "scopes", "unknown scope '%.*s'", (int)n, text);
+        text += n + (text[n] == ',');
+    }
+    if (*scopes == 0)
+        return wl_error_add_violation(err, "scopes", "at least one scope is required");
+    return 0;
+}
+
+void wl_scopes_format(unsigned scopes, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+#define XX(name, bit, text)                                                                        \
+    if ((scopes & (bit)) && used < size)                                                           \
+        used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? "," : "", text);
+    WL_SCOPE_MAP(XX)
+#undef XX
+}
+
+size_t wl_core_services(wl_core_t *core, const wl_service_entry_t **out)
+{
+    *out = core->services;
+    return sizeof(core->services) / sizeof(core->services[0]);
+}
+
+const wl_service_entry_t *wl_core_find_service(wl_core_t *core, const char *full_name)
+{
+    for (size_t i = 0; i < sizeof(core->services) / sizeof(core->services[0]); i++) {
+        if (strcmp(core->services[i].descriptor->name, full_name) == 0)
+            return &core->services[i];
+    }
+    return NULL;
+}
+
+static void store_reply(const ProtobufCMessage *reply, void *closure_data)
+{
+    wl_call_t *call = closure_data;
+    call->reply = reply;
+}
+
+int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned method_index,
+                   const ProtobufCMessage *input)
+{
+    if (method_index >= service->descriptor->n_methods)
+        return wl_error_set(call->err, WL_EUNIMPLEMENTED, "no such method");
+    const wl_method_policy_t *policy = &service->policies[method_index];
+    if (call->principal == NULL || (call->principal->scopes & policy->scope) != policy->scope) {
+        char needed[64];
+        wl_scopes_format(policy->scope, needed, sizeof(needed));
+        return wl_error_set(call->err, WL_EPERMISSION, "the API key lacks the scope %s", needed);
+    }
+    call->reply = NULL;
+    service->service->invoke(service->service, method_index, input, store_reply, call);
+    if (call->err->code != 0)
+        return call->err->code;
+    if (call->reply == NULL)
+        return wl_error_set(call->err, WL_EINTERNAL, NULL);
+    return 0;
+}
+
+Google__Protobuf__Timestamp *wl__timestamp_from_ms(wl_arena_t *arena, int64_t ms)
+{
+    Google__Protobuf__Timestamp *ts = wl_arena_alloc(arena, sizeof(*ts));
+    if (ts == NULL)
+        return NULL;
+    google__protobuf__timestamp__init(ts);
+    int64_t seconds = ms / 1000, millis = ms % 1000;
+    if (millis < 0) {
+        millis += 1000;
+        seconds--;
+    }
+    ts->seconds = seconds;
+    ts->nanos = (int32_t)(millis * 1000000);
+    return ts;
+}

@@ -1,0 +1,147 @@
+/* Creating and reading walk lists (walklist.v1.LocateListService) happens here. */
+#include <string.h>
+
+#include "core/random.h"
+#include "services/services.h"
+#include "store/lists.h"
+#include "walklist/codes.h"
+
+#define LIST_ID_MAX 40
+
+static wl_call_t *call_of(void *closure_data)
+{
+    return closure_data;
+}
+
+/**
+ * Validates and normalises a create request: the name as sent, the codes
+ * trimmed and deduplicated. unique receives arena memory.
+ */
+static int normalize_request(const Walklist__V1__CreateLocateListRequest *input, wl_arena_t *arena,
+                             wl_span_t **unique, size_t *unique_count, wl_error_t *err)
+{
+    int rc = wl_name_validate(wl_span_str(input->name), "name", err);
+    size_t n = input->n_codes;
+    wl_span_t *sent = wl_arena_alloc(arena, sizeof(*sent) * (n ? n : 1));
+    *unique = wl_arena_alloc(arena, sizeof(**unique) * (n ? n : 1));
+    if (sent == NULL || *unique == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    for (size_t i = 0; i < n; i++)
+        sent[i] = wl_span_str(input->codes[i]);
+    int codes_rc = wl_codes_normalize(sent, n, *unique, unique_count, err);
+    return rc != 0 ? rc : codes_rc;
+}
+
+static void create_locate_list(Walklist__V1__LocateListService_Service *base,
+                               const Walklist__V1__CreateLocateListRequest *input,
+                               Walklist__V1__CreateLocateListResponse_Closure closure,
+                               void *closure_data)
+{
+    wl_core_t *core = ((wl_locate_list_service_t *)base)->core;
+    wl_call_t *call = call_of(closure_data);
+    wl_span_t *codes = NULL;
+    size_t codes_count = 0;
+    char id[23];
+    if (normalize_request(input, call->arena, &codes, &codes_count, call->err) != 0)
+        goto Fail;
+    if (wl_random_id(id) != 0) {
+        wl_error_set(call->err, WL_EINTERNAL, "no randomness available");
+        goto Fail;
+    }
+    PGconn *conn = NULL;
+    if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
+        goto Fail;
+    int64_t created_ms = 0;
+    int rc = wl_lists_insert(conn, call->principal->org_id, id, input->name, codes, codes_count,
+                             call->arena, &created_ms, call->err);
+    wl_pool_release(core->pool, conn);
+    if (rc != 0)
+        goto Fail;
+
+    Walklist__V1__CreateLocateListResponse *reply = wl_arena_alloc(call->arena, sizeof(*reply));
+    if (reply == NULL) {
+        wl_error_set(call->err, WL_ENOMEM, NULL);
+        goto Fail;
+    }
+    walklist__v1__create_locate_list_response__init(reply);
+    reply->id = wl_arena_strdup(call->arena, id);
+    reply->name = input->name;
+    reply->codes_count = (int32_t)codes_count;
+    if (reply->id == NULL) {
+        wl_error_set(call->err, WL_ENOMEM, NULL);
+        goto Fail;
+    }
+    closure(reply, closure_data);
+    return;
+Fail:
+    closure(NULL, closure_data);
+}
+
+/* Ids are ours only if they look like ours; anything else cannot exist. */
+static bool plausible_id(const char *id)
+{
+    size_t len = strlen(id);
+    if (len == 0 || len > LIST_ID_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = id[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_'))
+            return false;
+    }
+    return true;
+}
+
+static void get_locate_list(Walklist__V1__LocateListService_Service *base,
+                            const Walklist__V1__GetLocateListRequest *input,
+                            Walklist__V1__LocateList_Closure closure, void *closure_data)
+{
+    wl_core_t *core = ((wl_locate_list_service_t *)base)->core;
+    wl_call_t *call = call_of(closure_data);
+    if (!plausible_id(input->id)) {
+        wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
+        goto Fail;
+    }
+    PGconn *conn = NULL;
+    if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
+        goto Fail;
+    wl_list_record_t record;
+    int rc = wl_lists_get(conn, call->principal->org_id, input->id, call->arena, &record,
+                          call->err);
+    wl_pool_release(core->pool, conn);
+    if (rc != 0)
+        goto Fail;
+
+    Walklist__V1__LocateList *reply = wl_arena_alloc(call->arena, sizeof(*reply));
+    if (reply == NULL) {
+        wl_error_set(call->err, WL_ENOMEM, NULL);
+        goto Fail;
+    }
+    walklist__v1__locate_list__init(reply);
+    reply->id = wl_arena_strdup(call->arena, input->id);
+    reply->name = (char *)record.name;
+    reply->state = (char *)record.state;
+    reply->codes = record.codes;
+    reply->n_codes = record.codes_count;
+    reply->codes_count = (int32_t)record.codes_count;
+    reply->created_at = wl__timestamp_from_ms(call->arena, record.created_ms);
+    if (record.loaded_ms >= 0)
+        reply->loaded_at = wl__timestamp_from_ms(call->arena, record.loaded_ms);
+    if (reply->id == NULL || reply->created_at == NULL ||
+        (record.loaded_ms >= 0 && reply->loaded_at == NULL)) {
+        wl_error_set(call->err, WL_ENOMEM, NULL);
+        goto Fail;
+    }
+    closure(reply, closure_data);
+    return;
+Fail:
+    closure(NULL, closure_data);
+}
+
+void wl__locate_list_service_init(wl_locate_list_service_t *service, wl_core_t *core)
+{
+    walklist__v1__locate_list_service__init(&service->base, NULL);
+    service->base.create_locate_list = create_locate_list;
+    service->base.get_locate_list = get_locate_list;
+    service->core = core;
+}

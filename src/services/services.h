@@ -1,0 +1,41 @@
+/*
+ * The core's protobuf-c services and the state they share. Every method
+ * receives a wl_call_t as closure data (see walklist/core.h): it allocates its
+ * reply from call->arena, reports failures in call->err, and calls the closure
+ * with the reply, or with NULL on failure.
+ */
+#ifndef WALKLIST_SERVICES_H
+#define WALKLIST_SERVICES_H
+
+#include "store/pool.h"
+#include "walklist/core.h"
+#include "walklist/v1/locate_list.pb-c.h"
+#include "walklist/v1/stock.pb-c.h"
+
+typedef struct {
+    Walklist__V1__LocateListService_Service base;
+    wl_core_t *core;
+} wl_locate_list_service_t;
+
+typedef struct {
+    Walklist__V1__StockService_Service base;
+    wl_core_t *core;
+} wl_stock_service_t;
+
+struct wl_core {
+    wl_pool_t *pool;
+    wl_locate_list_service_t locate_list;
+    wl_stock_service_t stock;
+    wl_service_entry_t services[2];
+};
+
+void wl__locate_list_service_init(wl_locate_list_service_t *service, wl_core_t *core);
+void wl__stock_service_init(wl_stock_service_t *service, wl_core_t *core);
+
+extern const wl_method_policy_t wl__locate_list_policies[];
+extern const wl_method_policy_t wl__stock_policies[];
+
+/** Timestamp message for milliseconds since the epoch, from the call's arena (NULL on ENOMEM). */
+Google__Protobuf__Timestamp *wl__timestamp_from_ms(wl_arena_t *arena, int64_t ms);
+
+#endif

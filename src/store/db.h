@@ -1,0 +1,42 @@
+/*
+ * Thin helpers over libpq: parameterized statements only, results checked in
+ * one place, and PostgreSQL failures turned into WL_E* codes (a lost
+ * connection is WL_EUNAVAILABLE, anything else WL_EINTERNAL).
+ */
+#ifndef WALKLIST_STORE_DB_H
+#define WALKLIST_STORE_DB_H
+
+#include <libpq-fe.h>
+#include <stdint.h>
+
+#include "walklist/error.h"
+
+/**
+ * Runs one parameterized statement with text parameters (values may be NULL
+ * for SQL NULL). On success *out (when out is not NULL) holds the result,
+ * which the caller PQclears; on failure nothing is left to clear.
+ */
+int wl_db_exec(PGconn *conn, const char *sql, int nparams, const char *const *values,
+               PGresult **out, wl_error_t *err) WL_CHECK_RESULT;
+
+/** Like wl_db_exec with explicit lengths and formats (binary parameters). */
+int wl_db_exec_params(PGconn *conn, const char *sql, int nparams, const char *const *values,
+                      const int *lengths, const int *formats, PGresult **out, wl_error_t *err)
+    WL_CHECK_RESULT;
+
+/** Maps a failed result (or NULL) to a WL_E* code recorded in err. */
+int wl_db_fail(PGconn *conn, const PGresult *res, wl_error_t *err);
+
+int wl_db_begin(PGconn *conn, wl_error_t *err) WL_CHECK_RESULT;
+int wl_db_commit(PGconn *conn, wl_error_t *err) WL_CHECK_RESULT;
+
+/** Rolls back if a transaction is open; errors are ignored (the pool drops broken connections). */
+void wl_db_rollback(PGconn *conn);
+
+/** SQLSTATE of a failed result, "" when none. */
+const char *wl_db_sqlstate(const PGresult *res);
+
+/** Parses a bigint column value. */
+int64_t wl_db_int64(const PGresult *res, int row, int col);
+
+#endif

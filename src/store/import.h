@@ -1,0 +1,33 @@
+/*
+ * CSV imports of inventory data (CONTRACT section 3): one file, one
+ * transaction. Rows are checked in C (shape of each value) and in SQL
+ * (references, duplicate keys), staged with COPY, then upserted by their
+ * natural key; the export rows of every affected SKU are refreshed in the same
+ * transaction. Any bad row and nothing is imported; every bad line is reported.
+ */
+#ifndef WALKLIST_STORE_IMPORT_H
+#define WALKLIST_STORE_IMPORT_H
+
+#include <libpq-fe.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "walklist/error.h"
+
+/** Receives each problem: the 1-based line, the column (may be ""), a description. */
+typedef void (*wl_import_report_fn)(size_t line, const char *column, const char *description,
+                                    void *data);
+
+/** Kind names: warehouses, locations, products, stock, location-stock, reservations. */
+int wl_import_kind_valid(const char *kind);
+
+/**
+ * Imports one CSV file of the given kind for the organization. *rows
+ * receives the number of rows imported. WL_EINVAL when the file has problems
+ * (each reported through report, nothing written).
+ */
+int wl_import_csv(PGconn *conn, int64_t org_id, const char *kind, FILE *in,
+                  wl_import_report_fn report, void *report_data, size_t *rows, wl_error_t *err)
+    WL_CHECK_RESULT;
+
+#endif

@@ -1,0 +1,173 @@
+/* Issuing, checking and revoking API keys happens here. */
+#include "store/keys.h"
+
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/random.h"
+#include "store/db.h"
+
+static bool is_base62(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
+bool wl_keys_parse(wl_span_t token, char prefix[WL_KEY_PREFIX_LEN + 1])
+{
+    const size_t head = 4 + WL_KEY_PREFIX_LEN + 1;
+    if (token.len < head + WL_KEY_SECRET_MIN || token.len > WL_KEY_TOKEN_MAX)
+        return false;
+    if (memcmp(token.base, "wlk_", 4) != 0 || token.base[head - 1] != '_')
+        return false;
+    for (size_t i = 4; i < token.len; i++) {
+        if (i != head - 1 && !is_base62(token.base[i]))
+            return false;
+    }
+    memcpy(prefix, token.base + 4, WL_KEY_PREFIX_LEN);
+    prefix[WL_KEY_PREFIX_LEN] = '\0';
+    return true;
+}
+
+static void hash_hex(wl_span_t token, char hex[65])
+{
+    unsigned char digest[SHA256_DIGEST_LENGTH];
+    SHA256((const unsigned char *)token.base, token.len, digest);
+    for (size_t i = 0; i < sizeof(digest); i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+}
+
+static void scopes_array(unsigned scopes, char *buf, size_t size)
+{
+    char list[128];
+    wl_scopes_format(scopes, list, sizeof(list));
+    snprintf(buf, size, "{%s}", list);
+}
+
+int wl_keys_create(PGconn *conn, int64_t org_id, unsigned scopes, const char *name,
+                   char token[WL_KEY_TOKEN_SIZE], wl_error_t *err)
+{
+    char prefix[WL_KEY_PREFIX_LEN + 1], secret[WL_KEY_SECRET_LEN + 1], hex[65], org[24],
+        scope_text[160];
+    snprintf(org, sizeof(org), "%lld", (long long)org_id);
+    scopes_array(scopes, scope_text, sizeof(scope_text));
+    /* A prefix collision (47 bits) is improbable; retry a few times rather than fail. */
+    for (int attempt = 0; attempt < 5; attempt++) {
+        if (wl_random_base62(prefix, WL_KEY_PREFIX_LEN) != 0 ||
+            wl_random_base62(secret, WL_KEY_SECRET_LEN) != 0)
+            return wl_error_set(err, WL_EINTERNAL, "no randomness available");
+        snprintf(token, WL_KEY_TOKEN_SIZE, "wlk_%s_%s", prefix, secret);
+        hash_hex(wl_span_str(token), hex);
+        const char *params[] = {prefix, org, hex, scope_text, name ? name : ""};
+        PGresult *res = PQexecParams(conn,
+                                     "INSERT INTO api_keys (prefix, org_id, token_hash, scopes, name)"
+                                     " VALUES ($1, $2, decode($3, 'hex'), $4::text[], $5)"
+                                     " ON CONFLICT (prefix) DO NOTHING",
+                                     5, NULL, params, NULL, NULL, 0);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+            int rc = wl_db_fail(conn, res, err);
+            PQclear(res);
+            return rc;
+        }
+        bool inserted = strcmp(PQcmdTuples(res), "1") == 0;
+        PQclear(res);
+        if (inserted)
+            return 0;
+    }
+    return wl_error_set(err, WL_EINTERNAL, "could not find a free key prefix");
+}
+
+int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_error_t *err)
+{
+    char prefix[WL_KEY_PREFIX_LEN + 1];
+    if (!wl_keys_parse(token, prefix))
+        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
+    char hex[65];
+    hash_hex(token, hex);
+
+    PGresult *res = NULL;
+    const char *params[] = {prefix};
+    int rc = wl_db_exec(conn,
+                        "SELECT k.org_id, encode(k.token_hash, 'hex'), array_to_string(k.scopes, ','),"
+                        " k.revoked_at IS NOT NULL, o.slug"
+                        " FROM api_keys k JOIN organizations o ON o.org_id = k.org_id"
+                        " WHERE k.prefix = $1",
+                        1, params, &res, err);
+    if (rc != 0)
+        return rc;
+    /* Compare against a dummy hash when the prefix is unknown, so that the
+     * answer takes as long for an unknown prefix as for a wrong secret. */
+    const char *stored = PQntuples(res) == 1 ? PQgetvalue(res, 0, 1)
+                                              : "0000000000000000000000000000000000000000000000000000000000000000";
+    bool match = strlen(stored) == 64 && CRYPTO_memcmp(stored, hex, 64) == 0;
+    if (!match || PQntuples(res) != 1 || PQgetvalue(res, 0, 3)[0] == 't') {
+        PQclear(res);
+        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
+    }
+    memset(out, 0, sizeof(*out));
+    out->org_id = wl_db_int64(res, 0, 0);
+    snprintf(out->org_slug, sizeof(out->org_slug), "%s", PQgetvalue(res, 0, 4));
+    snprintf(out->key_prefix, sizeof(out->key_prefix), "%s", prefix);
+    wl_error_t ignored;
+    wl_error_init(&ignored);
+    /* Stored scopes were validated when the key was created; unknown ones (from a
+     * newer version) are simply not granted. */
+    const char *scopes = PQgetvalue(res, 0, 2);
+    char one[64];
+    while (*scopes != '\0') {
+        size_t n = strcspn(scopes, ",");
+        snprintf(one, sizeof(one), "%.*s", (int)n, scopes);
+        unsigned bit = 0;
+        if (wl_scopes_parse(one, &bit, &ignored) == 0)
+            out->scopes |= bit;
+        scopes += n + (scopes[n] == ',');
+    }
+    PQclear(res);
+    return 0;
+}
+
+int wl_keys_revoke(PGconn *conn, const char *prefix, wl_error_t *err)
+{
+    PGresult *res = NULL;
+    const char *params[] = {prefix};
+    int rc = wl_db_exec(conn,
+                        "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())"
+                        " WHERE prefix = $1",
+                        1, params, &res, err);
+    if (rc != 0)
+        return rc;
+    if (strcmp(PQcmdTuples(res), "1") != 0)
+        rc = wl_error_set(err, WL_ENOTFOUND, "no key with prefix '%s'", prefix);
+    PQclear(res);
+    return rc;
+}
+
+int wl_keys_list(PGconn *conn, int64_t org_id, void (*each)(const wl_key_info_t *, void *),
+                 void *data, wl_error_t *err)
+{
+    char org[24];
+    snprintf(org, sizeof(org), "%lld", (long long)org_id);
+    const char *params[] = {org};
+    PGresult *res = NULL;
+    int rc = wl_db_exec(conn,
+                        "SELECT prefix, name, array_to_string(scopes, ','),"
+                        " to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+                        " to_char(revoked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+                        " FROM api_keys WHERE org_id = $1 ORDER BY created_at, prefix",
+                        1, params, &res, err);
+    if (rc != 0)
+        return rc;
+    for (int i = 0; i < PQntuples(res); i++) {
+        wl_key_info_t info = {
+            .prefix = PQgetvalue(res, i, 0),
+            .name = PQgetvalue(res, i, 1),
+            .scopes = PQgetvalue(res, i, 2),
+            .created_at = PQgetvalue(res, i, 3),
+            .revoked_at = PQgetisnull(res, i, 4) ? NULL : PQgetvalue(res, i, 4),
+        };
+        each(&info, data);
+    }
+    PQclear(res);
+    return 0;
+}

@@ -1,0 +1,53 @@
+/*
+ * API keys: "wlk_" + 8-character public prefix + "_" + 40-character base62
+ * secret. Only the prefix and the SHA-256 of the whole token are stored; the
+ * token is shown once, at creation.
+ */
+#ifndef WALKLIST_STORE_KEYS_H
+#define WALKLIST_STORE_KEYS_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "walklist/core.h"
+#include "walklist/error.h"
+#include "walklist/span.h"
+
+#define WL_KEY_PREFIX_LEN 8
+#define WL_KEY_SECRET_LEN 40
+#define WL_KEY_SECRET_MIN 32
+#define WL_KEY_TOKEN_MAX 128
+/* "wlk_" + prefix + "_" + secret + NUL */
+#define WL_KEY_TOKEN_SIZE (4 + WL_KEY_PREFIX_LEN + 1 + WL_KEY_SECRET_LEN + 1)
+
+/**
+ * Checks a token's shape and extracts its prefix (NUL-terminated) without
+ * touching the database. False for anything that is not a well-formed key.
+ */
+bool wl_keys_parse(wl_span_t token, char prefix[WL_KEY_PREFIX_LEN + 1]);
+
+/** Creates a key for the organization; token receives the whole token (shown once). */
+int wl_keys_create(PGconn *conn, int64_t org_id, unsigned scopes, const char *name,
+                   char token[WL_KEY_TOKEN_SIZE], wl_error_t *err) WL_CHECK_RESULT;
+
+/** Looks a token up; WL_EUNAUTHENTICATED for unknown, revoked or malformed keys. */
+int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_error_t *err)
+    WL_CHECK_RESULT;
+
+/** Marks a key revoked; WL_ENOTFOUND when no such prefix. Revoking twice is fine. */
+int wl_keys_revoke(PGconn *conn, const char *prefix, wl_error_t *err) WL_CHECK_RESULT;
+
+typedef struct {
+    const char *prefix;
+    const char *name;
+    const char *scopes; /* "a,b" */
+    const char *created_at;
+    const char *revoked_at; /* NULL while active */
+} wl_key_info_t;
+
+/** Calls each(info, data) for every key of the organization, oldest first. */
+int wl_keys_list(PGconn *conn, int64_t org_id, void (*each)(const wl_key_info_t *, void *),
+                 void *data, wl_error_t *err) WL_CHECK_RESULT;
+
+#endif

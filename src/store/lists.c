@@ -1,0 +1,97 @@
+/* Storing and reading walk lists happens here. */
+#include "store/lists.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/db.h"
+
+char *wl_db_text_array(wl_arena_t *arena, const wl_span_t *items, size_t count)
+{
+    size_t size = 3;
+    for (size_t i = 0; i < count; i++)
+        size += 2 * items[i].len + 3;
+    char *out = wl_arena_alloc(arena, size);
+    if (out == NULL)
+        return NULL;
+    char *p = out;
+    *p++ = '{';
+    for (size_t i = 0; i < count; i++) {
+        if (i > 0)
+            *p++ = ',';
+        /* Every element quoted, so that NULL, braces, commas and spaces stay data. */
+        *p++ = '"';
+        for (size_t j = 0; j < items[i].len; j++) {
+            char c = items[i].base[j];
+            if (c == '"' || c == '\\')
+                *p++ = '\\';
+            *p++ = c;
+        }
+        *p++ = '"';
+    }
+    *p++ = '}';
+    *p = '\0';
+    return out;
+}
+
+int wl_lists_insert(PGconn *conn, int64_t org_id, const char *id, const char *name,
+                    const wl_span_t *codes, size_t codes_count, wl_arena_t *arena,
+                    int64_t *created_ms, wl_error_t *err)
+{
+    char org[24];
+    snprintf(org, sizeof(org), "%lld", (long long)org_id);
+    char *codes_array = wl_db_text_array(arena, codes, codes_count);
+    if (codes_array == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    const char *params[] = {org, id, name, codes_array};
+    PGresult *res = NULL;
+    int rc = wl_db_exec(conn,
+                        "INSERT INTO locate_lists (org_id, id, name, codes)"
+                        " VALUES ($1, $2, $3, $4::text[])"
+                        " RETURNING floor(extract(epoch FROM created_at) * 1000)::bigint",
+                        4, params, &res, err);
+    if (rc != 0)
+        return rc;
+    *created_ms = wl_db_int64(res, 0, 0);
+    PQclear(res);
+    return 0;
+}
+
+int wl_lists_get(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *arena,
+                 wl_list_record_t *out, wl_error_t *err)
+{
+    char org[24];
+    snprintf(org, sizeof(org), "%lld", (long long)org_id);
+    const char *params[] = {org, id};
+    PGresult *res = NULL;
+    int rc = wl_db_exec(conn,
+                        "SELECT l.name, l.state,"
+                        " floor(extract(epoch FROM l.created_at) * 1000)::bigint,"
+                        " floor(extract(epoch FROM l.loaded_at) * 1000)::bigint, c.code"
+                        " FROM locate_lists l, unnest(l.codes) WITH ORDINALITY AS c(code, n)"
+                        " WHERE l.org_id = $1 AND l.id = $2 ORDER BY c.n",
+                        2, params, &res, err);
+    if (rc != 0)
+        return rc;
+    int rows = PQntuples(res);
+    if (rows == 0) {
+        PQclear(res);
+        return wl_error_set(err, WL_ENOTFOUND, "no walk list with that id");
+    }
+    memset(out, 0, sizeof(*out));
+    out->name = wl_arena_strdup(arena, PQgetvalue(res, 0, 0));
+    out->state = wl_arena_strdup(arena, PQgetvalue(res, 0, 1));
+    out->created_ms = wl_db_int64(res, 0, 2);
+    out->loaded_ms = PQgetisnull(res, 0, 3) ? -1 : wl_db_int64(res, 0, 3);
+    out->codes = wl_arena_alloc(arena, sizeof(char *) * (size_t)rows);
+    bool ok = out->name != NULL && out->state != NULL && out->codes != NULL;
+    for (int i = 0; ok && i < rows; i++) {
+        out->codes[i] = wl_arena_strndup(arena, PQgetvalue(res, i, 4),
+                                         (size_t)PQgetlength(res, i, 4));
+        ok = out->codes[i] != NULL;
+    }
+    out->codes_count = (size_t)rows;
+    PQclear(res);
+    return ok ? 0 : wl_error_set(err, WL_ENOMEM, NULL);
+}
