@@ -13,11 +13,13 @@
 #include <unistd.h>
 
 #include "api.h"
-#include "core/random.h"
+#include "walklist/random.h"
 #include "exchange.h"
 
 /* A request's memory: decoded messages and replies. Export replies are larger. */
 #define REQUEST_ARENA_LIMIT (512u * 1024 * 1024)
+/* How much of an oversized chunked body is read (and dropped) to answer 413. */
+#define BODY_DRAIN_LIMIT (1024u * 1024)
 
 struct wl_server {
     wl_core_t *core;
@@ -34,6 +36,8 @@ typedef struct {
     struct timespec started;
     bool begun;
     bool responded;
+    bool body_too_large;
+    size_t body_drained;
     size_t body_cap;
 } request_t;
 
@@ -166,10 +170,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (*upload_data_size > 0) {
         size_t incoming = *upload_data_size;
         *upload_data_size = 0;
-        if (ex->body_len + incoming > ex->body_limit) {
-            wl_exchange_error(ex, 413, WL_GRPC_INVALID_ARGUMENT,
-                              "request body is larger than the limit", NULL);
-            return send_response(req);
+        if (req->body_too_large || ex->body_len + incoming > ex->body_limit) {
+            /* libmicrohttpd cannot answer in the middle of a body, so an oversized body
+             * of unannounced length (chunked) is drained and answered 413 at its end;
+             * one that keeps going far past the limit loses its connection instead. */
+            req->body_too_large = true;
+            req->body_drained += incoming;
+            return req->body_drained > BODY_DRAIN_LIMIT ? MHD_NO : MHD_YES;
         }
         if (ex->body_len + incoming + 1 > req->body_cap) {
             size_t cap = req->body_cap ? req->body_cap : 4096;
@@ -186,7 +193,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         ex->body[ex->body_len] = '\0';
         return MHD_YES;
     }
-    if (ex->status == 0)
+    if (req->body_too_large)
+        wl_exchange_error(ex, 413, WL_GRPC_INVALID_ARGUMENT,
+                          "request body is larger than the limit", NULL);
+    else if (ex->status == 0)
         wl_api_finish(server->api, ex);
     return send_response(req);
 }

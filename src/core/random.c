@@ -1,5 +1,5 @@
 /* Drawing identifiers and key material from the OS CSPRNG happens here. */
-#include "core/random.h"
+#include "walklist/random.h"
 
 #include <errno.h>
 #include <stdint.h>

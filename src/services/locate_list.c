@@ -1,7 +1,7 @@
 /* Creating and reading walk lists (walklist.v1.LocateListService) happens here. */
 #include <string.h>
 
-#include "core/random.h"
+#include "walklist/random.h"
 #include "services/services.h"
 #include "store/lists.h"
 #include "walklist/codes.h"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/random.h"
+#include "walklist/random.h"
 #include "store/db.h"
 
 static bool is_base62(char c)

@@ -2,8 +2,8 @@
  * Unguessable identifiers from the operating system's CSPRNG: list ids and
  * API key material.
  */
-#ifndef WALKLIST_CORE_RANDOM_H
-#define WALKLIST_CORE_RANDOM_H
+#ifndef WALKLIST_RANDOM_H
+#define WALKLIST_RANDOM_H
 
 #include <stddef.h>
 

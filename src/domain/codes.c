@@ -1,0 +1,139 @@
+/* Names and codes are validated, and walk-list codes split, trimmed and deduplicated, here. */
+#include "walklist/codes.h"
+
+#include <stdio.h>
+
+#include "walklist/utf8.h"
+
+/* What one pass over a text finds out; chars is -1 when it is not valid UTF-8. */
+typedef struct {
+    long chars;
+    bool has_control;
+    bool all_space;
+} text_scan_t;
+
+static text_scan_t scan_text(wl_span_t s)
+{
+    text_scan_t scan = {0, false, true};
+    size_t i = 0;
+    while (i < s.len) {
+        uint32_t cp;
+        int n = wl_utf8_decode(s.base + i, s.len - i, &cp);
+        if (n < 0) {
+            scan.chars = -1;
+            return scan;
+        }
+        if (wl_utf8_is_control(cp))
+            scan.has_control = true;
+        if (!wl_utf8_is_space(cp))
+            scan.all_space = false;
+        i += (size_t)n;
+        scan.chars++;
+    }
+    return scan;
+}
+
+/* Shared by walk-list codes (after trimming) and import codes. */
+static int check_code(wl_span_t code, const char *field, wl_error_t *err)
+{
+    text_scan_t scan = scan_text(code);
+    if (scan.chars < 0)
+        return wl_error_add_violation(err, field, "must be valid UTF-8");
+    if (scan.chars < 1 || scan.chars > WL_CODE_MAX_CHARS)
+        return wl_error_add_violation(err, field, "must be 1 to %d characters", WL_CODE_MAX_CHARS);
+    if (scan.has_control)
+        return wl_error_add_violation(err, field, "must not contain control characters");
+    return 0;
+}
+
+int wl_name_validate(wl_span_t name, const char *field, wl_error_t *err)
+{
+    text_scan_t scan = scan_text(name);
+    if (scan.chars < 0)
+        return wl_error_add_violation(err, field, "must be valid UTF-8");
+    if (scan.chars < 1 || scan.chars > WL_NAME_MAX_CHARS)
+        return wl_error_add_violation(err, field, "must be 1 to %d characters", WL_NAME_MAX_CHARS);
+    if (scan.has_control)
+        return wl_error_add_violation(err, field, "must not contain control characters");
+    if (scan.all_space)
+        return wl_error_add_violation(err, field, "must not be blank");
+    return 0;
+}
+
+size_t wl_codes_split(wl_span_t value, wl_span_t *out, size_t cap)
+{
+    size_t total = 0;
+    size_t start = 0;
+    /* ',' and '|' are ASCII, so they never occur inside a multi-byte character. */
+    for (size_t i = 0; i <= value.len; i++) {
+        if (i < value.len && value.base[i] != ',' && value.base[i] != '|')
+            continue;
+        wl_span_t piece = wl_utf8_trim(wl_span(value.base + start, i - start));
+        if (piece.len > 0) {
+            if (total < cap)
+                out[total] = piece;
+            total++;
+        }
+        start = i + 1;
+    }
+    return total;
+}
+
+int wl_codes_normalize(const wl_span_t *codes, size_t count, wl_span_t *unique,
+                       size_t *unique_count, wl_error_t *err)
+{
+    *unique_count = 0;
+    if (count == 0)
+        return wl_error_add_violation(err, "codes", "must have 1 to %d entries", WL_CODES_MAX);
+    if (count > WL_CODES_MAX)
+        return wl_error_add_violation(err, "codes", "must have at most %d entries, got %zu",
+                                      WL_CODES_MAX, count);
+    bool failed = false;
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++) {
+        wl_span_t code = wl_utf8_trim(codes[i]);
+        char field[32];
+        snprintf(field, sizeof(field), "codes[%zu]", i);
+        if (check_code(code, field, err) != 0) {
+            failed = true;
+            continue;
+        }
+        /* At most 200 entries of at most 256 bytes: a linear scan beats a hash here. */
+        bool seen = false;
+        for (size_t j = 0; j < kept && !seen; j++)
+            seen = wl_span_eq(unique[j], code);
+        if (!seen)
+            unique[kept++] = code;
+    }
+    if (failed)
+        return WL_EINVAL;
+    *unique_count = kept;
+    return 0;
+}
+
+int wl_code_validate(wl_span_t code, const char *field, wl_error_t *err)
+{
+    int rc = check_code(code, field, err);
+    if (rc != 0)
+        return rc;
+    if (!wl_span_eq(wl_utf8_trim(code), code))
+        return wl_error_add_violation(err, field,
+                                      "must not start or end with whitespace (codes are never "
+                                      "trimmed)");
+    return 0;
+}
+
+int wl_text_validate(wl_span_t text, size_t max_chars, bool required, const char *field,
+                     wl_error_t *err)
+{
+    text_scan_t scan = scan_text(text);
+    if (scan.chars < 0)
+        return wl_error_add_violation(err, field, "must be valid UTF-8");
+    if (required && scan.chars == 0)
+        return wl_error_add_violation(err, field, "must not be empty");
+    if ((size_t)scan.chars > max_chars)
+        return wl_error_add_violation(err, field, "must be at most %zu characters", max_chars);
+    if (scan.has_control)
+        return wl_error_add_violation(err, field, "must not contain control characters");
+    return 0;
+}

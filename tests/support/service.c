@@ -1,0 +1,95 @@
+/* Starting and stopping a walklistd for end-to-end tests happens here. */
+#include "service.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+char *service_log(const service_t *service)
+{
+    FILE *f = fopen(service->log_path, "rb");
+    if (f == NULL)
+        return strdup("");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)size + 1);
+    size_t n = fread(text, 1, (size_t)size, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+void service_start(service_t *service, const char *conninfo, const char *const *extra_args)
+{
+    const char *binary = getenv("WALKLISTD");
+    if (binary == NULL) {
+        fprintf(stderr, "WALKLISTD is not set: run under ctest\n");
+        exit(1);
+    }
+    memset(service, 0, sizeof(*service));
+    snprintf(service->log_path, sizeof(service->log_path), "walklistd-%d.log", (int)getpid());
+    const char *argv[32] = {binary, "--database-url", conninfo, "--listen", "127.0.0.1:0",
+                            "--threads", "4"};
+    int argc = 7;
+    for (int i = 0; extra_args != NULL && extra_args[i] != NULL && argc < 31; i++)
+        argv[argc++] = extra_args[i];
+    argv[argc] = NULL;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(service->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, STDERR_FILENO);
+        dup2(fd, STDOUT_FILENO);
+        execv(binary, (char *const *)argv);
+        _exit(127);
+    }
+    service->pid = pid;
+    for (int attempt = 0; attempt < 200; attempt++) {
+        char *log = service_log(service);
+        const char *listening = strstr(log, "\"msg\":\"listening\"");
+        const char *port = listening ? strstr(listening, "\"port\":") : NULL;
+        if (port != NULL) {
+            service->port = (uint16_t)atoi(port + 7);
+            free(log);
+            return;
+        }
+        free(log);
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            char *text = service_log(service);
+            fprintf(stderr, "walklistd exited at start:\n%s\n", text);
+            free(text);
+            exit(1);
+        }
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    fprintf(stderr, "walklistd did not start listening within 10 s\n");
+    kill(pid, SIGKILL);
+    exit(1);
+}
+
+int service_stop(service_t *service)
+{
+    if (service->pid <= 0)
+        return -1;
+    kill(service->pid, SIGTERM);
+    int status = 0;
+    for (int attempt = 0; attempt < 200; attempt++) {
+        if (waitpid(service->pid, &status, WNOHANG) == service->pid) {
+            service->pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        }
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    kill(service->pid, SIGKILL);
+    waitpid(service->pid, &status, 0);
+    service->pid = 0;
+    return -1;
+}

@@ -1,0 +1,27 @@
+/*
+ * Runs a real walklistd for end-to-end tests: started on a free loopback
+ * port against a test database, logs captured to a file, stopped with
+ * SIGTERM (or killed) at the end.
+ */
+#ifndef WALKLIST_SERVICE_H
+#define WALKLIST_SERVICE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct {
+    pid_t pid;
+    uint16_t port;
+    char log_path[256];
+} service_t;
+
+/** Starts walklistd ($WALKLISTD) with --database-url conninfo and extra args (NULL-terminated); exits the test on failure. */
+void service_start(service_t *service, const char *conninfo, const char *const *extra_args);
+
+/** Sends SIGTERM and waits; returns the exit status (or -1). */
+int service_stop(service_t *service);
+
+/** Whole log so far (malloc'd). */
+char *service_log(const service_t *service);
+
+#endif
