@@ -218,7 +218,9 @@ static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const route_t *route,
         unauthenticated(ex, false, "missing API key");
         return false;
     } else if (!bearer_token(header, &token)) {
-        unauthenticated(ex, false, "the Authorization header must be 'Bearer <API key>'");
+        /* A Bearer credential of the wrong shape was still a key sent; another scheme was not. */
+        bool bearer = strncasecmp(header + strspn(header, " \t"), "Bearer", 6) == 0;
+        unauthenticated(ex, bearer, "the Authorization header must be 'Bearer <API key>'");
         return false;
     }
     wl_error_t err;

@@ -138,6 +138,13 @@ static enum MHD_Result send_response(request_t *req)
     return result;
 }
 
+static bool request_has_body(const wl_exchange_t *ex)
+{
+    const char *length = wl_exchange_header(ex, "Content-Length");
+    return wl_exchange_header(ex, "Transfer-Encoding") != NULL ||
+           (length != NULL && strtoull(length, NULL, 10) > 0);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
@@ -158,7 +165,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             handle_ops(server, ex);
         else
             wl_api_begin(server->api, ex);
-        if (ex->status != 0)
+        /* Answering before the whole request is in makes libmicrohttpd close the
+         * connection; only do that when a body is on its way, and otherwise answer on
+         * the next call so the connection can be kept alive. */
+        if (ex->status != 0 && request_has_body(ex))
             return send_response(req);
         return MHD_YES;
     }
@@ -193,10 +203,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         ex->body[ex->body_len] = '\0';
         return MHD_YES;
     }
+    if (ex->status != 0)
+        return send_response(req); /* decided on the first call */
     if (req->body_too_large)
         wl_exchange_error(ex, 413, WL_GRPC_INVALID_ARGUMENT,
                           "request body is larger than the limit", NULL);
-    else if (ex->status == 0)
+    else
         wl_api_finish(server->api, ex);
     return send_response(req);
 }
@@ -208,7 +220,7 @@ static void json_log_string(FILE *out, const char *s, size_t len)
         unsigned char c = (unsigned char)s[i];
         if (c == '"' || c == '\\')
             fprintf(out, "\\%c", c);
-        else if (c < 0x20 || c == 0x7f)
+        else if (c < 0x20 || c >= 0x7f) /* keeps the line valid UTF-8 whatever the path holds */
             fprintf(out, "\\u%04x", c);
         else
             fputc(c, out);
@@ -320,7 +332,10 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         (unsigned)(config->connection_timeout_s ? config->connection_timeout_s : 30),
         MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)(config->connection_limit ? config->connection_limit : 1000),
-        MHD_OPTION_URI_LOG_CALLBACK, on_uri, server, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+        /* Room for the longest valid GET-form target: 200 codes of 64 characters, each
+         * percent-encoded as up to 12 bytes, plus headers. */
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_URI_LOG_CALLBACK,
+        on_uri, server, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
         server, MHD_OPTION_END);
     if (server->daemon == NULL) {
         rc = wl_error_set(err, WL_EINTERNAL, "cannot start the HTTP server");
@@ -346,8 +361,7 @@ void wl_server_stop(wl_server_t *server)
     if (server == NULL)
         return;
     MHD_stop_daemon(server->daemon);
-    if (server->listen_fd >= 0)
-        close(server->listen_fd);
+    /* MHD_stop_daemon closed the listening socket it was given. */
     wl_api_destroy(server->api);
     free(server);
 }

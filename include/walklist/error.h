@@ -57,8 +57,8 @@ typedef enum {
     XX(EEXHAUSTED, RESOURCE_EXHAUSTED, "resource exhausted")                                       \
     XX(EUNIMPLEMENTED, UNIMPLEMENTED, "not implemented")                                           \
     XX(EUNAVAILABLE, UNAVAILABLE, "database unavailable")                                          \
-    XX(ETIMEDOUT, DEADLINE_EXCEEDED, "deadline exceeded")                                          \
-    XX(ENOMEM, RESOURCE_EXHAUSTED, "out of memory")                                                \
+    XX(ETIMEDOUT, UNAVAILABLE, "the database did not answer in time")                                          \
+    XX(ENOMEM, INTERNAL, "out of memory")                                                \
     XX(EINTERNAL, INTERNAL, "internal error")
 
 typedef enum {

@@ -147,6 +147,14 @@ static int cmd_key_list(PGconn *conn, const args_t *args, wl_error_t *err)
     return rc;
 }
 
+static int cmd_key_revoke(PGconn *conn, const args_t *args, wl_error_t *err)
+{
+    int rc = wl_keys_revoke(conn, args->positional[2], err);
+    if (rc == 0)
+        fprintf(stderr, "walklistctl: key %s revoked\n", args->positional[2]);
+    return rc;
+}
+
 static void print_problem(size_t line, const char *column, const char *description, void *data)
 {
     const char *file = data;
@@ -242,6 +250,7 @@ int main(int argc, char **argv)
     }
     if (args.database_url == NULL) {
         fprintf(stderr, "walklistctl: --database-url (or WALKLIST_DATABASE_URL) is required\n");
+        usage(stderr);
         return 2;
     }
     bool known = command_is(&args, "migrate", NULL, 1) ||
@@ -275,7 +284,7 @@ int main(int argc, char **argv)
     else if (command_is(&args, "key", "list", 2))
         rc = cmd_key_list(conn, &args, &err);
     else if (command_is(&args, "key", "revoke", 3))
-        rc = wl_keys_revoke(conn, args.positional[2], &err);
+        rc = cmd_key_revoke(conn, &args, &err);
     else if (command_is(&args, "import", NULL, 3))
         rc = cmd_import(conn, &args, &err);
     else

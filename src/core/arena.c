@@ -52,15 +52,17 @@ void wl_arena_dispose(wl_arena_t *arena)
 
 void *wl_arena_alloc(wl_arena_t *arena, size_t size)
 {
-    size_t rounded = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-    if (rounded < size)
+    if (size > SIZE_MAX - ARENA_ALIGN)
         return NULL;
+    size_t rounded = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
     if (rounded == 0)
         rounded = ARENA_ALIGN;
     wl_arena_chunk_t *chunk = arena->chunks;
     if (chunk == NULL || chunk->size - chunk->used < rounded) {
         size_t chunk_size = rounded > ARENA_CHUNK_SIZE / 2 ? rounded : ARENA_CHUNK_SIZE;
-        if (arena->limit != 0 && arena->bytes_allocated + chunk_size > arena->limit)
+        if (chunk_size > SIZE_MAX - sizeof(wl_arena_chunk_t) ||
+            (arena->limit != 0 && (arena->bytes_allocated > arena->limit ||
+                                   chunk_size > arena->limit - arena->bytes_allocated)))
             return NULL;
         wl_arena_chunk_t *fresh = malloc(sizeof(*fresh) + chunk_size);
         if (fresh == NULL)

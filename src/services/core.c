@@ -98,6 +98,8 @@ int wl_scopes_parse(const char *text, unsigned *scopes, wl_error_t *err)
     *scopes = 0;
     while (*text != '\0') {
         size_t n = strcspn(text, ",");
+        if (n == 0 || (text[n] == ',' && text[n + 1] == '\0'))
+            return wl_error_add_violation(err, "scopes", "has an empty entry");
         bool found = false;
         for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
             if (strlen(known[i].name) == n && strncmp(known[i].name, text, n) == 0) {

@@ -10,6 +10,7 @@
 #include "walklist/bin_order.h"
 #include "walklist/codes.h"
 #include "walklist/csv.h"
+#include "walklist/utf8.h"
 
 typedef enum {
     COL_CODE,        /* SKU, EAN, bin, warehouse code, reservation ref */
@@ -28,6 +29,7 @@ typedef struct {
 
 #define MAX_COLUMNS 6
 #define MAX_CHECKS 3
+#define MAX_UPSERTS 3
 
 /*
  * One importable kind. SQL runs against the staging table import_rows, which
@@ -44,7 +46,7 @@ typedef struct {
     const char *checks[MAX_CHECKS];
     /* SKUs whose export rows the import changes, computed before the upsert. */
     const char *affected_skus;
-    const char *upsert[2];
+    const char *upsert[MAX_UPSERTS];
 } import_kind_t;
 
 static const import_kind_t kinds[] = {
@@ -91,13 +93,13 @@ static const import_kind_t kinds[] = {
         NULL,
         {"INSERT INTO products (org_id, sku, name) SELECT $1, sku, name FROM import_rows"
          " ON CONFLICT (org_id, sku) DO UPDATE SET name = excluded.name",
-         /* A product's EANs are replaced by the file's list. */
-         "WITH cleared AS (DELETE FROM product_eans e USING import_rows i"
-         " WHERE e.org_id = $1 AND e.sku = i.sku)"
-         " INSERT INTO product_eans (org_id, ean, sku)"
+         /* A product's EANs are replaced by the file's list. Two statements, not one with a
+          * data-modifying CTE: the INSERT of such a statement does not see the DELETE, so an EAN
+          * kept across the change would conflict with its own old row and be lost. */
+         "DELETE FROM product_eans e USING import_rows i WHERE e.org_id = $1 AND e.sku = i.sku",
+         "INSERT INTO product_eans (org_id, ean, sku)"
          " SELECT DISTINCT $1::bigint, ean, sku FROM import_rows,"
-         " unnest(string_to_array(eans, '|')) AS ean WHERE ean <> ''"
-         " ON CONFLICT DO NOTHING"},
+         " unnest(string_to_array(eans, '|')) AS ean WHERE ean <> ''"},
     },
     {
         "stock",
@@ -205,6 +207,32 @@ static bool span_is(wl_span_t s, const char *text)
     return wl_span_eq(s, wl_span_str(text));
 }
 
+/*
+ * Names may hold line breaks, which RFC 4180 quoting exists to carry (a product name on two
+ * lines); every other control character is refused. CR and LF are ASCII, so the pieces between
+ * them are whole UTF-8 and each is checked on its own.
+ */
+static int validate_name(wl_span_t name, const char *field, wl_error_t *check)
+{
+    long chars = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= name.len; i++) {
+        if (i < name.len && name.base[i] != '\n' && name.base[i] != '\r')
+            continue;
+        wl_span_t piece = wl_span(name.base + start, i - start);
+        if (wl_text_validate(piece, WL_TEXT_MAX_CHARS, false, field, check) != 0)
+            return WL_EINVAL;
+        chars += wl_utf8_count(piece) + (i < name.len ? 1 : 0);
+        start = i + 1;
+    }
+    if (chars == 0)
+        return wl_error_add_violation(check, field, "must not be empty");
+    if (chars > WL_TEXT_MAX_CHARS)
+        return wl_error_add_violation(check, field, "must be at most %d characters",
+                                      WL_TEXT_MAX_CHARS);
+    return 0;
+}
+
 static bool validate_value(const column_t *column, wl_span_t value, size_t line, reporter_t *r)
 {
     wl_error_t check;
@@ -215,7 +243,7 @@ static bool validate_value(const column_t *column, wl_span_t value, size_t line,
         rc = wl_code_validate(value, column->name, &check);
         break;
     case COL_NAME:
-        rc = wl_text_validate(value, WL_TEXT_MAX_CHARS, true, column->name, &check);
+        rc = validate_name(value, column->name, &check);
         break;
     case COL_WAREHOUSE_KIND:
         if (!span_is(value, "own") && !span_is(value, "supplier"))
@@ -341,8 +369,10 @@ static int stage_rows(PGconn *conn, const import_kind_t *kind, FILE *in, reporte
         bool ok = true;
         for (size_t i = 0; i < kind->column_count; i++)
             ok &= validate_value(&kind->columns[i], rec.fields[i], rec.line, r);
-        if (!ok || r->problems > 0)
-            continue; /* nothing will be written; keep reading only to report */
+        /* Valid rows are staged even after a bad one, so that the SQL checks (references,
+         * duplicate keys) can report every bad line; nothing is written unless all are good. */
+        if (!ok)
+            continue;
         char line[24];
         len = 0;
         snprintf(line, sizeof(line), "%zu", rec.line);
@@ -373,14 +403,21 @@ static int stage_rows(PGconn *conn, const import_kind_t *kind, FILE *in, reporte
         }
         (*rows)++;
     }
-    if (more < 0 && rc == 0)
-        problem(r, 0, "", csv_err.message);
+    if (more < 0 && rc == 0) {
+        /* The reader's message names the line ("line 7: unterminated quoted field"). */
+        size_t line = 0;
+        int skip = 0;
+        if (sscanf(csv_err.message, "line %zu: %n", &line, &skip) == 1 && skip > 0)
+            problem(r, line, "", csv_err.message + skip);
+        else
+            problem(r, 0, "", csv_err.message);
+    }
     if (!header_seen && more >= 0 && rc == 0)
         problem(r, 1, "", "the file is empty: a header row is required");
     free(buf);
     wl_csv_reader_destroy(reader);
 
-    bool abort_copy = rc != 0 || r->problems > 0;
+    bool abort_copy = rc != 0;
     if (PQputCopyEnd(conn, abort_copy ? "import aborted" : NULL) != 1 && rc == 0)
         rc = wl_db_fail(conn, NULL, err);
     while ((res = PQgetResult(conn)) != NULL) {
@@ -388,18 +425,20 @@ static int stage_rows(PGconn *conn, const import_kind_t *kind, FILE *in, reporte
             rc = wl_db_fail(conn, res, err);
         PQclear(res);
     }
-    if (rc == 0 && r->problems > 0)
-        rc = WL_EINVAL;
     return rc;
 }
 
-/* Reports rows that fail a SQL check; returns how many did. */
+/* Reports the rows that fail a SQL check, in line order. */
 static int run_check(PGconn *conn, const char *sql, const char *org, reporter_t *r,
                      wl_error_t *err)
 {
     PGresult *res = NULL;
     const char *params[] = {org};
-    int rc = wl_db_exec(conn, sql, 1, params, &res, err);
+    char ordered[1024];
+    if ((size_t)snprintf(ordered, sizeof(ordered), "SELECT * FROM (%s) c ORDER BY 1", sql) >=
+        sizeof(ordered))
+        return wl_error_set(err, WL_EINTERNAL, "import check too long");
+    int rc = wl_db_exec(conn, ordered, 1, params, &res, err);
     if (rc != 0)
         return rc;
     for (int i = 0; i < PQntuples(res); i++)
@@ -464,7 +503,7 @@ int wl_import_csv(PGconn *conn, int64_t org_id, const char *kind_name, FILE *in,
         const char *params[] = {org};
         rc = wl_db_exec(conn, sql, strstr(sql, "$1") ? 1 : 0, params, NULL, err);
     }
-    for (size_t i = 0; rc == 0 && i < 2 && kind->upsert[i] != NULL; i++) {
+    for (size_t i = 0; rc == 0 && i < MAX_UPSERTS && kind->upsert[i] != NULL; i++) {
         const char *params[] = {org};
         rc = wl_db_exec(conn, kind->upsert[i], 1, params, NULL, err);
     }

@@ -2,6 +2,7 @@
 #include "store/pool.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,25 @@ static PGconn *connect_slot(wl_pool_t *pool, wl_error_t *err)
     return conn;
 }
 
+/*
+ * An idle connection has nothing to read unless the server closed it (a restart
+ * or crash sends a FATAL and EOF). Checking is one poll(2); it spares the
+ * borrower a 503 for a connection that died while idle.
+ */
+static bool still_connected(PGconn *conn)
+{
+    if (PQstatus(conn) != CONNECTION_OK)
+        return false;
+    struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
+    int ready = poll(&pfd, 1, 0);
+    if (ready == 0)
+        return true;
+    if (ready < 0 || (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
+        return false;
+    return PQconsumeInput(conn) == 1 && PQstatus(conn) == CONNECTION_OK && !PQisBusy(conn) &&
+           PQnotifies(conn) == NULL;
+}
+
 int wl_pool_acquire(wl_pool_t *pool, PGconn **out, wl_error_t *err)
 {
     struct timespec deadline;
@@ -120,7 +140,7 @@ int wl_pool_acquire(wl_pool_t *pool, PGconn **out, wl_error_t *err)
     slot->conn = NULL;
     pthread_mutex_unlock(&pool->lock);
 
-    if (conn != NULL && PQstatus(conn) != CONNECTION_OK) {
+    if (conn != NULL && !still_connected(conn)) {
         PQfinish(conn);
         conn = NULL;
     }

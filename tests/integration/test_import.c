@@ -1,0 +1,892 @@
+/*
+ * CSV imports against a real PostgreSQL (CONTRACT section 3): every kind imports good data,
+ * rows upsert by their natural key, a file with any bad row writes nothing and names every
+ * bad line, codes are case-sensitive, and stock_availability follows each import.
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fixture.h"
+#include "store/import.h"
+#include "test.h"
+#include "testdb.h"
+
+#define MAX_PROBLEMS 64
+#define MAX_LINES    16
+
+typedef struct {
+    size_t line;
+    char column[64];
+    char description[256];
+} problem_t;
+
+typedef struct {
+    problem_t items[MAX_PROBLEMS];
+    size_t count; /* may exceed MAX_PROBLEMS; only the first are kept */
+} problems_t;
+
+static PGconn *conn;
+
+static void collect(size_t line, const char *column, const char *description, void *data)
+{
+    problems_t *problems = data;
+    if (problems->count < MAX_PROBLEMS) {
+        problem_t *p = &problems->items[problems->count];
+        p->line = line;
+        snprintf(p->column, sizeof(p->column), "%s", column);
+        snprintf(p->description, sizeof(p->description), "%s", description);
+    }
+    problems->count++;
+}
+
+/* Imports len bytes of CSV text; problems (may be NULL) receives what was reported. */
+static int import_bytes(int64_t org, const char *kind, const char *csv, size_t len,
+                        problems_t *problems, size_t *rows)
+{
+    problems_t ignored;
+    if (problems == NULL)
+        problems = &ignored;
+    memset(problems, 0, sizeof(*problems));
+    /* fmemopen refuses a zero-sized buffer on some C libraries; /dev/null is an empty file too. */
+    FILE *in = len > 0 ? fmemopen((void *)csv, len, "rb") : fopen("/dev/null", "rb");
+    if (in == NULL) {
+        FAIL("cannot open the CSV text");
+        return -1;
+    }
+    wl_error_t err;
+    wl_error_init(&err);
+    size_t imported = 0;
+    int rc = wl_import_csv(conn, org, kind, in, collect, problems, &imported, &err);
+    fclose(in);
+    if (rows != NULL)
+        *rows = imported;
+    return rc;
+}
+
+static int import_text(int64_t org, const char *kind, const char *csv, problems_t *problems,
+                       size_t *rows)
+{
+    return import_bytes(org, kind, csv, strlen(csv), problems, rows);
+}
+
+static void print_problems(const problems_t *problems)
+{
+    for (size_t i = 0; i < problems->count && i < MAX_PROBLEMS; i++)
+        fprintf(stderr, "    line %zu: %s: %s\n", problems->items[i].line,
+                problems->items[i].column, problems->items[i].description);
+}
+
+/* Imports text that must succeed with the given number of rows. */
+static void import_ok(int64_t org, const char *kind, const char *csv, size_t expected_rows)
+{
+    problems_t problems;
+    size_t rows = 0;
+    int rc = import_text(org, kind, csv, &problems, &rows);
+    CHECK_INT(rc, 0);
+    CHECK_INT(problems.count, 0);
+    CHECK_INT(rows, expected_rows);
+    if (rc != 0 || problems.count != 0) {
+        fprintf(stderr, "  import of %s failed:\n", kind);
+        print_problems(&problems);
+    }
+}
+
+/* One text value of a query with a single text parameter (the org id is $1). */
+static const char *query_value(int64_t org, const char *sql, char *buf, size_t size)
+{
+    char org_text[24];
+    snprintf(org_text, sizeof(org_text), "%" PRId64, org);
+    const char *params[] = {org_text};
+    PGresult *res = PQexecParams(conn, sql, 1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "SQL failed: %s\n%s", sql, PQresultErrorMessage(res));
+        exit(1);
+    }
+    if (PQntuples(res) == 0)
+        snprintf(buf, size, "(no row)");
+    else if (PQgetisnull(res, 0, 0))
+        snprintf(buf, size, "(null)");
+    else
+        snprintf(buf, size, "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return buf;
+}
+
+static long long query_count(int64_t org, const char *sql)
+{
+    char buf[64];
+    return strtoll(query_value(org, sql, buf, sizeof(buf)), NULL, 10);
+}
+
+/* "qty@location", "qty@(null)" or "(no row)": the export row of one SKU. */
+static const char *availability(int64_t org, const char *sku, char *buf, size_t size)
+{
+    char org_text[24];
+    snprintf(org_text, sizeof(org_text), "%" PRId64, org);
+    const char *params[] = {org_text, sku};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT qty, location FROM stock_availability"
+                                 " WHERE org_id = $1 AND sku = $2",
+                                 2, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "availability: %s", PQresultErrorMessage(res));
+        exit(1);
+    }
+    if (PQntuples(res) == 0)
+        snprintf(buf, size, "(no row)");
+    else
+        snprintf(buf, size, "%s@%s", PQgetvalue(res, 0, 0),
+                 PQgetisnull(res, 0, 1) ? "(null)" : PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return buf;
+}
+
+#define CHECK_AVAILABILITY(org, sku, expected)                                                     \
+    do {                                                                                           \
+        char avail_[128];                                                                          \
+        CHECK_STR(availability(org, sku, avail_, sizeof(avail_)), expected);                       \
+    } while (0)
+
+/* A digest of every inventory table of every organization: equal digests, equal data. */
+static void inventory_digest(char digest[33])
+{
+    testdb_value(conn,
+                 "SELECT md5(concat_ws('#',"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM warehouses t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM locations t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM products t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM product_eans t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM stock t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM location_stock t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM reservations t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM stock_availability t)))",
+                 digest, 33);
+}
+
+static long long total_rows(void)
+{
+    return testdb_count(conn, "SELECT (SELECT count(*) FROM warehouses)"
+                              " + (SELECT count(*) FROM locations)"
+                              " + (SELECT count(*) FROM products)"
+                              " + (SELECT count(*) FROM product_eans)"
+                              " + (SELECT count(*) FROM stock)"
+                              " + (SELECT count(*) FROM location_stock)"
+                              " + (SELECT count(*) FROM reservations)"
+                              " + (SELECT count(*) FROM stock_availability)");
+}
+
+/* A SKU of 64 two-byte characters (128 bytes): length counts characters. */
+static char long_sku[2 * 64 + 1];
+/* Exactly 200 characters, the longest name allowed. */
+static char long_name[200 + 1];
+
+static void make_long_values(void)
+{
+    for (size_t i = 0; i < 64; i++)
+        memcpy(long_sku + 2 * i, "\xC3\xA9", 2); /* é */
+    long_sku[128] = '\0';
+    memset(long_name, 'n', 200);
+    long_name[200] = '\0';
+}
+
+/*
+ * The base inventory every section starts from. Expected export rows:
+ * SKU-1 12@A-2 (W1 10 + W2 5 own, SUP ignored; active own reservation R1 3; A-2 and A-10 tie
+ * at 4, natural order picks A-2; DOCK is staging), SKU-2 20@(null) (its only rack is at the
+ * supplier), SKU-3 0@B-1 (no stock, a rack holding 0 still counts), sku-1 7@(null), and no
+ * row for the long SKU (nothing in stock, no rack).
+ */
+static void load_base(int64_t org)
+{
+    import_ok(org, "warehouses",
+              "\xEF\xBB\xBF"
+              "code,name,kind\r\n"
+              "W1,\"Main, north\",own\r\n"
+              "W2,\"The \"\"big\"\" one\",own\r\n"
+              "SUP,Supplier,supplier\r\n",
+              3);
+    import_ok(org, "locations",
+              "warehouse,code,staging\n"
+              "W1,A-1,false\nW1,A-2,false\nW1,A-10,false\nW1,DOCK,true\nW1,a-1,false\n"
+              "W2,B-1,false\nSUP,S-1,false\n",
+              7);
+    char products[1024];
+    snprintf(products, sizeof(products),
+             "sku,name,eans\n"
+             "SKU-1,\"Drill\n18V\",4006381333931|4006381333948\n"
+             "sku-1,lower case,\n"
+             "SKU-2,\"Bits, 10 pcs\",4006381333931\n"
+             "SKU-3,Gloves,\"\"\n"
+             "%s,%s,5901234123457\n",
+             long_sku, long_name);
+    import_ok(org, "products", products, 5);
+    import_ok(org, "stock",
+              "sku,warehouse,on_hand\n"
+              "SKU-1,W1,10\nSKU-1,W2,5\nSKU-1,SUP,100\nSKU-2,W1,30\nsku-1,W1,7\n",
+              5);
+    import_ok(org, "location-stock",
+              "sku,warehouse,location,quantity\n"
+              "SKU-1,W1,A-10,4\nSKU-1,W1,A-2,4\nSKU-1,W1,DOCK,50\nSKU-2,SUP,S-1,9\n"
+              "SKU-3,W2,B-1,0\n",
+              5);
+    import_ok(org, "reservations",
+              "ref,sku,warehouse,quantity,status\n"
+              "R1,SKU-1,W1,3,active\nR2,SKU-1,W2,1,released\nR3,SKU-1,SUP,50,active\n"
+              "R4,SKU-2,W1,10,active\n",
+              4);
+}
+
+static void test_good_data(void)
+{
+    int64_t org = fixture_org(conn, "good");
+    load_base(org);
+    char buf[512];
+
+    /* Quoting: commas, doubled quotes, CRLF and the BOM are gone from the values. */
+    CHECK_INT(query_count(org, "SELECT count(*) FROM warehouses WHERE org_id = $1"), 3);
+    CHECK_STR(query_value(org, "SELECT name FROM warehouses WHERE org_id = $1 AND code = 'W1'", buf,
+                          sizeof(buf)),
+              "Main, north");
+    CHECK_STR(query_value(org, "SELECT name FROM warehouses WHERE org_id = $1 AND code = 'W2'", buf,
+                          sizeof(buf)),
+              "The \"big\" one");
+    CHECK_STR(query_value(org, "SELECT kind FROM warehouses WHERE org_id = $1 AND code = 'SUP'",
+                          buf, sizeof(buf)),
+              "supplier");
+    CHECK_STR(query_value(org,
+                          "SELECT string_agg(code || ':' || staging, ' ' ORDER BY code)"
+                          " FROM locations WHERE org_id = $1 AND warehouse = 'W1'",
+                          buf, sizeof(buf)),
+              "A-1:false A-10:false A-2:false DOCK:true a-1:false");
+    CHECK_INT(query_count(org, "SELECT count(*) FROM locations WHERE org_id = $1"
+                               " AND length(sort_key) > 0"),
+              7);
+    /* The sort keys order bins naturally: A-2 before A-10. */
+    CHECK_STR(query_value(org,
+                          "SELECT string_agg(code, ' ' ORDER BY sort_key) FROM locations"
+                          " WHERE org_id = $1 AND warehouse = 'W1' AND code LIKE 'A-%'",
+                          buf, sizeof(buf)),
+              "A-1 A-2 A-10");
+
+    /* A quoted line break stays in the name; an EAN may be shared; empty EAN lists are fine. */
+    CHECK_STR(query_value(org, "SELECT name FROM products WHERE org_id = $1 AND sku = 'SKU-1'", buf,
+                          sizeof(buf)),
+              "Drill\n18V");
+    CHECK_STR(query_value(org, "SELECT name FROM products WHERE org_id = $1 AND sku = 'SKU-2'", buf,
+                          sizeof(buf)),
+              "Bits, 10 pcs");
+    CHECK_STR(query_value(org,
+                          "SELECT string_agg(sku, ' ' ORDER BY sku) FROM product_eans"
+                          " WHERE org_id = $1 AND ean = '4006381333931'",
+                          buf, sizeof(buf)),
+              "SKU-1 SKU-2");
+    CHECK_STR(query_value(org,
+                          "SELECT string_agg(ean, ' ' ORDER BY ean) FROM product_eans"
+                          " WHERE org_id = $1 AND sku = 'SKU-1'",
+                          buf, sizeof(buf)),
+              "4006381333931 4006381333948");
+    CHECK_INT(query_count(org, "SELECT count(*) FROM product_eans WHERE org_id = $1"
+                               " AND sku IN ('sku-1', 'SKU-3')"),
+              0);
+    /* Length limits count characters, not bytes. */
+    CHECK_INT(query_count(org, "SELECT count(*) FROM products WHERE org_id = $1"
+                               " AND length(sku) = 64 AND octet_length(sku) = 128"
+                               " AND length(name) = 200"),
+              1);
+
+    /* SKUs and bin codes are case-sensitive. */
+    CHECK_INT(query_count(org, "SELECT count(*) FROM products WHERE org_id = $1"
+                               " AND lower(sku) = 'sku-1'"),
+              2);
+    CHECK_STR(query_value(org, "SELECT on_hand FROM stock WHERE org_id = $1 AND sku = 'sku-1'", buf,
+                          sizeof(buf)),
+              "7");
+    CHECK_STR(query_value(org,
+                          "SELECT on_hand FROM stock WHERE org_id = $1 AND sku = 'SKU-1'"
+                          " AND warehouse = 'W2'",
+                          buf, sizeof(buf)),
+              "5");
+    CHECK_INT(query_count(org, "SELECT count(*) FROM stock WHERE org_id = $1"), 5);
+    CHECK_STR(query_value(org,
+                          "SELECT quantity FROM location_stock WHERE org_id = $1"
+                          " AND sku = 'SKU-1' AND location = 'DOCK'",
+                          buf, sizeof(buf)),
+              "50");
+    CHECK_INT(query_count(org, "SELECT count(*) FROM location_stock WHERE org_id = $1"), 5);
+    CHECK_STR(query_value(org,
+                          "SELECT sku || ' ' || warehouse || ' ' || quantity || ' ' || status"
+                          " FROM reservations WHERE org_id = $1 AND ref = 'R2'",
+                          buf, sizeof(buf)),
+              "SKU-1 W2 1 released");
+    CHECK_INT(query_count(org, "SELECT count(*) FROM reservations WHERE org_id = $1"), 4);
+
+    CHECK_AVAILABILITY(org, "SKU-1", "12@A-2");
+    CHECK_AVAILABILITY(org, "SKU-2", "20@(null)");
+    CHECK_AVAILABILITY(org, "SKU-3", "0@B-1");
+    CHECK_AVAILABILITY(org, "sku-1", "7@(null)");
+    CHECK_AVAILABILITY(org, long_sku, "(no row)");
+    CHECK_INT(query_count(org, "SELECT count(*) FROM stock_availability WHERE org_id = $1"), 4);
+
+    /* Another organization has its own namespace: the same codes are other rows. */
+    int64_t other = fixture_org(conn, "good-other");
+    import_ok(other, "warehouses", "code,name,kind\nW1,Elsewhere,supplier\n", 1);
+    CHECK_STR(query_value(org, "SELECT name FROM warehouses WHERE org_id = $1 AND code = 'W1'", buf,
+                          sizeof(buf)),
+              "Main, north");
+    CHECK_STR(query_value(other,
+                          "SELECT name || ' ' || kind FROM warehouses WHERE org_id = $1"
+                          " AND code = 'W1'",
+                          buf, sizeof(buf)),
+              "Elsewhere supplier");
+    /* A header-only file imports nothing and succeeds. */
+    import_ok(other, "products", "sku,name,eans\n", 0);
+    /* A last line without a line end, blank lines and an EAN listed twice are fine. */
+    import_ok(other, "products", "sku,name,eans\n\nP1,One,\n\nP2,Two,123|123", 2);
+    CHECK_STR(query_value(other,
+                          "SELECT string_agg(ean, ' ') FROM product_eans"
+                          " WHERE org_id = $1 AND sku = 'P2'",
+                          buf, sizeof(buf)),
+              "123");
+}
+
+/* Each import changes one row of the base; the export follows in the same import. */
+static void test_upserts(void)
+{
+    int64_t org = fixture_org(conn, "upsert");
+    load_base(org);
+    char buf[512];
+    long long rows_before = total_rows();
+
+    /* W2 becomes a supplier: its stock (5) no longer counts, SKU-3's only rack leaves the export.
+     */
+    import_ok(org, "warehouses", "code,name,kind\nW2,Second,supplier\n", 1);
+    CHECK_STR(query_value(org,
+                          "SELECT name || ' ' || kind FROM warehouses WHERE org_id = $1"
+                          " AND code = 'W2'",
+                          buf, sizeof(buf)),
+              "Second supplier");
+    CHECK_AVAILABILITY(org, "SKU-1", "7@A-2");
+    CHECK_AVAILABILITY(org, "SKU-3", "(no row)");
+    CHECK_AVAILABILITY(org, "SKU-2", "20@(null)");
+
+    /* A-2 becomes staging: SKU-1's rack is now A-10. */
+    import_ok(org, "locations", "warehouse,code,staging\nW1,A-2,true\n", 1);
+    CHECK_STR(query_value(org,
+                          "SELECT staging FROM locations WHERE org_id = $1 AND warehouse = 'W1'"
+                          " AND code = 'A-2'",
+                          buf, sizeof(buf)),
+              "t");
+    CHECK_AVAILABILITY(org, "SKU-1", "7@A-10");
+
+    /* Names and EAN lists are replaced; an EAN kept across the change stays. */
+    import_ok(org, "products",
+              "sku,name,eans\nSKU-1,Drill 2,5000000000001\n"
+              "SKU-2,Bits,4006381333931|5000000000002\nSKU-3,Gloves,\n",
+              3);
+    CHECK_STR(query_value(org, "SELECT name FROM products WHERE org_id = $1 AND sku = 'SKU-1'", buf,
+                          sizeof(buf)),
+              "Drill 2");
+    CHECK_STR(query_value(org,
+                          "SELECT string_agg(ean, ' ' ORDER BY ean) FROM product_eans"
+                          " WHERE org_id = $1 AND sku = 'SKU-1'",
+                          buf, sizeof(buf)),
+              "5000000000001");
+    CHECK_STR(query_value(org,
+                          "SELECT string_agg(ean, ' ' ORDER BY ean) FROM product_eans"
+                          " WHERE org_id = $1 AND sku = 'SKU-2'",
+                          buf, sizeof(buf)),
+              "4006381333931 5000000000002");
+    CHECK_INT(query_count(org, "SELECT count(*) FROM products WHERE org_id = $1"), 5);
+    /* A product left out of the file keeps its EANs. */
+    CHECK_INT(query_count(org, "SELECT count(*) FROM product_eans WHERE org_id = $1"
+                               " AND sku <> ALL (ARRAY['SKU-1', 'SKU-2'])"),
+              1);
+
+    import_ok(org, "stock", "sku,warehouse,on_hand\nSKU-1,W1,20\n", 1);
+    CHECK_STR(query_value(org,
+                          "SELECT on_hand FROM stock WHERE org_id = $1 AND sku = 'SKU-1'"
+                          " AND warehouse = 'W1'",
+                          buf, sizeof(buf)),
+              "20");
+    CHECK_AVAILABILITY(org, "SKU-1", "17@A-10");
+
+    import_ok(org, "location-stock",
+              "sku,warehouse,location,quantity\nSKU-1,W1,A-10,1\nSKU-1,W1,A-1,2\n", 2);
+    CHECK_STR(query_value(org,
+                          "SELECT string_agg(location || '=' || quantity, ' ' ORDER BY location)"
+                          " FROM location_stock WHERE org_id = $1 AND sku = 'SKU-1'",
+                          buf, sizeof(buf)),
+              "A-1=2 A-10=1 A-2=4 DOCK=50");
+    CHECK_AVAILABILITY(org, "SKU-1", "17@A-1");
+
+    /* R1 moves from SKU-1 to SKU-2: both SKUs change. */
+    import_ok(org, "reservations", "ref,sku,warehouse,quantity,status\nR1,SKU-2,W1,3,active\n", 1);
+    CHECK_AVAILABILITY(org, "SKU-1", "20@A-1");
+    CHECK_AVAILABILITY(org, "SKU-2", "17@(null)");
+    import_ok(org, "reservations", "ref,sku,warehouse,quantity,status\nR4,SKU-2,W1,10,released\n",
+              1);
+    CHECK_STR(query_value(org, "SELECT status FROM reservations WHERE org_id = $1 AND ref = 'R4'",
+                          buf, sizeof(buf)),
+              "released");
+    CHECK_AVAILABILITY(org, "SKU-2", "27@(null)");
+    import_ok(org, "reservations", "ref,sku,warehouse,quantity,status\nR4,SKU-2,W1,10,consumed\n",
+              1);
+    CHECK_AVAILABILITY(org, "SKU-2", "27@(null)");
+
+    /* W2 back to own: SKU-1 counts W2's 5 again and SKU-3 returns. */
+    import_ok(org, "warehouses", "code,name,kind\nW2,Second,own\n", 1);
+    CHECK_AVAILABILITY(org, "SKU-1", "25@A-1");
+    CHECK_AVAILABILITY(org, "SKU-3", "0@B-1");
+
+    /* Updates add no rows: one new location-stock row, SKU-3's export row came back. */
+    CHECK_INT(total_rows() - rows_before, 1);
+}
+
+typedef struct {
+    const char *what;
+    const char *kind;
+    const char *csv;
+    size_t csv_len;          /* 0: strlen(csv) */
+    size_t lines[MAX_LINES]; /* every bad line, ascending, 0-terminated */
+    const char *description; /* a part of the first problem's description, or NULL */
+} bad_case_t;
+
+#define S65 "SSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSSS"
+#define N201                                                                                       \
+    "NNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNN"     \
+    "NNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNNN"     \
+    "NNNNNNNNNNNNNNNNNNNNNNNNN"
+
+#define NUL_CSV "code,name,kind\nW9,Nine,own\nW\0,Zero,own\n"
+
+/* Each file mixes good rows (new ones and updates of the base) with the bad ones. */
+static const bad_case_t bad_cases[] = {
+    {"wrong header", "warehouses", "code,name\nW9,Nine,own\n", 0, {1}, "header must be"},
+    {"header in wrong order", "warehouses", "name,code,kind\nNine,W9,own\n", 0, {1}, NULL},
+    {"header with other case", "stock", "SKU,warehouse,on_hand\nSKU-1,W1,1\n", 0, {1}, NULL},
+    {"header of another kind", "locations", "code,name,kind\nW1,Main,own\n", 0, {1}, NULL},
+    {"field count",
+     "warehouses",
+     "code,name,kind\nW9,Nine,own\nW8,Eight\nW7,Seven,own,extra\nW1,Renamed,own\n",
+     0,
+     {3, 4},
+     "fields"},
+    {"trailing comma", "stock", "sku,warehouse,on_hand\nSKU-1,W1,1,\nSKU-2,W1,2\n", 0, {2}, NULL},
+    {"empty code", "warehouses", "code,name,kind\nW9,Nine,own\n,Empty,own\n", 0, {3}, NULL},
+    {"leading space",
+     "warehouses",
+     "code,name,kind\nW9,Nine,own\n W8,Eight,own\n",
+     0,
+     {3},
+     "whitespace"},
+    {"trailing space", "products", "sku,name,eans\nP9,Nine,\nP8 ,Eight,\n", 0, {3}, "whitespace"},
+    {"no-break space at the end",
+     "products",
+     "sku,name,eans\nP8\xC2\xA0,Eight,\nP9,Nine,\n",
+     0,
+     {2},
+     NULL},
+    {"code of 65 characters", "products", "sku,name,eans\nP9,Nine,\n" S65 ",Long,\n", 0, {3}, "64"},
+    {"control character in code",
+     "warehouses",
+     "code,name,kind\nW\x01,Nine,own\nW9,Nine,own\n",
+     0,
+     {2},
+     "control"},
+    {"DEL in code",
+     "locations",
+     "warehouse,code,staging\nW1,A\x7f,false\nW1,A-9,false\n",
+     0,
+     {2},
+     NULL},
+    {"C1 control in code",
+     "locations",
+     "warehouse,code,staging\nW1,A-9,false\nW1,A\xC2\x85,false\n",
+     0,
+     {3},
+     NULL},
+    {"tab in quoted code", "products", "sku,name,eans\n\"P\t9\",Nine,\nP8,Eight,\n", 0, {2}, NULL},
+    {"line break in quoted code",
+     "products",
+     "sku,name,eans\nP8,Eight,\n\"P\n9\",Nine,\nP7,x,\n",
+     0,
+     {3},
+     NULL},
+    {"NUL in code", "warehouses", NUL_CSV, sizeof(NUL_CSV) - 1, {3}, NULL},
+    {"invalid UTF-8 in code",
+     "warehouses",
+     "code,name,kind\nW\xff,Nine,own\nW9,Nine,own\n",
+     0,
+     {2},
+     "UTF-8"},
+    {"truncated UTF-8 in code",
+     "products",
+     "sku,name,eans\nP9,Nine,\nP\xC3,Eight,\n",
+     0,
+     {3},
+     "UTF-8"},
+    {"surrogate in code", "products", "sku,name,eans\nP\xED\xA0\x80,Nine,\n", 0, {2}, "UTF-8"},
+    {"invalid UTF-8 in name",
+     "products",
+     "sku,name,eans\nP9,Bad \xC0\xAF,\nSKU-1,Renamed,\n",
+     0,
+     {2},
+     "UTF-8"},
+    {"name of 201 characters",
+     "warehouses",
+     "code,name,kind\nW9," N201 ",own\nW1,Renamed,own\n",
+     0,
+     {2},
+     "200"},
+    {"empty name", "products", "sku,name,eans\nP9,,\nSKU-1,Renamed,\n", 0, {2}, "empty"},
+    {"control character in name",
+     "products",
+     "sku,name,eans\nP9,\"a\x01z\",\nP8,Eight,\n",
+     0,
+     {2},
+     "control"},
+    {"kind not own or supplier",
+     "warehouses",
+     "code,name,kind\nW9,Nine,Own\nW8,Eight,other\nW7,Seven,\nW6,Six,own\n",
+     0,
+     {2, 3, 4},
+     "own or supplier"},
+    {"staging not true or false",
+     "locations",
+     "warehouse,code,staging\nW1,A-9,yes\nW1,A-8,TRUE\nW1,A-7,\nW1,A-6,1\nW1,A-5,false\n",
+     0,
+     {2, 3, 4, 5},
+     "true or false"},
+    {"negative quantity",
+     "stock",
+     "sku,warehouse,on_hand\nSKU-1,W1,-1\nSKU-2,W1,3\n",
+     0,
+     {2},
+     "whole number"},
+    {"non-integer quantities",
+     "stock",
+     "sku,warehouse,on_hand\nSKU-1,W1,1.5\nSKU-1,W2,abc\nSKU-2,W1,\nSKU-3,W1,1e3\nSKU-3,W2,+5\n"
+     "sku-1,W1, 5\nsku-1,W2,0x10\nSKU-2,W2,4\n",
+     0,
+     {2, 3, 4, 5, 6, 7, 8},
+     "whole number"},
+    {"huge quantities",
+     "location-stock",
+     "sku,warehouse,location,quantity\nSKU-1,W1,A-1,9999999999999999999\n"
+     "SKU-1,W1,A-2,99999999999999999999999999\nSKU-1,W1,A-10,999999999999999999\n",
+     0,
+     {2, 3},
+     "whole number"},
+    {"negative reservation quantity",
+     "reservations",
+     "ref,sku,warehouse,quantity,status\nR9,SKU-1,W1,-2,active\nR1,SKU-1,W1,1,active\n",
+     0,
+     {2},
+     NULL},
+    {"status not active, released or consumed",
+     "reservations",
+     "ref,sku,warehouse,quantity,status\nR9,SKU-1,W1,1,Active\nR8,SKU-1,W1,1,cancelled\n"
+     "R7,SKU-1,W1,1,\nR6,SKU-1,W1,1,consumed\n",
+     0,
+     {2, 3, 4},
+     "active, released or consumed"},
+    {"bad EAN lists",
+     "products",
+     "sku,name,eans\nP1,One,1||2\nP2,Two,1|\nP3,Three,|1\nP4,Four, 1\nP5,Five,1|" S65 "\n"
+     "P6,Six,\"1|\x01\"\nP7,Seven,1|2\n",
+     0,
+     {2, 3, 4, 5, 6, 7},
+     NULL},
+    {"unknown warehouse",
+     "locations",
+     "warehouse,code,staging\nW1,A-9,false\nNOPE,A-1,false\nw1,A-1,false\n",
+     0,
+     {3, 4},
+     "unknown warehouse"},
+    {"warehouse of another organization",
+     "stock",
+     "sku,warehouse,on_hand\nSKU-1,ELSEWHERE,1\n",
+     0,
+     {2},
+     "unknown warehouse"},
+    {"unknown product",
+     "stock",
+     "sku,warehouse,on_hand\nSKU-1,W1,1\nSKU-9,W1,1\nSku-1,W1,1\nSKU-2,W9,1\n",
+     0,
+     {3, 4, 5},
+     NULL},
+    {"unknown location",
+     "location-stock",
+     "sku,warehouse,location,quantity\nSKU-1,W1,A-1,1\nSKU-1,W1,B-1,1\nSKU-1,W1,a-10,1\n"
+     "SKU-1,W9,A-1,1\nSKU-9,W1,A-1,1\n",
+     0,
+     {3, 4, 5, 6},
+     NULL},
+    {"unknown references in reservations",
+     "reservations",
+     "ref,sku,warehouse,quantity,status\nR9,SKU-9,W1,1,active\nR8,SKU-1,W9,1,active\n"
+     "R1,SKU-1,W1,5,active\n",
+     0,
+     {2, 3},
+     NULL},
+    {"duplicate warehouse",
+     "warehouses",
+     "code,name,kind\nW9,Nine,own\nW8,Eight,own\nW9,Again,own\n",
+     0,
+     {4},
+     "first on line 2"},
+    {"duplicate location",
+     "locations",
+     "warehouse,code,staging\nW1,A-9,false\nW2,A-9,false\nW1,A-9,true\n",
+     0,
+     {4},
+     "first on line 2"},
+    {"duplicate product",
+     "products",
+     "sku,name,eans\nP9,Nine,\nSKU-1,x,\nP9,Nine,\nP9,Nine,\n",
+     0,
+     {4, 5},
+     "first on line 2"},
+    {"duplicate stock",
+     "stock",
+     "sku,warehouse,on_hand\nSKU-1,W1,1\nSKU-1,W2,1\nSKU-1,W1,2\n",
+     0,
+     {4},
+     "first on line 2"},
+    {"duplicate location stock",
+     "location-stock",
+     "sku,warehouse,location,quantity\nSKU-1,W1,A-1,1\nSKU-1,W1,A-1,2\n",
+     0,
+     {3},
+     "first on line 2"},
+    {"duplicate reservation",
+     "reservations",
+     "ref,sku,warehouse,quantity,status\nR9,SKU-1,W1,1,active\nR9,SKU-2,W1,1,active\n",
+     0,
+     {3},
+     "first on line 2"},
+    {"empty file", "warehouses", "", 0, {1}, "empty"},
+    {"only a BOM", "products", "\xEF\xBB\xBF", 0, {1}, "empty"},
+    {"only blank lines", "products", "\n\r\n\n", 0, {1}, "empty"},
+    {"unterminated quote",
+     "warehouses",
+     "code,name,kind\nW9,Nine,own\nW8,\"Eight,own\nW7,x,own\n",
+     0,
+     {3},
+     "unterminated"},
+    {"quote inside an unquoted field",
+     "warehouses",
+     "code,name,kind\nW9,Ni\"ne,own\n",
+     0,
+     {2},
+     "quote"},
+    {"line numbers count the physical lines of quoted line breaks",
+     "products",
+     "sku,name,eans\nP1,\"one\r\ntwo\nthree\",\nP2,,\nP3,x,\n",
+     0,
+     {5},
+     NULL},
+    {"several kinds of problem in one file",
+     "stock",
+     "sku,warehouse,on_hand\nSKU-1,W1,1\nSKU-1,W2,-1\nSKU-9,W1,1\nSKU-1,W1,2\n,W1,1\nSKU-2,W1,5\n"
+     "SKU-2,W9,5\n",
+     0,
+     {3, 4, 5, 6, 8},
+     NULL},
+};
+
+static bool lines_match(const problems_t *problems, const size_t *expected, char *got, size_t size)
+{
+    /* The distinct lines reported, ascending. */
+    size_t lines[MAX_PROBLEMS], count = 0;
+    for (size_t i = 0; i < problems->count && i < MAX_PROBLEMS; i++) {
+        size_t line = problems->items[i].line, at = 0;
+        while (at < count && lines[at] < line)
+            at++;
+        if (at < count && lines[at] == line)
+            continue;
+        memmove(lines + at + 1, lines + at, (count - at) * sizeof(lines[0]));
+        lines[at] = line;
+        count++;
+    }
+    got[0] = '\0';
+    bool match = true;
+    for (size_t i = 0; i < count; i++) {
+        size_t used = strlen(got);
+        snprintf(got + used, size - used, "%s%zu", i ? "," : "", lines[i]);
+        if (i >= MAX_LINES || expected[i] != lines[i])
+            match = false;
+    }
+    return match && (count == MAX_LINES || expected[count] == 0);
+}
+
+static void test_bad_files(void)
+{
+    int64_t org = fixture_org(conn, "bad");
+    load_base(org);
+    int64_t elsewhere = fixture_org(conn, "bad-elsewhere");
+    import_ok(elsewhere, "warehouses", "code,name,kind\nELSEWHERE,Other org,own\n", 1);
+
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        const bad_case_t *c = &bad_cases[i];
+        char before[33], after[33], got[256];
+        inventory_digest(before);
+        long long rows_before = total_rows();
+        problems_t problems;
+        size_t rows = 99;
+        size_t len = c->csv_len ? c->csv_len : strlen(c->csv);
+        int rc = import_bytes(org, c->kind, c->csv, len, &problems, &rows);
+        int failures = test_failures;
+        CHECK_INT(rc, WL_EINVAL);
+        CHECK_INT(rows, 0);
+        if (!lines_match(&problems, c->lines, got, sizeof(got)))
+            FAIL("lines reported: %s", got);
+        if (c->description != NULL &&
+            (problems.count == 0 || strstr(problems.items[0].description, c->description) == NULL))
+            FAIL("first problem does not mention \"%s\"", c->description);
+        for (size_t p = 0; p < problems.count && p < MAX_PROBLEMS; p++)
+            CHECK(problems.items[p].description[0] != '\0');
+        inventory_digest(after);
+        CHECK_STR(after, before);
+        CHECK_INT(total_rows(), rows_before);
+        if (test_failures != failures) {
+            fprintf(stderr, "  in bad case \"%s\" (%s):\n", c->what, c->kind);
+            print_problems(&problems);
+        }
+    }
+
+    /* The same rows without the bad ones import: the digest check above can fail. */
+    char before[33], after[33];
+    inventory_digest(before);
+    import_ok(org, "stock", "sku,warehouse,on_hand\nSKU-1,W1,1\nSKU-2,W1,5\n", 2);
+    inventory_digest(after);
+    CHECK(strcmp(before, after) != 0);
+    CHECK_AVAILABILITY(org, "SKU-1", "3@A-2");
+
+    /* Unknown kinds are refused before anything is read. */
+    problems_t problems;
+    size_t rows = 0;
+    CHECK_INT(import_text(org, "bins", "code\nA-1\n", &problems, &rows), WL_EINVAL);
+    CHECK_INT(problems.count, 0);
+    CHECK(!wl_import_kind_valid("bins"));
+    CHECK(!wl_import_kind_valid("Stock"));
+    static const char *const kinds[] = {"warehouses", "locations",      "products",
+                                        "stock",      "location-stock", "reservations"};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        CHECK(wl_import_kind_valid(kinds[i]));
+}
+
+/* Every problem of a large bad file is reported, not only the first few. */
+static void test_many_bad_lines(void)
+{
+    int64_t org = fixture_org(conn, "many-bad");
+    import_ok(org, "warehouses", "code,name,kind\nW1,Main,own\n", 1);
+    char csv[4096] = "code,name,kind\n";
+    for (int i = 0; i < 40; i++) {
+        size_t used = strlen(csv);
+        snprintf(csv + used, sizeof(csv) - used, "X%d,Name,%s\n", i, i % 2 ? "own" : "bad");
+    }
+    problems_t problems;
+    size_t rows = 0;
+    CHECK_INT(import_text(org, "warehouses", csv, &problems, &rows), WL_EINVAL);
+    CHECK_INT(problems.count, 20);
+    for (size_t i = 0; i < problems.count && i < MAX_PROBLEMS; i++)
+        CHECK_INT(problems.items[i].line, 2 + 2 * i);
+    CHECK_INT(query_count(org, "SELECT count(*) FROM warehouses WHERE org_id = $1"), 1);
+}
+
+static char *append_text(char *buf, size_t *len, size_t *cap, const char *text)
+{
+    size_t n = strlen(text);
+    if (*len + n + 1 > *cap) {
+        *cap = (*len + n + 1) * 2;
+        buf = realloc(buf, *cap);
+        if (buf == NULL) {
+            fprintf(stderr, "out of memory\n");
+            exit(1);
+        }
+    }
+    memcpy(buf + *len, text, n + 1);
+    *len += n;
+    return buf;
+}
+
+static void test_large_import(void)
+{
+    enum { N = 20000 };
+    int64_t org = fixture_org(conn, "large");
+    import_ok(org, "warehouses", "code,name,kind\nW1,Main,own\nW2,Second,own\n", 2);
+    char *csv = NULL;
+    size_t len = 0, cap = 0;
+    char row[160];
+    struct timespec start, end;
+
+    csv = append_text(csv, &len, &cap, "sku,name,eans\n");
+    for (int i = 0; i < N; i++) {
+        snprintf(row, sizeof(row), "SKU-%06d,\"Product %d, size %d\",%013d|%013d\n", i, i, i % 7, i,
+                 i + N);
+        csv = append_text(csv, &len, &cap, row);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    size_t rows = 0;
+    problems_t problems;
+    CHECK_INT(import_bytes(org, "products", csv, len, &problems, &rows), 0);
+    CHECK_INT(rows, N);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    fprintf(stderr, "  %d products: %.2f s\n", N,
+            (double)(end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9);
+
+    len = 0;
+    csv = append_text(csv, &len, &cap, "sku,warehouse,on_hand\n");
+    for (int i = 0; i < N; i++) {
+        snprintf(row, sizeof(row), "SKU-%06d,W%d,%d\n", i, 1 + i % 2, i % 100);
+        csv = append_text(csv, &len, &cap, row);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    CHECK_INT(import_bytes(org, "stock", csv, len, &problems, &rows), 0);
+    CHECK_INT(rows, N);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    fprintf(stderr, "  %d stock rows: %.2f s\n", N,
+            (double)(end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9);
+
+    CHECK_INT(query_count(org, "SELECT count(*) FROM products WHERE org_id = $1"), N);
+    CHECK_INT(query_count(org, "SELECT count(*) FROM product_eans WHERE org_id = $1"), 2 * N);
+    CHECK_INT(query_count(org, "SELECT count(*) FROM stock WHERE org_id = $1"), N);
+    CHECK_INT(query_count(org, "SELECT count(*) FROM stock_availability WHERE org_id = $1"), N);
+    CHECK_INT(query_count(org, "SELECT sum(qty) FROM stock_availability WHERE org_id = $1"),
+              (long long)(N / 100) * (99 * 100 / 2));
+    CHECK_AVAILABILITY(org, "SKU-012345", "45@(null)");
+
+    /* A bad row at the very end of a large file still writes nothing. */
+    len = 0;
+    csv = append_text(csv, &len, &cap, "sku,warehouse,on_hand\n");
+    for (int i = 0; i < N; i++) {
+        snprintf(row, sizeof(row), "SKU-%06d,W%d,%d\n", i, 1 + i % 2, i % 100 + 1);
+        csv = append_text(csv, &len, &cap, row);
+    }
+    csv = append_text(csv, &len, &cap, "SKU-000001,W1,-5\n");
+    char before[33], after[33];
+    inventory_digest(before);
+    CHECK_INT(import_bytes(org, "stock", csv, len, &problems, &rows), WL_EINVAL);
+    CHECK_INT(problems.count, 1);
+    CHECK_INT(problems.items[0].line, N + 2);
+    inventory_digest(after);
+    CHECK_STR(after, before);
+    free(csv);
+}
+
+int main(void)
+{
+    conn = testdb_connect(testdb_create("wl_test_import"));
+    make_long_values();
+    test_good_data();
+    test_upserts();
+    test_bad_files();
+    test_many_bad_lines();
+    test_large_import();
+    PQfinish(conn);
+    return test_exit();
+}

@@ -1,0 +1,716 @@
+/*
+ * The walklistctl binary ($WALKLISTCTL) run as an operator would run it, against a real
+ * PostgreSQL: stdout, stderr and the exit code of each command are checked separately.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store/keys.h"
+#include "store/migrate.h"
+#include "test.h"
+#include "testdb.h"
+
+extern char **environ;
+
+static PGconn *conn;
+static const char *db_url;      /* the test's database */
+static const char *walklistctl; /* $WALKLISTCTL */
+static char tmp_dir[64];
+
+typedef struct {
+    int status; /* exit code; -1 when the process did not exit normally */
+    char *out;
+    char *err;
+} run_t;
+
+static char *slurp_fd(int fd)
+{
+    off_t size = lseek(fd, 0, SEEK_END);
+    char *text = malloc(size > 0 ? (size_t)size + 1 : 1);
+    if (text == NULL || lseek(fd, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "cannot read captured output\n");
+        exit(1);
+    }
+    size_t have = 0;
+    while (size > 0 && have < (size_t)size) {
+        ssize_t n = read(fd, text + have, (size_t)size - have);
+        if (n <= 0)
+            break;
+        have += (size_t)n;
+    }
+    text[have] = '\0';
+    return text;
+}
+
+static int capture_file(const char *what)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/%s-XXXXXX", tmp_dir, what);
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        perror("mkstemp");
+        exit(1);
+    }
+    unlink(path);
+    return fd;
+}
+
+static void run_free(run_t *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+#define MAX_ARGS 16
+
+/*
+ * Runs walklistctl with args (NULL-terminated). WALKLIST_DATABASE_URL is removed from the
+ * environment and set to env_url when that is not NULL; stdin comes from stdin_path (NULL:
+ * /dev/null).
+ */
+static void run_argv(run_t *r, const char *env_url, const char *stdin_path, const char *const *args)
+{
+    const char *argv[MAX_ARGS + 2];
+    size_t argc = 0;
+    argv[argc++] = walklistctl;
+    for (size_t i = 0; args[i] != NULL && i < MAX_ARGS; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+
+    char *envp[512];
+    size_t envc = 0;
+    static char url_var[1400];
+    for (char **e = environ; *e != NULL && envc < 510; e++) {
+        if (strncmp(*e, "WALKLIST_DATABASE_URL=", 22) != 0)
+            envp[envc++] = *e;
+    }
+    if (env_url != NULL) {
+        snprintf(url_var, sizeof(url_var), "WALKLIST_DATABASE_URL=%s", env_url);
+        envp[envc++] = url_var;
+    }
+    envp[envc] = NULL;
+
+    int out_fd = capture_file("out"), err_fd = capture_file("err");
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, stdin_path ? stdin_path : "/dev/null", O_RDONLY,
+                                     0);
+    posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+    posix_spawn_file_actions_adddup2(&actions, err_fd, 2);
+    pid_t pid;
+    int rc = posix_spawn(&pid, walklistctl, &actions, NULL, (char *const *)argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+        fprintf(stderr, "cannot run %s: %s\n", walklistctl, strerror(rc));
+        exit(1);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+    }
+    r->status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r->out = slurp_fd(out_fd);
+    r->err = slurp_fd(err_fd);
+    close(out_fd);
+    close(err_fd);
+}
+
+static void run_va(run_t *r, const char *env_url, const char *stdin_path, const char *first,
+                   va_list ap)
+{
+    const char *args[MAX_ARGS + 1];
+    size_t count = 0;
+    for (const char *arg = first; arg != NULL && count < MAX_ARGS; arg = va_arg(ap, const char *))
+        args[count++] = arg;
+    args[count] = NULL;
+    run_argv(r, env_url, stdin_path, args);
+}
+
+/* walklistctl ARGS... (NULL-terminated), without WALKLIST_DATABASE_URL. */
+static void run(run_t *r, const char *first, ...)
+{
+    va_list ap;
+    va_start(ap, first);
+    run_va(r, NULL, NULL, first, ap);
+    va_end(ap);
+}
+
+/* walklistctl ARGS... with WALKLIST_DATABASE_URL=env_url (NULL: unset) and stdin. */
+static void run_env(run_t *r, const char *env_url, const char *stdin_path, const char *first, ...)
+{
+    va_list ap;
+    va_start(ap, first);
+    run_va(r, env_url, stdin_path, first, ap);
+    va_end(ap);
+}
+
+static void show(const char *what, const run_t *r)
+{
+    fprintf(stderr, "  %s: exit %d\n  stdout: %s\n  stderr: %s\n", what, r->status, r->out, r->err);
+}
+
+#define CHECK_CONTAINS(haystack, needle)                                                           \
+    do {                                                                                           \
+        test_checks++;                                                                             \
+        if (strstr((haystack), (needle)) == NULL) {                                                \
+            test_failures++;                                                                       \
+            fprintf(stderr, "%s:%d: \"%s\" not found in: %s\n", __FILE__, __LINE__, (needle),      \
+                    (haystack));                                                                   \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_LACKS(haystack, needle)                                                              \
+    do {                                                                                           \
+        test_checks++;                                                                             \
+        if (strstr((haystack), (needle)) != NULL) {                                                \
+            test_failures++;                                                                       \
+            fprintf(stderr, "%s:%d: \"%s\" unexpectedly in: %s\n", __FILE__, __LINE__, (needle),   \
+                    (haystack));                                                                   \
+        }                                                                                          \
+    } while (0)
+
+static long long sql_count(const char *sql, const char *param)
+{
+    const char *params[] = {param};
+    PGresult *res = PQexecParams(conn, sql, param ? 1 : 0, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "SQL failed: %s\n%s", sql, PQresultErrorMessage(res));
+        exit(1);
+    }
+    long long value = PQntuples(res) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1;
+    PQclear(res);
+    return value;
+}
+
+static const char *sql_text(const char *sql, const char *param, char *buf, size_t size)
+{
+    const char *params[] = {param};
+    PGresult *res = PQexecParams(conn, sql, param ? 1 : 0, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "SQL failed: %s\n%s", sql, PQresultErrorMessage(res));
+        exit(1);
+    }
+    snprintf(buf, size, "%s",
+             PQntuples(res) == 0      ? "(no row)"
+             : PQgetisnull(res, 0, 0) ? "(null)"
+                                      : PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return buf;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(1);
+    }
+}
+
+/* A digest of every inventory table: equal digests, equal data. */
+static void inventory_digest(char digest[33])
+{
+    testdb_value(conn,
+                 "SELECT md5(concat_ws('#',"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM warehouses t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM locations t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM products t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM product_eans t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM stock t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM location_stock t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM reservations t),"
+                 " (SELECT string_agg(t::text, '|' ORDER BY t::text) FROM stock_availability t)))",
+                 digest, 33);
+}
+
+static void test_usage(void)
+{
+    run_t r;
+    struct {
+        const char *what;
+        const char *args[6];
+        const char *message; /* also on stderr, besides the usage */
+    } cases[] = {
+        {"no command", {NULL}, NULL},
+        {"unknown command", {"--database-url", db_url, "frobnicate", NULL}, NULL},
+        {"unknown subcommand", {"--database-url", db_url, "org", "delete", "x", NULL}, NULL},
+        {"key alone", {"--database-url", db_url, "key", NULL}, NULL},
+        {"import without a file", {"--database-url", db_url, "import", "stock", NULL}, NULL},
+        {"org create without a slug", {"--database-url", db_url, "org", "create", NULL}, NULL},
+        {"unknown option", {"--database-url", db_url, "--bogus", "migrate", NULL}, "--bogus"},
+        {"option without a value", {"--database-url", db_url, "demo", "--org", NULL}, "--org"},
+        {"missing --database-url", {"migrate", NULL}, "--database-url"},
+        {"missing --database-url, other command", {"org", "create", "x", NULL}, "--database-url"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        run_argv(&r, NULL, NULL, cases[i].args);
+        int failures = test_failures;
+        CHECK_INT(r.status, 2);
+        CHECK_CONTAINS(r.err, "usage: walklistctl");
+        if (cases[i].message != NULL)
+            CHECK_CONTAINS(r.err, cases[i].message);
+        CHECK_STR(r.out, "");
+        if (test_failures != failures)
+            show(cases[i].what, &r);
+        run_free(&r);
+    }
+    CHECK_INT(sql_count("SELECT count(*) FROM organizations WHERE slug = 'x'", NULL), 0);
+
+    run_env(&r, NULL, NULL, "--help", NULL);
+    CHECK_INT(r.status, 0);
+    CHECK_CONTAINS(r.out, "usage: walklistctl");
+    CHECK_CONTAINS(r.out, "key create --org SLUG --scopes");
+    run_free(&r);
+
+    /* The database URL may come from the environment instead. */
+    run_env(&r, db_url, NULL, "migrate", NULL);
+    CHECK_INT(r.status, 0);
+    CHECK_CONTAINS(r.err, "0 migration(s) applied");
+    run_free(&r);
+
+    /* A database that is not there: a clear message, exit 1. */
+    run(&r, "--database-url", "host=/nonexistent-walklist-socket-dir dbname=x connect_timeout=2",
+        "migrate", NULL);
+    CHECK_INT(r.status, 1);
+    CHECK_CONTAINS(r.err, "cannot connect");
+    run_free(&r);
+}
+
+static void test_migrate(void)
+{
+    /* An empty database next to the test's own: the first migrate applies everything. */
+    const char *pgdir = getenv("WALKLIST_TEST_PGDIR");
+    char path[1024], base[1024] = "";
+    snprintf(path, sizeof(path), "%s/conninfo", pgdir ? pgdir : ".");
+    FILE *f = fopen(path, "r");
+    if (f == NULL || fgets(base, sizeof(base), f) == NULL) {
+        fprintf(stderr, "cannot read %s\n", path);
+        exit(1);
+    }
+    fclose(f);
+    base[strcspn(base, "\r\n")] = '\0';
+    PGconn *admin = testdb_connect(base);
+    testdb_exec(admin, "DROP DATABASE IF EXISTS wl_test_ctl_empty WITH (FORCE)");
+    testdb_exec(admin, "CREATE DATABASE wl_test_ctl_empty");
+    char empty_url[1200];
+    snprintf(empty_url, sizeof(empty_url), "%s dbname=wl_test_ctl_empty", base);
+
+    char expected[64];
+    snprintf(expected, sizeof(expected), "%zu migration(s) applied", wl_migration_count);
+    CHECK(wl_migration_count > 0);
+    run_t r;
+    run(&r, "--database-url", empty_url, "migrate", NULL);
+    CHECK_INT(r.status, 0);
+    CHECK_CONTAINS(r.err, expected);
+    CHECK_STR(r.out, "");
+    run_free(&r);
+    PGconn *empty = testdb_connect(empty_url);
+    CHECK_INT(testdb_count(empty, "SELECT count(*) FROM schema_migrations"),
+              (long long)wl_migration_count);
+    CHECK_INT(testdb_count(empty, "SELECT count(*) FROM stock_availability"), 0);
+
+    run(&r, "--database-url", empty_url, "migrate", NULL);
+    CHECK_INT(r.status, 0);
+    CHECK_CONTAINS(r.err, "0 migration(s) applied");
+    run_free(&r);
+    CHECK_INT(testdb_count(empty, "SELECT count(*) FROM schema_migrations"),
+              (long long)wl_migration_count);
+    PQfinish(empty);
+    testdb_exec(admin, "DROP DATABASE wl_test_ctl_empty WITH (FORCE)");
+    PQfinish(admin);
+}
+
+static void test_orgs(void)
+{
+    run_t r;
+    char buf[256];
+    run(&r, "--database-url", db_url, "org", "create", "acme", "--name", "Acme, Inc.", NULL);
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "");
+    run_free(&r);
+    CHECK_STR(sql_text("SELECT name FROM organizations WHERE slug = $1", "acme", buf, sizeof(buf)),
+              "Acme, Inc.");
+
+    /* Options may come before the command words. */
+    run(&r, "--name", "Plain Org", "--database-url", db_url, "org", "create", "plain", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    CHECK_STR(sql_text("SELECT name FROM organizations WHERE slug = $1", "plain", buf, sizeof(buf)),
+              "Plain Org");
+    run(&r, "--database-url", db_url, "org", "create", "no-name", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    CHECK_STR(
+        sql_text("SELECT name FROM organizations WHERE slug = $1", "no-name", buf, sizeof(buf)),
+        "no-name");
+
+    run(&r, "--database-url", db_url, "org", "create", "acme", "--name", "Impostor", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "acme");
+    CHECK_CONTAINS(r.err, "exists");
+    CHECK_STR(r.out, "");
+    run_free(&r);
+    CHECK_STR(sql_text("SELECT name FROM organizations WHERE slug = $1", "acme", buf, sizeof(buf)),
+              "Acme, Inc.");
+
+    long long orgs = sql_count("SELECT count(*) FROM organizations", NULL);
+    static const char *const bad_slugs[] = {
+        "Acme",
+        "-acme",
+        "a_b",
+        "a b",
+        "",
+        "ac/me",
+        "caf\xC3\xA9",
+        "a.b",
+        "a123456789012345678901234567890123456789012345678901234567890123", /* 64 */
+    };
+    for (size_t i = 0; i < sizeof(bad_slugs) / sizeof(bad_slugs[0]); i++) {
+        run(&r, "--database-url", db_url, "org", "create", bad_slugs[i], NULL);
+        int failures = test_failures;
+        CHECK(r.status != 0 && r.status != -1);
+        CHECK_CONTAINS(r.err, "slug");
+        if (test_failures != failures)
+            show(bad_slugs[i], &r);
+        run_free(&r);
+    }
+    /* A name with a control character is refused too. */
+    run(&r, "--database-url", db_url, "org", "create", "ctl", "--name", "bad\x01name", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "name");
+    run_free(&r);
+    CHECK_INT(sql_count("SELECT count(*) FROM organizations", NULL), orgs);
+    /* 63 characters is the longest slug. */
+    run(&r, "--database-url", db_url, "org", "create",
+        "a12345678901234567890123456789012345678901234567890123456789012", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+}
+
+static int authenticate(const char *token, wl_principal_t *who)
+{
+    wl_error_t err;
+    wl_error_init(&err);
+    return wl_keys_authenticate(conn, wl_span_str(token), who, &err);
+}
+
+static void test_keys(void)
+{
+    run_t r;
+    long long keys = sql_count("SELECT count(*) FROM api_keys", NULL);
+    run(&r, "--database-url", db_url, "key", "create", "--org", "acme", "--scopes",
+        "lists:write,stock:read", "--name", "ci", NULL);
+    CHECK_INT(r.status, 0);
+    /* Only the token, on one line. */
+    size_t len = strlen(r.out);
+    CHECK(len > 0 && r.out[len - 1] == '\n');
+    CHECK(strchr(r.out, '\n') == r.out + len - 1);
+    char token[WL_KEY_TOKEN_SIZE + 64] = "";
+    if (len > 0 && len < sizeof(token))
+        memcpy(token, r.out, len - 1);
+    char prefix[WL_KEY_PREFIX_LEN + 1] = "";
+    CHECK(wl_keys_parse(wl_span_str(token), prefix));
+    CHECK_LACKS(r.err, token + 13);
+    run_free(&r);
+    CHECK_INT(sql_count("SELECT count(*) FROM api_keys", NULL), keys + 1);
+
+    wl_principal_t who;
+    memset(&who, 0, sizeof(who));
+    CHECK_INT(authenticate(token, &who), 0);
+    CHECK_STR(who.org_slug, "acme");
+    CHECK_STR(who.key_prefix, prefix);
+    CHECK_INT(who.scopes, WL_SCOPE_LISTS_WRITE | WL_SCOPE_STOCK_READ);
+
+    /* A second key, of another organization, for the listing below. */
+    run(&r, "--database-url", db_url, "key", "create", "--org", "plain", "--scopes", "scanner",
+        NULL);
+    CHECK_INT(r.status, 0);
+    char plain_token[WL_KEY_TOKEN_SIZE + 64] = "";
+    snprintf(plain_token, sizeof(plain_token), "%.*s", (int)strcspn(r.out, "\n"), r.out);
+    run_free(&r);
+    CHECK_INT(authenticate(plain_token, &who), 0);
+    CHECK_STR(who.org_slug, "plain");
+    CHECK_INT(who.scopes, WL_SCOPE_SCANNER);
+
+    struct {
+        const char *what;
+        const char *org;
+        const char *scopes; /* NULL: no --scopes */
+        const char *message;
+    } bad[] = {
+        {"unknown scope", "acme", "lists:write,admin", "unknown scope"},
+        {"empty scopes", "acme", "", "scope"},
+        {"no --scopes", "acme", NULL, "--scopes"},
+        {"unknown organization", "nosuch", "stock:read", "nosuch"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (bad[i].scopes != NULL)
+            run(&r, "--database-url", db_url, "key", "create", "--org", bad[i].org, "--scopes",
+                bad[i].scopes, NULL);
+        else
+            run(&r, "--database-url", db_url, "key", "create", "--org", bad[i].org, NULL);
+        int failures = test_failures;
+        CHECK(r.status != 0 && r.status != -1);
+        CHECK_STR(r.out, "");
+        CHECK_CONTAINS(r.err, bad[i].message);
+        if (test_failures != failures)
+            show(bad[i].what, &r);
+        run_free(&r);
+    }
+    run(&r, "--database-url", db_url, "key", "create", "--scopes", "stock:read", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "--org");
+    run_free(&r);
+    CHECK_INT(sql_count("SELECT count(*) FROM api_keys", NULL), keys + 2);
+
+    /* The listing shows the prefix and scopes, never the secret, and only the org's keys. */
+    run(&r, "--database-url", db_url, "key", "list", "--org", "acme", NULL);
+    CHECK_INT(r.status, 0);
+    CHECK_CONTAINS(r.out, prefix);
+    CHECK_CONTAINS(r.out, "lists:write,stock:read");
+    CHECK_CONTAINS(r.out, "active");
+    CHECK_CONTAINS(r.out, "\tci\n");
+    CHECK_LACKS(r.out, token + 13);
+    char piece[9];
+    for (size_t at = 13; at + 8 <= strlen(token); at += 8) {
+        memcpy(piece, token + at, 8);
+        piece[8] = '\0';
+        CHECK_LACKS(r.out, piece);
+    }
+    snprintf(piece, sizeof(piece), "%.8s", plain_token + 4);
+    CHECK_LACKS(r.out, piece);
+    run_free(&r);
+    run(&r, "--database-url", db_url, "key", "list", "--org", "nosuch", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "nosuch");
+    run_free(&r);
+
+    /* Revoking: the key stops working; the other org's key does not. */
+    run(&r, "--database-url", db_url, "key", "revoke", prefix, NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    CHECK_INT(authenticate(token, &who), WL_EUNAUTHENTICATED);
+    CHECK_INT(authenticate(plain_token, &who), 0);
+    run(&r, "--database-url", db_url, "key", "list", "--org", "acme", NULL);
+    CHECK_INT(r.status, 0);
+    CHECK_CONTAINS(r.out, prefix);
+    CHECK_LACKS(r.out, "active");
+    run_free(&r);
+    run(&r, "--database-url", db_url, "key", "revoke", "nosuchpx", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "nosuchpx");
+    run_free(&r);
+}
+
+/* Lines of stderr that start with "path:". */
+static size_t count_lines_starting(const char *text, const char *path)
+{
+    size_t count = 0, n = strlen(path);
+    for (const char *line = text; *line != '\0';) {
+        if (strncmp(line, path, n) == 0 && line[n] == ':')
+            count++;
+        const char *end = strchr(line, '\n');
+        if (end == NULL)
+            break;
+        line = end + 1;
+    }
+    return count;
+}
+
+static void test_import(void)
+{
+    static const struct {
+        const char *kind;
+        const char *csv;
+    } files[] = {
+        {"warehouses", "code,name,kind\nW1,Main,own\nSUP,Supplier,supplier\n"},
+        {"locations", "warehouse,code,staging\nW1,A-2,false\nW1,A-10,false\nSUP,S-1,false\n"},
+        {"products", "sku,name,eans\nP1,\"Drill, 18V\",4006381333931\nP2,Bits,\n"},
+        {"stock", "sku,warehouse,on_hand\nP1,W1,10\nP1,SUP,50\nP2,W1,4\n"},
+        {"location-stock", "sku,warehouse,location,quantity\nP1,W1,A-10,6\nP1,W1,A-2,4\n"},
+        {"reservations", "ref,sku,warehouse,quantity,status\nR1,P1,W1,3,active\n"},
+    };
+    run_t r;
+    char path[128], buf[256];
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s.csv", tmp_dir, files[i].kind);
+        write_file(path, files[i].csv);
+        run(&r, "--database-url", db_url, "import", files[i].kind, path, "--org", "acme", NULL);
+        int failures = test_failures;
+        CHECK_INT(r.status, 0);
+        CHECK_STR(r.out, "");
+        CHECK_CONTAINS(r.err, "imported");
+        if (test_failures != failures)
+            show(files[i].kind, &r);
+        run_free(&r);
+    }
+    CHECK_STR(sql_text("SELECT qty || '@' || location FROM stock_availability s"
+                       " JOIN organizations o USING (org_id) WHERE o.slug = 'acme' AND sku = $1",
+                       "P1", buf, sizeof(buf)),
+              "7@A-10");
+    CHECK_STR(sql_text("SELECT p.name FROM products p JOIN organizations o USING (org_id)"
+                       " WHERE o.slug = 'acme' AND sku = $1",
+                       "P1", buf, sizeof(buf)),
+              "Drill, 18V");
+
+    /* From stdin. */
+    snprintf(path, sizeof(path), "%s/stdin.csv", tmp_dir);
+    write_file(path, "sku,warehouse,on_hand\nP2,W1,9\n");
+    run_env(&r, db_url, path, "import", "stock", "-", "--org", "acme", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    CHECK_STR(sql_text("SELECT qty::text FROM stock_availability s JOIN organizations o"
+                       " USING (org_id) WHERE o.slug = 'acme' AND sku = $1",
+                       "P2", buf, sizeof(buf)),
+              "9");
+
+    /* A bad file: every bad line as FILE:LINE: ..., exit non-zero, nothing written. */
+    char before[33], after[33];
+    inventory_digest(before);
+    snprintf(path, sizeof(path), "%s/bad-stock.csv", tmp_dir);
+    write_file(path, "sku,warehouse,on_hand\nP1,W1,1\nP1,SUP,-1\nP2,W1,2\nP9,W1,1\nP2,SUP,3\n"
+                     "P2,W1,5\n");
+    run(&r, "--database-url", db_url, "import", "stock", path, "--org", "acme", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_STR(r.out, "");
+    char expected[200];
+    snprintf(expected, sizeof(expected), "%s:3: on_hand: ", path);
+    CHECK_CONTAINS(r.err, expected);
+    snprintf(expected, sizeof(expected), "%s:5: sku: unknown product P9", path);
+    CHECK_CONTAINS(r.err, expected);
+    snprintf(expected, sizeof(expected), "%s:7: ", path);
+    CHECK_CONTAINS(r.err, expected);
+    CHECK_CONTAINS(r.err, "first on line 4");
+    CHECK_INT(count_lines_starting(r.err, path), 3);
+    CHECK_CONTAINS(r.err, "nothing was imported");
+    run_free(&r);
+    inventory_digest(after);
+    CHECK_STR(after, before);
+
+    /* The file's own errors name the line too. */
+    snprintf(path, sizeof(path), "%s/unterminated.csv", tmp_dir);
+    write_file(path, "code,name,kind\nW2,Second,own\nW3,\"Third,own\n");
+    run(&r, "--database-url", db_url, "import", "warehouses", path, "--org", "acme", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    snprintf(expected, sizeof(expected), "%s:3: unterminated quoted field", path);
+    CHECK_CONTAINS(r.err, expected);
+    run_free(&r);
+    inventory_digest(after);
+    CHECK_STR(after, before);
+
+    run(&r, "--database-url", db_url, "import", "bins", path, "--org", "acme", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "unknown import kind");
+    CHECK_CONTAINS(r.err, "location-stock");
+    run_free(&r);
+    snprintf(path, sizeof(path), "%s/missing.csv", tmp_dir);
+    run(&r, "--database-url", db_url, "import", "stock", path, "--org", "acme", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "missing.csv");
+    run_free(&r);
+    snprintf(path, sizeof(path), "%s/stock.csv", tmp_dir);
+    run(&r, "--database-url", db_url, "import", "stock", path, "--org", "nosuch", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "nosuch");
+    run_free(&r);
+    run(&r, "--database-url", db_url, "import", "stock", path, NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "--org");
+    run_free(&r);
+    inventory_digest(after);
+    CHECK_STR(after, before);
+}
+
+static void test_demo(void)
+{
+    run_t r;
+    char buf[256];
+    run(&r, "--database-url", db_url, "org", "create", "demo", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    run(&r, "--database-url", db_url, "demo", "--org", "demo", NULL);
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "");
+    run_free(&r);
+    const char *count_sql = "SELECT count(*) FROM stock_availability s JOIN organizations o"
+                            " USING (org_id) WHERE o.slug = $1";
+    long long rows = sql_count(count_sql, "demo");
+    CHECK(rows > 0);
+    /* SKU-1001: 12 + 3 in own warehouses, 2 reserved; A-10 holds the most. */
+    CHECK_STR(sql_text("SELECT qty || '@' || location FROM stock_availability s"
+                       " JOIN organizations o USING (org_id) WHERE o.slug = 'demo' AND sku = $1",
+                       "SKU-1001", buf, sizeof(buf)),
+              "13@A-10");
+    CHECK(sql_count("SELECT count(*) FROM products p JOIN organizations o USING (org_id)"
+                    " WHERE o.slug = $1",
+                    "demo") > 0);
+    /* Loading it again changes nothing. */
+    run(&r, "--database-url", db_url, "demo", "--org", "demo", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    CHECK_INT(sql_count(count_sql, "demo"), rows);
+    /* The demo lands in its organization only. */
+    CHECK_INT(sql_count("SELECT count(*) FROM products p JOIN organizations o USING (org_id)"
+                        " WHERE o.slug = $1 AND sku LIKE 'SKU-10%'",
+                        "acme"),
+              0);
+
+    run(&r, "--database-url", db_url, "demo", "--org", "nosuch", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "nosuch");
+    run_free(&r);
+    run(&r, "--database-url", db_url, "demo", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "--org");
+    run_free(&r);
+}
+
+/* Removes the CSV files and the directory, also when a helper exits early. */
+static void remove_tmp_dir(void)
+{
+    static const char *const names[] = {"warehouses", "locations",      "products",
+                                        "stock",      "location-stock", "reservations",
+                                        "stdin",      "bad-stock",      "unterminated"};
+    char path[128];
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s.csv", tmp_dir, names[i]);
+        unlink(path);
+    }
+    rmdir(tmp_dir);
+}
+
+int main(void)
+{
+    walklistctl = getenv("WALKLISTCTL");
+    if (walklistctl == NULL || access(walklistctl, X_OK) != 0) {
+        fprintf(stderr, "WALKLISTCTL is not set to an executable: run under ctest\n");
+        return 1;
+    }
+    snprintf(tmp_dir, sizeof(tmp_dir), "/tmp/wl_ctl_XXXXXX");
+    if (mkdtemp(tmp_dir) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    atexit(remove_tmp_dir);
+    static char url[1300];
+    snprintf(url, sizeof(url), "%s", testdb_create("wl_test_walklistctl"));
+    db_url = url;
+    conn = testdb_connect(db_url);
+
+    test_usage();
+    test_migrate();
+    test_orgs();
+    test_keys();
+    test_import();
+    test_demo();
+
+    PQfinish(conn);
+    return test_exit();
+}
