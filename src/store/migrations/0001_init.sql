@@ -125,8 +125,14 @@ CREATE INDEX locate_lists_queue ON locate_lists (org_id, created_at, id) WHERE s
 -- reservations in own warehouses); location = the non-staging own location holding the most,
 -- ties to the smallest code in natural bin order; a SKU is exported when it has a stock record
 -- or a non-staging location assignment in an own warehouse.
+--
+-- Writers of one organization refresh one at a time: the transaction-scoped advisory lock is
+-- taken first, and the refresh runs as a separate statement after it, so under READ COMMITTED
+-- it sees every writer that committed before (no lost update between concurrent imports).
 CREATE FUNCTION wl_refresh_availability(p_org bigint, p_skus text[]) RETURNS void
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(2002872684, (p_org % 2147483647)::integer);
     WITH affected AS (
         SELECT DISTINCT s COLLATE "C" AS sku FROM unnest(p_skus) AS s
     ), on_hand AS (
@@ -168,4 +174,5 @@ LANGUAGE sql AS $$
     ON CONFLICT (org_id, sku) DO UPDATE
         SET qty = excluded.qty, location = excluded.location
         WHERE (sa.qty, sa.location) IS DISTINCT FROM (excluded.qty, excluded.location);
+END;
 $$;
