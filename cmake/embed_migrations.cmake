@@ -1,6 +1,7 @@
 # Writes OUT: a C array of the schema migrations in FILES (sorted, named NNNN_name.sql).
 set(body "/* Generated from src/store/migrations by cmake/embed_migrations.cmake. */\n")
 string(APPEND body "#include \"store/migrate.h\"\n\nconst wl_migration_t wl_migrations[] = {\n")
+string(REPLACE "|" ";" FILES "${FILES}")
 set(count 0)
 foreach(file ${FILES})
   get_filename_component(name ${file} NAME_WE)

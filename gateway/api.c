@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <microhttpd.h>
 #include <strings.h>
 
+#include "anon_limit.h"
 #include "json_codec.h"
 #include "query.h"
 #include "status_map.h"
@@ -48,6 +50,7 @@ typedef struct {
 
 struct wl_api {
     wl_core_t *core;
+    wl_anon_limiter_t *anonymous; /* requests without a valid key, per address */
     route_target_t targets[ROUTE_COUNT];
 };
 
@@ -63,12 +66,17 @@ typedef struct {
     wl_query_t query;
 } request_state_t;
 
-int wl_api_create(wl_core_t *core, wl_api_t **out, wl_error_t *err)
+int wl_api_create(wl_core_t *core, int anonymous_limit, wl_api_t **out, wl_error_t *err)
 {
     wl_api_t *api = calloc(1, sizeof(*api));
     if (api == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     api->core = core;
+    api->anonymous = wl_anon_limiter_create(anonymous_limit > 0 ? anonymous_limit : 120, 60);
+    if (api->anonymous == NULL) {
+        free(api);
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    }
     for (size_t i = 0; i < ROUTE_COUNT; i++) {
         const wl_service_entry_t *service = wl_core_find_service(core, routes[i].service);
         const ProtobufCMethodDescriptor *method =
@@ -76,7 +84,7 @@ int wl_api_create(wl_core_t *core, wl_api_t **out, wl_error_t *err)
                                                                        routes[i].rpc)
                     : NULL;
         if (method == NULL) {
-            free(api);
+            wl_api_destroy(api);
             return wl_error_set(err, WL_EINTERNAL, "route %s %s names an unknown method %s/%s",
                                 routes[i].method, routes[i].pattern, routes[i].service,
                                 routes[i].rpc);
@@ -90,6 +98,9 @@ int wl_api_create(wl_core_t *core, wl_api_t **out, wl_error_t *err)
 
 void wl_api_destroy(wl_api_t *api)
 {
+    if (api == NULL)
+        return;
+    wl_anon_limiter_destroy(api->anonymous);
     free(api);
 }
 
@@ -187,8 +198,24 @@ static bool bearer_token(const char *header, wl_span_t *token)
     return true;
 }
 
-static void unauthenticated(wl_exchange_t *ex, bool key_sent, const char *message)
+static void too_many_requests(wl_exchange_t *ex, int retry_after_s, const char *message)
 {
+    char seconds[16];
+    snprintf(seconds, sizeof(seconds), "%d", retry_after_s > 0 ? retry_after_s : 1);
+    wl_exchange_add_header(ex, "Retry-After", seconds);
+    wl_exchange_error(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, message, NULL);
+}
+
+/* Requests without a valid key count against their address; past the limit they get 429. */
+static void unauthenticated(wl_api_t *api, wl_exchange_t *ex, bool key_sent, const char *message)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    int retry_after = 0;
+    if (!wl_anon_limiter_allow(api->anonymous, info ? info->client_addr : NULL, &retry_after)) {
+        too_many_requests(ex, retry_after, "too many requests without a valid API key");
+        return;
+    }
     wl_exchange_add_header(ex, "WWW-Authenticate",
                            key_sent ? "Bearer realm=\"walklist\", error=\"invalid_token\""
                                     : "Bearer realm=\"walklist\"");
@@ -197,7 +224,7 @@ static void unauthenticated(wl_exchange_t *ex, bool key_sent, const char *messag
 
 /* Authenticates the request; answers 400, 401 or 503 when it cannot. */
 static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const route_t *route,
-                         request_state_t *state)
+                         const char *bucket, request_state_t *state)
 {
     const char *header = wl_exchange_header(ex, "Authorization");
     size_t query_keys = route->query_api_key ? wl_query_count(&state->query, "api_key") : 0;
@@ -215,21 +242,28 @@ static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const route_t *route,
     if (query_keys == 1) {
         token = *wl_query_get(&state->query, "api_key");
     } else if (header == NULL) {
-        unauthenticated(ex, false, "missing API key");
+        unauthenticated(api, ex, false, "missing API key");
         return false;
     } else if (!bearer_token(header, &token)) {
         /* A Bearer credential of the wrong shape was still a key sent; another scheme was not. */
         bool bearer = strncasecmp(header + strspn(header, " \t"), "Bearer", 6) == 0;
-        unauthenticated(ex, bearer, "the Authorization header must be 'Bearer <API key>'");
+        unauthenticated(api, ex, bearer, "the Authorization header must be 'Bearer <API key>'");
         return false;
     }
     wl_error_t err;
     wl_error_init(&err);
-    if (wl_core_authenticate(api->core, token, &ex->principal, &err) != 0) {
-        if (err.code == WL_EUNAUTHENTICATED)
-            unauthenticated(ex, true, "invalid API key");
-        else
-            wl_exchange_core_error(ex, &err);
+    int rc = wl_core_authorize(api->core, token, bucket, &ex->principal, &ex->rate, &err);
+    if (rc == WL_EUNAUTHENTICATED) {
+        unauthenticated(api, ex, true, "invalid API key");
+        return false;
+    }
+    if (rc == WL_EEXHAUSTED) {
+        ex->authenticated = true;
+        too_many_requests(ex, ex->rate.reset_s, err.message);
+        return false;
+    }
+    if (rc != 0) {
+        wl_exchange_core_error(ex, &err);
         return false;
     }
     ex->authenticated = true;
@@ -284,10 +318,10 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex)
         wl_exchange_core_error(ex, &err);
         return;
     }
-    if (!authenticate(api, ex, route, state))
-        return;
     const route_target_t *target = &api->targets[state->route];
     const wl_method_policy_t *policy = &target->service->policies[target->method_index];
+    if (!authenticate(api, ex, route, policy->rate_bucket, state))
+        return;
     if ((ex->principal.scopes & policy->scope) != policy->scope) {
         char needed[64], message[128];
         wl_scopes_format(policy->scope, needed, sizeof(needed));

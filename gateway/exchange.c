@@ -2,6 +2,7 @@
 #include "exchange.h"
 
 #include <microhttpd.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,25 @@ void wl_exchange_add_header(wl_exchange_t *ex, const char *name, const char *val
     h->value = wl_arena_strdup(&ex->arena, value);
     if (h->name != NULL && h->value != NULL)
         ex->header_count++;
+}
+
+void wl_exchange_rate_headers(const wl_exchange_t *ex, struct MHD_Response *response)
+{
+    const wl_rate_t *rate = &ex->rate;
+    if (!ex->authenticated || rate->bucket == NULL)
+        return;
+    char value[128];
+    snprintf(value, sizeof(value), "%d", rate->limit);
+    MHD_add_response_header(response, "RateLimit-Limit", value);
+    snprintf(value, sizeof(value), "%d", rate->remaining);
+    MHD_add_response_header(response, "RateLimit-Remaining", value);
+    snprintf(value, sizeof(value), "%d", rate->reset_s);
+    MHD_add_response_header(response, "RateLimit-Reset", value);
+    snprintf(value, sizeof(value), "\"%s\";q=%d;w=%d", rate->bucket, rate->limit, rate->window_s);
+    MHD_add_response_header(response, "RateLimit-Policy", value);
+    snprintf(value, sizeof(value), "\"%s\";r=%d;t=%d", rate->bucket, rate->remaining,
+             rate->reset_s);
+    MHD_add_response_header(response, "RateLimit", value);
 }
 
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)

@@ -37,6 +37,7 @@ typedef struct {
     const char *route; /* route pattern for logs and metrics */
     wl_principal_t principal;
     bool authenticated;
+    wl_rate_t rate; /* the rate-limit decision, when rate.bucket is set */
     void *handler_state; /* the handler's own per-request data (arena memory) */
 
     unsigned status; /* 0 until a response is set */
@@ -52,6 +53,14 @@ const char *wl_exchange_header(const wl_exchange_t *ex, const char *name);
 
 /** Adds a response header; both strings are copied into the arena. */
 void wl_exchange_add_header(wl_exchange_t *ex, const char *name, const char *value);
+
+struct MHD_Response;
+
+/**
+ * Adds the rate-limit headers of an authenticated request (CONTRACT section 8):
+ * RateLimit-Limit/-Remaining/-Reset and the structured RateLimit-Policy and RateLimit.
+ */
+void wl_exchange_rate_headers(const wl_exchange_t *ex, struct MHD_Response *response);
 
 /** Sets a JSON response; takes the reference to body. */
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body);

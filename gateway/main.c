@@ -17,6 +17,10 @@ typedef struct {
     int db_pool_size;
     int db_timeout_ms;
     int connection_timeout_s;
+    int rate_locate_lists;
+    int rate_stock_export;
+    int rate_shared;
+    int rate_anonymous;
 } config_t;
 
 static void usage(FILE *out)
@@ -33,7 +37,13 @@ static void usage(FILE *out)
             "  --db-timeout-ms N         how long a request waits for the database before 503,\n"
             "                            default 5000 (WALKLIST_DB_TIMEOUT_MS)\n"
             "  --connection-timeout S    idle HTTP connections close after S seconds, default 30\n"
-            "                            (WALKLIST_CONNECTION_TIMEOUT)\n");
+            "                            (WALKLIST_CONNECTION_TIMEOUT)\n"
+            "  --rate-limit-locate-lists N   requests per minute per organization, default 30\n"
+            "  --rate-limit-stock-export N   default 30\n"
+            "  --rate-limit-shared N         every other /api/v1 endpoint, default 60\n"
+            "  --rate-limit-anonymous N      per client address without a valid key, default 120\n"
+            "                            (env: WALKLIST_RATE_LIMIT_LOCATE_LISTS, ..._STOCK_EXPORT,\n"
+            "                            ..._SHARED, ..._ANONYMOUS)\n");
 }
 
 static int parse_int(const char *text, const char *name, int min, int max, int *out)
@@ -64,6 +74,19 @@ static int read_config(int argc, char **argv, config_t *config)
     config->db_pool_size = 0;
     config->db_timeout_ms = 5000;
     config->connection_timeout_s = 30;
+    config->rate_locate_lists = 30;
+    config->rate_stock_export = 30;
+    config->rate_shared = 60;
+    config->rate_anonymous = 120;
+    if (env_int("WALKLIST_RATE_LIMIT_LOCATE_LISTS", "--rate-limit-locate-lists", 1, 1000000,
+                &config->rate_locate_lists) != 0 ||
+        env_int("WALKLIST_RATE_LIMIT_STOCK_EXPORT", "--rate-limit-stock-export", 1, 1000000,
+                &config->rate_stock_export) != 0 ||
+        env_int("WALKLIST_RATE_LIMIT_SHARED", "--rate-limit-shared", 1, 1000000,
+                &config->rate_shared) != 0 ||
+        env_int("WALKLIST_RATE_LIMIT_ANONYMOUS", "--rate-limit-anonymous", 1, 1000000,
+                &config->rate_anonymous) != 0)
+        return -1;
     if (env_int("WALKLIST_THREADS", "--threads", 1, 1024, &config->threads) != 0 ||
         env_int("WALKLIST_DB_POOL_SIZE", "--db-pool-size", 1, 1024, &config->db_pool_size) != 0 ||
         env_int("WALKLIST_DB_TIMEOUT_MS", "--db-timeout-ms", 100, 600000,
@@ -79,6 +102,10 @@ static int read_config(int argc, char **argv, config_t *config)
         {"db-pool-size", required_argument, NULL, 'p'},
         {"db-timeout-ms", required_argument, NULL, 'w'},
         {"connection-timeout", required_argument, NULL, 'c'},
+        {"rate-limit-locate-lists", required_argument, NULL, 'L'},
+        {"rate-limit-stock-export", required_argument, NULL, 'E'},
+        {"rate-limit-shared", required_argument, NULL, 'S'},
+        {"rate-limit-anonymous", required_argument, NULL, 'A'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -103,6 +130,20 @@ static int read_config(int argc, char **argv, config_t *config)
             break;
         case 'c':
             rc = parse_int(optarg, "--connection-timeout", 1, 3600, &config->connection_timeout_s);
+            break;
+        case 'L':
+            rc = parse_int(optarg, "--rate-limit-locate-lists", 1, 1000000,
+                           &config->rate_locate_lists);
+            break;
+        case 'E':
+            rc = parse_int(optarg, "--rate-limit-stock-export", 1, 1000000,
+                           &config->rate_stock_export);
+            break;
+        case 'S':
+            rc = parse_int(optarg, "--rate-limit-shared", 1, 1000000, &config->rate_shared);
+            break;
+        case 'A':
+            rc = parse_int(optarg, "--rate-limit-anonymous", 1, 1000000, &config->rate_anonymous);
             break;
         case 'h':
             usage(stdout);
@@ -150,6 +191,9 @@ int main(int argc, char **argv)
         .db_pool_size = config.db_pool_size,
         .db_acquire_timeout_ms = config.db_timeout_ms,
         .db_connect_timeout_s = config.db_timeout_ms / 1000 > 2 ? config.db_timeout_ms / 1000 : 2,
+        .rate_locate_lists = config.rate_locate_lists,
+        .rate_stock_export = config.rate_stock_export,
+        .rate_shared = config.rate_shared,
     };
     if (wl_core_create(&core_config, &core, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);
@@ -166,6 +210,7 @@ int main(int argc, char **argv)
         .listen = config.listen,
         .threads = (unsigned)config.threads,
         .connection_timeout_s = (unsigned)config.connection_timeout_s,
+        .anonymous_limit = (unsigned)config.rate_anonymous,
     };
     if (wl_server_start(core, &server_config, &server, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);

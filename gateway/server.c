@@ -131,6 +131,7 @@ static enum MHD_Result send_response(request_t *req)
         MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, ex->content_type);
     MHD_add_response_header(response, "X-Request-Id", ex->request_id);
     MHD_add_response_header(response, "Cache-Control", "no-store");
+    wl_exchange_rate_headers(ex, response);
     for (size_t i = 0; i < ex->header_count; i++)
         MHD_add_response_header(response, ex->headers[i].name, ex->headers[i].value);
     enum MHD_Result result = MHD_queue_response(ex->connection, ex->status, response);
@@ -319,7 +320,7 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         return wl_error_set(err, WL_ENOMEM, NULL);
     server->core = core;
     server->listen_fd = -1;
-    int rc = wl_api_create(core, &server->api, err);
+    int rc = wl_api_create(core, (int)config->anonymous_limit, &server->api, err);
     if (rc == 0)
         rc = open_listener(config->listen, &server->listen_fd, &server->port, err);
     if (rc != 0)

@@ -18,6 +18,7 @@ typedef struct {
     unsigned threads;              /* worker threads, >= 1 */
     unsigned connection_timeout_s; /* idle connections are closed after this */
     unsigned connection_limit;     /* concurrent connections at most */
+    unsigned anonymous_limit;      /* requests per minute per address without a valid key */
 } wl_server_config_t;
 
 int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server_t **out,

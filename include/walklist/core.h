@@ -24,6 +24,10 @@ typedef struct {
     int db_acquire_timeout_ms; /* default 5000: wait for a free connection */
     int db_connect_timeout_s;  /* default 3 */
     int statement_timeout_ms;  /* default 30000 */
+    int rate_window_ms;        /* default 60000: the rolling window of every bucket */
+    int rate_locate_lists;     /* default 30 per window */
+    int rate_stock_export;     /* default 30 per window */
+    int rate_shared;           /* default 60 per window */
 } wl_core_config_t;
 
 int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *err)
@@ -63,10 +67,32 @@ typedef struct {
 /**
  * Checks an API key (the whole "wlk_..." token). WL_EUNAUTHENTICATED for a
  * malformed, unknown or revoked key; WL_EUNAVAILABLE when the database is down.
- * The comparison does not leak timing.
+ * Keys are compared by their SHA-256, so timing tells nothing about the secret.
  */
 int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out, wl_error_t *err)
     WL_CHECK_RESULT;
+
+/** A rate-limit decision for one request (CONTRACT section 8). */
+typedef struct {
+    const char *bucket; /* "locate-lists", "stock-export" or "shared" */
+    int limit;          /* requests per window */
+    int window_s;
+    int remaining;      /* after this request */
+    int reset_s;        /* until the oldest counted request leaves the window */
+    bool accepted;
+} wl_rate_t;
+
+/** Requests per window of a bucket (0 for an unknown bucket). */
+int wl_core_rate_limit(const wl_core_t *core, const char *bucket);
+
+/**
+ * Checks an API key and counts the request against the organization's bucket,
+ * in one database round trip. WL_EUNAUTHENTICATED as wl_core_authenticate;
+ * WL_EEXHAUSTED (principal and rate filled) when the bucket is full, in which
+ * case the request was not counted.
+ */
+int wl_core_authorize(wl_core_t *core, wl_span_t token, const char *bucket, wl_principal_t *out,
+                      wl_rate_t *rate, wl_error_t *err) WL_CHECK_RESULT;
 
 /** Per-method policy: the scope a key needs and the rate-limit bucket it counts in. */
 typedef struct {
@@ -104,5 +130,62 @@ typedef struct {
  */
 int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned method_index,
                    const ProtobufCMessage *input) WL_CHECK_RESULT;
+
+/** One SKU of the stock export (CONTRACT section 4). */
+typedef struct {
+    const char *sku;
+    int64_t qty;
+    const char *location; /* NULL when the SKU has no primary rack */
+} wl_export_item_t;
+
+/**
+ * The stock export of one organization, read row by row from one snapshot
+ * (a REPEATABLE READ, READ ONLY transaction), so a transport can stream it
+ * with flat memory. It holds one pooled database connection from open to
+ * close; close it on every path (finished, abandoned, failed).
+ */
+typedef struct wl_export_cursor wl_export_cursor_t;
+
+/**
+ * Opens the export for the principal's organization: checks the scope
+ * (stock:read, else WL_EPERMISSION), borrows a connection and takes the
+ * snapshot, reading its data version and time. No row is read until the
+ * first wl_export_cursor_next, so a conditional request whose version
+ * matches costs one short query. WL_EUNAVAILABLE when the database is down.
+ *
+ *     wl_export_cursor_t *cursor;
+ *     if (wl_core_export_open(core, &principal, &cursor, &err) != 0)
+ *         return answer_error(&err);
+ *     if (wl_export_cursor_version(cursor) == cached_version) {
+ *         wl_export_cursor_close(cursor);
+ *         return answer_not_modified();
+ *     }
+ *     wl_export_item_t item;
+ *     while ((rc = wl_export_cursor_next(cursor, &item, &err)) == 1)
+ *         write_item(&item);
+ *     wl_export_cursor_close(cursor); // rc < 0: the export broke off half way
+ */
+int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal,
+                        wl_export_cursor_t **out, wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * The organization's export data version in the snapshot: it changes exactly
+ * when an exported value (a SKU's presence, qty or location) changes, and
+ * only grows. 0 for an organization whose export never had a row.
+ */
+int64_t wl_export_cursor_version(const wl_export_cursor_t *cursor);
+
+/** The snapshot's time, milliseconds since the epoch (the export's generatedAt). */
+int64_t wl_export_cursor_generated_ms(const wl_export_cursor_t *cursor);
+
+/**
+ * The next SKU, in byte order: 1 with *item set (its strings are valid until
+ * the next call or close), 0 after the last one, or a negative WL_E* code.
+ */
+int wl_export_cursor_next(wl_export_cursor_t *cursor, wl_export_item_t *item,
+                          wl_error_t *err) WL_CHECK_RESULT;
+
+/** Ends the read and gives the connection back; NULL is fine. */
+void wl_export_cursor_close(wl_export_cursor_t *cursor);
 
 #endif

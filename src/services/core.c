@@ -36,6 +36,10 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
         free(core);
         return rc;
     }
+    core->rate_window_ms = config->rate_window_ms > 0 ? config->rate_window_ms : 60000;
+    core->rate_locate_lists = config->rate_locate_lists > 0 ? config->rate_locate_lists : 30;
+    core->rate_stock_export = config->rate_stock_export > 0 ? config->rate_stock_export : 30;
+    core->rate_shared = config->rate_shared > 0 ? config->rate_shared : 60;
     wl__locate_list_service_init(&core->locate_list, core);
     wl__stock_service_init(&core->stock, core);
     core->services[0] = (wl_service_entry_t){&walklist__v1__locate_list_service__descriptor,
@@ -81,6 +85,38 @@ int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out, 
     if (rc != 0)
         return rc;
     rc = wl_keys_authenticate(conn, token, out, err);
+    wl_pool_release(core->pool, conn);
+    return rc;
+}
+
+int wl_core_rate_limit(const wl_core_t *core, const char *bucket)
+{
+    if (strcmp(bucket, "locate-lists") == 0)
+        return core->rate_locate_lists;
+    if (strcmp(bucket, "stock-export") == 0)
+        return core->rate_stock_export;
+    if (strcmp(bucket, "shared") == 0)
+        return core->rate_shared;
+    return 0;
+}
+
+int wl_core_authorize(wl_core_t *core, wl_span_t token, const char *bucket, wl_principal_t *out,
+                      wl_rate_t *rate, wl_error_t *err)
+{
+    memset(rate, 0, sizeof(*rate));
+    rate->bucket = bucket;
+    rate->limit = wl_core_rate_limit(core, bucket);
+    rate->window_s = core->rate_window_ms / 1000;
+    if (rate->limit == 0)
+        return wl_error_set(err, WL_EINTERNAL, "unknown rate-limit bucket %s", bucket);
+    char prefix[WL_KEY_PREFIX_LEN + 1];
+    if (!wl_keys_parse(token, prefix))
+        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
+    PGconn *conn = NULL;
+    int rc = wl_pool_acquire(core->pool, &conn, err);
+    if (rc != 0)
+        return rc;
+    rc = wl_keys_authorize(conn, token, out, rate, err);
     wl_pool_release(core->pool, conn);
     return rc;
 }

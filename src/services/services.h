@@ -7,7 +7,10 @@
 #ifndef WALKLIST_SERVICES_H
 #define WALKLIST_SERVICES_H
 
+#include <stdatomic.h>
+
 #include "store/pool.h"
+#include "store/secrets.h"
 #include "walklist/core.h"
 #include "walklist/v1/locate_list.pb-c.h"
 #include "walklist/v1/stock.pb-c.h"
@@ -17,13 +20,26 @@ typedef struct {
     wl_core_t *core;
 } wl_locate_list_service_t;
 
+/*
+ * The page-token key, read from the database once and then kept: state goes
+ * 0 (empty) -> 1 (one thread filling bytes) -> 2 (bytes final). Zero memory
+ * is the empty state (the core is calloc'ed).
+ */
+typedef struct {
+    atomic_int state;
+    unsigned char bytes[WL_SECRET_SIZE];
+} wl_secret_cache_t;
+
 typedef struct {
     Walklist__V1__StockService_Service base;
     wl_core_t *core;
+    wl_secret_cache_t page_secret;
 } wl_stock_service_t;
 
 struct wl_core {
     wl_pool_t *pool;
+    int rate_window_ms;
+    int rate_locate_lists, rate_stock_export, rate_shared;
     wl_locate_list_service_t locate_list;
     wl_stock_service_t stock;
     wl_service_entry_t services[2];

@@ -1,40 +1,98 @@
 /* Answering stock reads (walklist.v1.StockService) happens here. */
+#include <assert.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "services/services.h"
+#include "store/breakdown.h"
+#include "store/secrets.h"
 #include "store/stock.h"
+#include "walklist/page_token.h"
+#include "walklist/utf8.h"
 
-typedef struct {
-    wl_call_t *call;
-    Walklist__V1__ExportStockResponse *reply;
-    size_t capacity;
-} export_builder_t;
+struct wl_export_cursor {
+    wl_core_t *core;
+    PGconn *conn; /* borrowed from the pool until close */
+    wl_stock_export_t export;
+};
 
-static int export_begin(int64_t generated_ms, void *data)
+int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal,
+                        wl_export_cursor_t **out, wl_error_t *err)
 {
-    export_builder_t *builder = data;
-    builder->reply->generated_at = wl__timestamp_from_ms(builder->call->arena, generated_ms);
-    return builder->reply->generated_at ? 0 : wl_error_set(builder->call->err, WL_ENOMEM, NULL);
+    *out = NULL;
+    const ProtobufCServiceDescriptor *desc = &walklist__v1__stock_service__descriptor;
+    const ProtobufCMethodDescriptor *method =
+        protobuf_c_service_descriptor_get_method_by_name(desc, "ExportStock");
+    unsigned scope = wl__stock_policies[method - desc->methods].scope;
+    if (principal == NULL || (principal->scopes & scope) != scope) {
+        char needed[64];
+        wl_scopes_format(scope, needed, sizeof(needed));
+        return wl_error_set(err, WL_EPERMISSION, "the API key lacks the scope %s", needed);
+    }
+    wl_export_cursor_t *cursor = calloc(1, sizeof(*cursor));
+    if (cursor == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    cursor->core = core;
+    int rc = wl_pool_acquire(core->pool, &cursor->conn, err);
+    if (rc == 0)
+        rc = wl_stock_export_begin(&cursor->export, cursor->conn, principal->org_id, err);
+    if (rc != 0) {
+        wl_export_cursor_close(cursor);
+        return rc;
+    }
+    *out = cursor;
+    return 0;
 }
 
-static int export_row(const wl_export_row_t *row, void *data)
+int64_t wl_export_cursor_version(const wl_export_cursor_t *cursor)
 {
-    export_builder_t *builder = data;
-    wl_arena_t *arena = builder->call->arena;
-    Walklist__V1__ExportStockResponse *reply = builder->reply;
-    if (reply->n_items == builder->capacity) {
-        size_t capacity = builder->capacity ? builder->capacity * 2 : 256;
-        Walklist__V1__StockExportItem **items = wl_arena_alloc(arena, capacity * sizeof(*items));
+    return cursor->export.version;
+}
+
+int64_t wl_export_cursor_generated_ms(const wl_export_cursor_t *cursor)
+{
+    return cursor->export.generated_ms;
+}
+
+int wl_export_cursor_next(wl_export_cursor_t *cursor, wl_export_item_t *item, wl_error_t *err)
+{
+    wl_export_row_t row;
+    int rc = wl_stock_export_next(&cursor->export, &row, err);
+    if (rc == 1)
+        *item = (wl_export_item_t){.sku = row.sku, .qty = row.qty, .location = row.location};
+    return rc;
+}
+
+void wl_export_cursor_close(wl_export_cursor_t *cursor)
+{
+    if (cursor == NULL)
+        return;
+    if (cursor->conn != NULL) {
+        wl_stock_export_end(&cursor->export);
+        wl_pool_release(cursor->core->pool, cursor->conn);
+    }
+    free(cursor);
+}
+
+static int add_export_item(wl_call_t *call, Walklist__V1__ExportStockResponse *reply,
+                           size_t *capacity, const wl_export_item_t *row)
+{
+    wl_arena_t *arena = call->arena;
+    if (reply->n_items == *capacity) {
+        size_t grown = *capacity ? *capacity * 2 : 256;
+        Walklist__V1__StockExportItem **items = wl_arena_alloc(arena, grown * sizeof(*items));
         if (items == NULL)
-            return wl_error_set(builder->call->err, WL_ENOMEM, NULL);
+            return wl_error_set(call->err, WL_ENOMEM, NULL);
         if (reply->n_items > 0)
             memcpy(items, reply->items, reply->n_items * sizeof(*items));
         reply->items = items;
-        builder->capacity = capacity;
+        *capacity = grown;
     }
     Walklist__V1__StockExportItem *item = wl_arena_alloc(arena, sizeof(*item));
     if (item == NULL)
-        return wl_error_set(builder->call->err, WL_ENOMEM, NULL);
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
     walklist__v1__stock_export_item__init(item);
     item->sku = wl_arena_strdup(arena, row->sku);
     item->qty = row->qty;
@@ -45,14 +103,19 @@ static int export_row(const wl_export_row_t *row, void *data)
             item->location->value = wl_arena_strdup(arena, row->location);
         }
         if (item->location == NULL || item->location->value == NULL)
-            return wl_error_set(builder->call->err, WL_ENOMEM, NULL);
+            return wl_error_set(call->err, WL_ENOMEM, NULL);
     }
     if (item->sku == NULL)
-        return wl_error_set(builder->call->err, WL_ENOMEM, NULL);
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
     reply->items[reply->n_items++] = item;
     return 0;
 }
 
+/*
+ * The whole export as one reply message, for transports that cannot stream
+ * (the REST gateway streams through the cursor instead): memory grows with
+ * the catalogue here.
+ */
 static void export_stock(Walklist__V1__StockService_Service *base,
                          const Walklist__V1__ExportStockRequest *input,
                          Walklist__V1__ExportStockResponse_Closure closure, void *closure_data)
@@ -67,26 +130,193 @@ static void export_stock(Walklist__V1__StockService_Service *base,
         return;
     }
     walklist__v1__export_stock_response__init(reply);
-    export_builder_t builder = {call, reply, 0};
-    PGconn *conn = NULL;
-    if (wl_pool_acquire(core->pool, &conn, call->err) != 0) {
-        closure(NULL, closure_data);
-        return;
+    wl_export_cursor_t *cursor = NULL;
+    int rc = wl_core_export_open(core, call->principal, &cursor, call->err);
+    if (rc == 0) {
+        reply->generated_at =
+            wl__timestamp_from_ms(call->arena, wl_export_cursor_generated_ms(cursor));
+        if (reply->generated_at == NULL)
+            rc = wl_error_set(call->err, WL_ENOMEM, NULL);
     }
-    int rc = wl_stock_export(conn, call->principal->org_id, export_begin, export_row, &builder,
-                             call->err);
-    wl_pool_release(core->pool, conn);
+    size_t capacity = 0;
+    wl_export_item_t item;
+    while (rc == 0 && (rc = wl_export_cursor_next(cursor, &item, call->err)) == 1)
+        rc = add_export_item(call, reply, &capacity, &item);
+    wl_export_cursor_close(cursor);
     closure(rc == 0 ? reply : NULL, closure_data);
 }
 
+#define PAGE_SIZE_DEFAULT 100
+#define PAGE_SIZE_MAX 1000
+#define PAGE_SECRET_NAME "page_token"
+
+static_assert(WL_SECRET_SIZE == WL_PAGE_SECRET_SIZE, "the stored secret is the page-token key");
+
+/*
+ * The page-token key. Reading it is one query per process: after the first
+ * success the bytes stay in the service. Threads that race on the first use
+ * all read the same row, and exactly one of them fills the cache.
+ */
+static int page_secret(wl_stock_service_t *service, PGconn *conn,
+                       unsigned char secret[WL_SECRET_SIZE], wl_error_t *err)
+{
+    wl_secret_cache_t *cache = &service->page_secret;
+    if (atomic_load_explicit(&cache->state, memory_order_acquire) == 2) {
+        memcpy(secret, cache->bytes, WL_SECRET_SIZE);
+        return 0;
+    }
+    int rc = wl_secrets_get(conn, PAGE_SECRET_NAME, secret, err);
+    if (rc != 0)
+        return rc;
+    int empty = 0;
+    if (atomic_compare_exchange_strong_explicit(&cache->state, &empty, 1, memory_order_acquire,
+                                                memory_order_relaxed)) {
+        memcpy(cache->bytes, secret, WL_SECRET_SIZE);
+        atomic_store_explicit(&cache->state, 2, memory_order_release);
+    }
+    return 0;
+}
+
+/* A filter is compared with codes in the database, which hold UTF-8 only. */
+static void check_filter(const char *value, const char *field, wl_error_t *err)
+{
+    if (wl_utf8_count(wl_span_str(value)) < 0)
+        wl_error_add_violation(err, field, "must be valid UTF-8");
+}
+
+static Walklist__V1__WarehouseStock *warehouse_stock(wl_arena_t *arena,
+                                                     const wl_breakdown_item_t *item)
+{
+    Walklist__V1__WarehouseStock *out = wl_arena_alloc(arena, sizeof(*out));
+    if (out == NULL)
+        return NULL;
+    walklist__v1__warehouse_stock__init(out);
+    /* The strings are already arena memory (the store's copies). */
+    out->sku = (char *)item->sku;
+    out->warehouse = (char *)item->warehouse;
+    out->warehouse_kind = (char *)item->warehouse_kind;
+    out->on_hand = item->on_hand;
+    out->reserved = item->reserved;
+    out->available = item->available;
+    if (item->location_count == 0)
+        return out;
+    out->locations = wl_arena_alloc(arena, item->location_count * sizeof(*out->locations));
+    if (out->locations == NULL)
+        return NULL;
+    for (size_t i = 0; i < item->location_count; i++) {
+        Walklist__V1__StockLocation *location = wl_arena_alloc(arena, sizeof(*location));
+        if (location == NULL)
+            return NULL;
+        walklist__v1__stock_location__init(location);
+        location->code = (char *)item->locations[i].code;
+        location->quantity = item->locations[i].quantity;
+        location->staging = item->locations[i].staging;
+        out->locations[out->n_locations++] = location;
+    }
+    return out;
+}
+
+/*
+ * One page of the per-warehouse breakdown. The page token carries the last
+ * (sku, warehouse) of the previous page and is sealed for this organization
+ * and these filters, so a page continues exactly after the last pair shown,
+ * whatever was written in between, and a token cannot be replayed elsewhere.
+ */
 static void list_stock(Walklist__V1__StockService_Service *base,
                        const Walklist__V1__ListStockRequest *input,
                        Walklist__V1__ListStockResponse_Closure closure, void *closure_data)
 {
-    (void)base;
-    (void)input;
+    wl_stock_service_t *service = (wl_stock_service_t *)base;
     wl_call_t *call = closure_data;
-    wl_error_set(call->err, WL_EUNIMPLEMENTED, "the per-warehouse breakdown is not available yet");
+    wl_arena_t *arena = call->arena;
+    int page_size = input->page_size == 0 ? PAGE_SIZE_DEFAULT : input->page_size;
+    if (page_size < 1 || page_size > PAGE_SIZE_MAX)
+        wl_error_add_violation(call->err, "pageSize",
+                               "must be between 1 and %d (0 or absent means %d)", PAGE_SIZE_MAX,
+                               PAGE_SIZE_DEFAULT);
+    check_filter(input->sku, "sku", call->err);
+    check_filter(input->warehouse, "warehouse", call->err);
+    if (call->err->code != 0) {
+        closure(NULL, closure_data);
+        return;
+    }
+
+    char org[24];
+    snprintf(org, sizeof(org), "%lld", (long long)call->principal->org_id);
+    const wl_span_t scope[] = {wl_span_str("walklist.v1.StockService/ListStock"),
+                               wl_span_str(org), wl_span_str(input->sku),
+                               wl_span_str(input->warehouse)};
+    const size_t scope_count = sizeof(scope) / sizeof(scope[0]);
+    wl_breakdown_query_t query = {
+        .sku = input->sku[0] != '\0' ? input->sku : NULL,
+        .warehouse = input->warehouse[0] != '\0' ? input->warehouse : NULL,
+        .limit = page_size + 1, /* one more tells whether a next page exists */
+    };
+    unsigned char secret[WL_SECRET_SIZE];
+    wl_breakdown_item_t *items = NULL;
+    size_t count = 0;
+    PGconn *conn = NULL;
+    if (wl_pool_acquire(service->core->pool, &conn, call->err) != 0) {
+        closure(NULL, closure_data);
+        return;
+    }
+    int rc = page_secret(service, conn, secret, call->err);
+    if (rc == 0 && input->page_token[0] != '\0') {
+        wl_span_t last[2];
+        rc = wl_page_token_decode(secret, scope, scope_count, wl_span_str(input->page_token), 2,
+                                  arena, last);
+        if (rc == WL_EINVAL)
+            wl_error_add_violation(call->err, "pageToken",
+                                   "is not a token this request can continue from: pass the "
+                                   "previous page's nextPageToken unchanged, with the same "
+                                   "sku and warehouse filters");
+        else if (rc != 0)
+            wl_error_set(call->err, rc, NULL);
+        if (rc == 0) {
+            query.after_sku = last[0].base;
+            query.after_warehouse = last[1].base;
+        }
+    }
+    if (rc == 0)
+        rc = wl_breakdown_list(conn, call->principal->org_id, &query, arena, &items, &count,
+                               call->err);
+    wl_pool_release(service->core->pool, conn);
+    if (rc != 0) {
+        closure(NULL, closure_data);
+        return;
+    }
+
+    Walklist__V1__ListStockResponse *reply = wl_arena_alloc(arena, sizeof(*reply));
+    size_t shown = count > (size_t)page_size ? (size_t)page_size : count;
+    if (reply == NULL)
+        goto NoMemory;
+    walklist__v1__list_stock_response__init(reply);
+    if (shown > 0) {
+        reply->items = wl_arena_alloc(arena, shown * sizeof(*reply->items));
+        if (reply->items == NULL)
+            goto NoMemory;
+    }
+    for (size_t i = 0; i < shown; i++) {
+        reply->items[i] = warehouse_stock(arena, &items[i]);
+        if (reply->items[i] == NULL)
+            goto NoMemory;
+        reply->n_items++;
+    }
+    if (count > shown) {
+        const wl_span_t last[] = {wl_span_str(items[shown - 1].sku),
+                                  wl_span_str(items[shown - 1].warehouse)};
+        rc = wl_page_token_encode(secret, scope, scope_count, last, 2, arena,
+                                  &reply->next_page_token);
+        if (rc != 0) {
+            wl_error_set(call->err, rc == WL_ENOMEM ? WL_ENOMEM : WL_EINTERNAL, NULL);
+            closure(NULL, closure_data);
+            return;
+        }
+    }
+    closure(reply, closure_data);
+    return;
+NoMemory:
+    wl_error_set(call->err, WL_ENOMEM, NULL);
     closure(NULL, closure_data);
 }
 

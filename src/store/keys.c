@@ -1,9 +1,9 @@
 /* Issuing, checking and revoking API keys happens here. */
 #include "store/keys.h"
 
-#include <openssl/crypto.h>
 #include <openssl/sha.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "walklist/random.h"
@@ -78,53 +78,70 @@ int wl_keys_create(PGconn *conn, int64_t org_id, unsigned scopes, const char *na
     return wl_error_set(err, WL_EINTERNAL, "could not find a free key prefix");
 }
 
-int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_error_t *err)
+static void parse_scopes(const char *scopes, unsigned *bits)
 {
-    char prefix[WL_KEY_PREFIX_LEN + 1];
-    if (!wl_keys_parse(token, prefix))
-        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
-    char hex[65];
-    hash_hex(token, hex);
-
-    PGresult *res = NULL;
-    const char *params[] = {prefix};
-    int rc = wl_db_exec(conn,
-                        "SELECT k.org_id, encode(k.token_hash, 'hex'), array_to_string(k.scopes, ','),"
-                        " k.revoked_at IS NOT NULL, o.slug"
-                        " FROM api_keys k JOIN organizations o ON o.org_id = k.org_id"
-                        " WHERE k.prefix = $1",
-                        1, params, &res, err);
-    if (rc != 0)
-        return rc;
-    /* Compare against a dummy hash when the prefix is unknown, so that the
-     * answer takes as long for an unknown prefix as for a wrong secret. */
-    const char *stored = PQntuples(res) == 1 ? PQgetvalue(res, 0, 1)
-                                              : "0000000000000000000000000000000000000000000000000000000000000000";
-    bool match = strlen(stored) == 64 && CRYPTO_memcmp(stored, hex, 64) == 0;
-    if (!match || PQntuples(res) != 1 || PQgetvalue(res, 0, 3)[0] == 't') {
-        PQclear(res);
-        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
-    }
-    memset(out, 0, sizeof(*out));
-    out->org_id = wl_db_int64(res, 0, 0);
-    snprintf(out->org_slug, sizeof(out->org_slug), "%s", PQgetvalue(res, 0, 4));
-    snprintf(out->key_prefix, sizeof(out->key_prefix), "%s", prefix);
     wl_error_t ignored;
     wl_error_init(&ignored);
     /* Stored scopes were validated when the key was created; unknown ones (from a
      * newer version) are simply not granted. */
-    const char *scopes = PQgetvalue(res, 0, 2);
     char one[64];
+    *bits = 0;
     while (*scopes != '\0') {
         size_t n = strcspn(scopes, ",");
         snprintf(one, sizeof(one), "%.*s", (int)n, scopes);
         unsigned bit = 0;
         if (wl_scopes_parse(one, &bit, &ignored) == 0)
-            out->scopes |= bit;
+            *bits |= bit;
         scopes += n + (scopes[n] == ',');
     }
+}
+
+int wl_keys_authorize(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_rate_t *rate,
+                      wl_error_t *err)
+{
+    char prefix[WL_KEY_PREFIX_LEN + 1];
+    if (!wl_keys_parse(token, prefix))
+        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
+    /* The database compares SHA-256 digests, never the secret itself, so how long the
+     * comparison takes says nothing about the secret. */
+    char hex[65], limit[16], window[16];
+    hash_hex(token, hex);
+    snprintf(limit, sizeof(limit), "%d", rate ? rate->limit : 0);
+    snprintf(window, sizeof(window), "%d", rate ? rate->window_s * 1000 : 0);
+    const char *params[] = {prefix, hex, rate ? rate->bucket : NULL, limit, window};
+    PGresult *res = NULL;
+    int rc = wl_db_exec(conn,
+                        "SELECT org_id, slug, scopes, accepted, used, reset_ms"
+                        " FROM wl_authorize($1, decode($2, 'hex'), $3, $4, $5)",
+                        5, params, &res, err);
+    if (rc != 0)
+        return rc;
+    if (PQntuples(res) != 1) {
+        PQclear(res);
+        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
+    }
+    memset(out, 0, sizeof(*out));
+    out->org_id = wl_db_int64(res, 0, 0);
+    snprintf(out->org_slug, sizeof(out->org_slug), "%s", PQgetvalue(res, 0, 1));
+    snprintf(out->key_prefix, sizeof(out->key_prefix), "%s", prefix);
+    parse_scopes(PQgetvalue(res, 0, 2), &out->scopes);
+    if (rate != NULL) {
+        int used = atoi(PQgetvalue(res, 0, 4));
+        int64_t reset_ms = wl_db_int64(res, 0, 5);
+        rate->accepted = PQgetvalue(res, 0, 3)[0] == 't';
+        rate->remaining = rate->limit > used ? rate->limit - used : 0;
+        rate->reset_s = (int)((reset_ms + 999) / 1000);
+    }
     PQclear(res);
+    if (rate != NULL && !rate->accepted)
+        return wl_error_set(err, WL_EEXHAUSTED, "rate limit of %d requests per %d s exceeded",
+                            rate->limit, rate->window_s);
     return 0;
+}
+
+int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_error_t *err)
+{
+    return wl_keys_authorize(conn, token, out, NULL, err);
 }
 
 int wl_keys_revoke(PGconn *conn, const char *prefix, wl_error_t *err)

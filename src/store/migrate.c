@@ -1,6 +1,7 @@
 /* Bringing a database's schema up to the embedded migrations happens here. */
 #include "store/migrate.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -9,14 +10,19 @@
 /* Any constant shared by all migrators works; this one spells "walk". */
 #define MIGRATE_LOCK_KEY "2002872683"
 
-static int applied_version(PGconn *conn, int *version, wl_error_t *err)
+/* Whether one migration is recorded (migrations apply by presence, not by a maximum, so a
+ * migration merged with a lower number than one already applied still runs). */
+static int is_applied(PGconn *conn, int version, bool *applied, wl_error_t *err)
 {
+    char text[16];
+    snprintf(text, sizeof(text), "%d", version);
+    const char *params[] = {text};
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn, "SELECT coalesce(max(version), 0) FROM schema_migrations", 0, NULL,
+    int rc = wl_db_exec(conn, "SELECT 1 FROM schema_migrations WHERE version = $1", 1, params,
                         &res, err);
     if (rc != 0)
         return rc;
-    *version = atoi(PQgetvalue(res, 0, 0));
+    *applied = PQntuples(res) > 0;
     PQclear(res);
     return 0;
 }
@@ -60,16 +66,16 @@ Exit:
 
 int wl_migrate(PGconn *conn, int *applied, wl_error_t *err)
 {
-    int count = 0, version = 0;
+    int count = 0;
     const char *lock[] = {MIGRATE_LOCK_KEY};
     int rc = wl_db_exec(conn, "SELECT pg_advisory_lock($1)", 1, lock, NULL, err);
     if (rc != 0)
         return rc;
     rc = ensure_table(conn, err);
-    if (rc == 0)
-        rc = applied_version(conn, &version, err);
     for (size_t i = 0; rc == 0 && i < wl_migration_count; i++) {
-        if (wl_migrations[i].version <= version)
+        bool applied_before = false;
+        rc = is_applied(conn, wl_migrations[i].version, &applied_before, err);
+        if (rc != 0 || applied_before)
             continue;
         rc = apply_one(conn, &wl_migrations[i], err);
         if (rc == 0)
@@ -92,11 +98,12 @@ int wl_migrate_pending(PGconn *conn, int *pending, wl_error_t *err)
         return rc;
     int exists = PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);
-    int version = 0;
-    if (exists && (rc = applied_version(conn, &version, err)) != 0)
-        return rc;
     *pending = 0;
-    for (size_t i = 0; i < wl_migration_count; i++)
-        *pending += wl_migrations[i].version > version;
+    for (size_t i = 0; i < wl_migration_count; i++) {
+        bool applied = false;
+        if (exists && (rc = is_applied(conn, wl_migrations[i].version, &applied, err)) != 0)
+            return rc;
+        *pending += !applied;
+    }
     return 0;
 }

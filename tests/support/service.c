@@ -32,12 +32,18 @@ void service_start(service_t *service, const char *conninfo, const char *const *
         fprintf(stderr, "WALKLISTD is not set: run under ctest\n");
         exit(1);
     }
+    static int started;
     memset(service, 0, sizeof(*service));
-    snprintf(service->log_path, sizeof(service->log_path), "walklistd-%d.log", (int)getpid());
-    const char *argv[32] = {binary, "--database-url", conninfo, "--listen", "127.0.0.1:0",
-                            "--threads", "4"};
-    int argc = 7;
-    for (int i = 0; extra_args != NULL && extra_args[i] != NULL && argc < 31; i++)
+    snprintf(service->log_path, sizeof(service->log_path), "walklistd-%d-%d.log", (int)getpid(),
+             ++started);
+    /* Limits high enough that tests of other things never meet them; a test of the
+     * limits passes its own (the last occurrence of a flag wins). */
+    const char *argv[40] = {binary, "--database-url", conninfo, "--listen", "127.0.0.1:0",
+                            "--threads", "4", "--rate-limit-locate-lists", "1000000",
+                            "--rate-limit-stock-export", "1000000", "--rate-limit-shared",
+                            "1000000", "--rate-limit-anonymous", "1000000"};
+    int argc = 15;
+    for (int i = 0; extra_args != NULL && extra_args[i] != NULL && argc < 39; i++)
         argv[argc++] = extra_args[i];
     argv[argc] = NULL;
     pid_t pid = fork();
