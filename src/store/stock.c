@@ -1,64 +1,97 @@
-/* Reading the stock export from one snapshot happens here. */
+/* Reading the stock export from one snapshot, batch by batch, happens here. */
 #include "store/stock.h"
 
 #include <stdio.h>
-#include <stdlib.h>
+#include <string.h>
 
 #include "store/db.h"
 
-int wl_stock_export(PGconn *conn, int64_t org_id, int (*begin)(int64_t generated_ms, void *data),
-                    int (*row)(const wl_export_row_t *row, void *data), void *data,
-                    wl_error_t *err)
+/* Rows per FETCH: a few hundred kilobytes of text at most, and few round trips. */
+#define EXPORT_BATCH_ROWS "1000"
+
+int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_id,
+                          wl_error_t *err)
 {
-    char org[24];
-    snprintf(org, sizeof(org), "%lld", (long long)org_id);
-    const char *params[] = {org};
-    PGresult *res = NULL;
+    memset(export, 0, sizeof(*export));
+    export->conn = conn;
+    export->org_id = org_id;
     int rc = wl_db_exec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL,
                         err);
     if (rc != 0)
         return rc;
-    /* The first statement takes the snapshot, so its clock is the snapshot's time. */
-    rc = wl_db_exec(conn, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint", 0,
-                    NULL, &res, err);
-    if (rc != 0)
-        goto Exit;
-    rc = begin(wl_db_int64(res, 0, 0), data);
+    char org[24];
+    snprintf(org, sizeof(org), "%lld", (long long)org_id);
+    const char *params[] = {org};
+    PGresult *res = NULL;
+    /* The first statement takes the snapshot: the version it reads is the version of the
+     * rows read later, and its clock is the snapshot's time. */
+    rc = wl_db_exec(conn,
+                    "SELECT coalesce((SELECT version FROM export_versions WHERE org_id = $1), 0),"
+                    " floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+                    1, params, &res, err);
+    if (rc != 0) {
+        wl_stock_export_end(export);
+        return rc;
+    }
+    export->version = wl_db_int64(res, 0, 0);
+    export->generated_ms = wl_db_int64(res, 0, 1);
     PQclear(res);
-    res = NULL;
-    if (rc != 0)
-        goto Exit;
+    return 0;
+}
 
-    if (!PQsendQueryParams(conn,
-                           "SELECT sku, qty, location FROM stock_availability"
-                           " WHERE org_id = $1 ORDER BY sku",
-                           1, NULL, params, NULL, NULL, 0) ||
-        !PQsetSingleRowMode(conn)) {
-        rc = wl_db_fail(conn, NULL, err);
-        goto Exit;
+/* Declares the cursor on first use and fetches the next batch into export->batch. */
+static int fetch_batch(wl_stock_export_t *export, wl_error_t *err)
+{
+    PQclear(export->batch);
+    export->batch = NULL;
+    export->batch_row = 0;
+    int rc = 0;
+    if (!export->declared) {
+        char org[24];
+        snprintf(org, sizeof(org), "%lld", (long long)export->org_id);
+        const char *params[] = {org};
+        /* The primary key (org_id, sku) delivers the rows in order, without a sort. */
+        rc = wl_db_exec(export->conn,
+                        "DECLARE wl_export NO SCROLL CURSOR FOR"
+                        " SELECT sku, qty, location FROM stock_availability"
+                        " WHERE org_id = $1 ORDER BY sku",
+                        1, params, NULL, err);
+        if (rc != 0)
+            return rc;
+        export->declared = true;
     }
-    /* Rows arrive one at a time, so memory stays flat however large the catalogue. */
-    while ((res = PQgetResult(conn)) != NULL) {
-        ExecStatusType status = PQresultStatus(res);
-        if (status == PGRES_SINGLE_TUPLE && rc == 0) {
-            wl_export_row_t item = {
-                .sku = PQgetvalue(res, 0, 0),
-                .qty = wl_db_int64(res, 0, 1),
-                .location = PQgetisnull(res, 0, 2) ? NULL : PQgetvalue(res, 0, 2),
-            };
-            rc = row(&item, data);
-        } else if (status != PGRES_SINGLE_TUPLE && status != PGRES_TUPLES_OK && rc == 0) {
-            rc = wl_db_fail(conn, res, err);
+    return wl_db_exec(export->conn, "FETCH FORWARD " EXPORT_BATCH_ROWS " FROM wl_export", 0, NULL,
+                      &export->batch, err);
+}
+
+int wl_stock_export_next(wl_stock_export_t *export, wl_export_row_t *row, wl_error_t *err)
+{
+    if (export->finished)
+        return 0;
+    if (export->batch == NULL || export->batch_row >= PQntuples(export->batch)) {
+        int rc = fetch_batch(export, err);
+        if (rc != 0)
+            return rc;
+        if (PQntuples(export->batch) == 0) {
+            export->finished = true;
+            return 0;
         }
-        /* Drain the remaining results even after a failure, so the connection is idle again. */
-        PQclear(res);
     }
-    res = NULL;
-    if (rc == 0)
-        rc = wl_db_commit(conn, err);
-Exit:
-    PQclear(res);
-    if (rc != 0)
-        wl_db_rollback(conn);
-    return rc;
+    PGresult *res = export->batch;
+    int i = export->batch_row++;
+    row->sku = PQgetvalue(res, i, 0);
+    row->qty = wl_db_int64(res, i, 1);
+    row->location = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2);
+    return 1;
+}
+
+void wl_stock_export_end(wl_stock_export_t *export)
+{
+    PQclear(export->batch);
+    export->batch = NULL;
+    export->finished = true;
+    /* Read only: rolling back ends the transaction and closes the cursor with it. */
+    if (export->conn != NULL)
+        wl_db_rollback(export->conn);
+    export->conn = NULL;
 }

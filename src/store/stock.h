@@ -1,11 +1,14 @@
 /*
  * Stock reads: the per-SKU export is one ordered read of stock_availability
- * (kept current by every write), streamed row by row from PostgreSQL.
+ * (kept current by every write), pulled in batches through a cursor inside
+ * one REPEATABLE READ, READ ONLY transaction, so memory stays flat however
+ * large the catalogue and a slow reader holds no statement open.
  */
 #ifndef WALKLIST_STORE_STOCK_H
 #define WALKLIST_STORE_STOCK_H
 
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "walklist/error.h"
@@ -16,14 +19,43 @@ typedef struct {
     const char *location; /* NULL when the SKU has no rack assignment */
 } wl_export_row_t;
 
+/** An export being read; caller-allocated, all fields private. */
+typedef struct {
+    PGconn *conn;
+    int64_t org_id;
+    int64_t version;      /* export_versions.version in the snapshot; 0 when never changed */
+    int64_t generated_ms; /* the snapshot's clock, milliseconds since the epoch */
+    PGresult *batch;
+    int batch_row;
+    bool declared; /* the rows' cursor is open */
+    bool finished; /* every row was read */
+} wl_stock_export_t;
+
 /**
- * Reads the organization's export from one snapshot, ordered by SKU, calling
- * begin(generated_ms) once and then row() per SKU; the strings of a row are
- * valid during its call only. A callback returning non-zero stops the read
- * with that code.
+ * Starts reading the organization's export on conn: opens the transaction,
+ * whose first statement takes the snapshot and reads its data version and
+ * clock into export->version and export->generated_ms. No row is read yet, so
+ * a caller that only needs the version (a conditional request) stops here
+ * with wl_stock_export_end. On failure the transaction is rolled back.
  */
-int wl_stock_export(PGconn *conn, int64_t org_id, int (*begin)(int64_t generated_ms, void *data),
-                    int (*row)(const wl_export_row_t *row, void *data), void *data,
-                    wl_error_t *err) WL_CHECK_RESULT;
+int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_id,
+                          wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * The next row, in SKU byte order: returns 1 with *row set (its strings are
+ * valid until the next call), 0 after the last row, or a negative WL_E* code.
+ *
+ *     while ((rc = wl_stock_export_next(&export, &row, err)) == 1)
+ *         emit(&row);
+ */
+int wl_stock_export_next(wl_stock_export_t *export, wl_export_row_t *row,
+                         wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * Ends the read whatever its state (finished, abandoned half way, failed):
+ * frees the batch and rolls the transaction back, leaving conn idle (or
+ * broken, which the pool notices). Calling it again does nothing.
+ */
+void wl_stock_export_end(wl_stock_export_t *export);
 
 #endif
