@@ -8,6 +8,8 @@
 #include <strings.h>
 
 #include "anon_limit.h"
+#include "device.h"
+#include "export_stream.h"
 #include "json_codec.h"
 #include "query.h"
 #include "status_map.h"
@@ -26,6 +28,11 @@ typedef struct {
     wl_query_mode_t query_mode;
     unsigned success_status;
     const char *location;      /* Location: this prefix + the reply's id */
+    /* Answers instead of invoking rpc, for a body streamed from the core (the rpc row
+     * still names the method, for its scope and rate bucket). */
+    void (*stream)(wl_core_t *core, wl_exchange_t *ex);
+    /* A device route: nanopb request and response (application/proto) instead of JSON. */
+    const wl_device_codec_t *device;
 } route_t;
 
 /* The public REST surface. Adding an endpoint means adding a row. */
@@ -37,9 +44,14 @@ static const route_t routes[] = {
     {"GET", "/api/v1/locate-lists/{id}", "walklist.v1.LocateListService", "GetLocateList", false,
      false, false, WL_QUERY_PLAIN, 200, NULL},
     {"GET", "/api/v1/stock-export", "walklist.v1.StockService", "ExportStock", false, false,
-     false, WL_QUERY_PLAIN, 200, NULL},
+     false, WL_QUERY_PLAIN, 200, NULL, wl_export_stream_respond},
     {"GET", "/api/v1/stock", "walklist.v1.StockService", "ListStock", false, false, true,
      WL_QUERY_PLAIN, 200, NULL},
+    /* The device transport (CONTRACT section 9). */
+    {"POST", "/walklist.scanner.v1.DeviceService/ListPending", "walklist.v1.ScannerService",
+     "ListPendingLists", .success_status = 200, .device = &wl_device_list_pending},
+    {"POST", "/walklist.scanner.v1.DeviceService/LoadList", "walklist.v1.ScannerService",
+     "LoadLocateList", .success_status = 200, .device = &wl_device_load_list},
 };
 #define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
 
@@ -329,6 +341,10 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex)
         wl_exchange_error(ex, 403, WL_GRPC_PERMISSION_DENIED, message, NULL);
         return;
     }
+    if (route->device != NULL) {
+        wl_device_accept(ex); /* 415, 413, or the body limit */
+        return;
+    }
     if (!route->json_body) {
         wl_api_finish(api, ex);
         return;
@@ -376,6 +392,10 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
 {
     request_state_t *state = ex->handler_state;
     const route_t *route = &routes[state->route];
+    if (route->stream != NULL) {
+        route->stream(api->core, ex);
+        return;
+    }
     const route_target_t *target = &api->targets[state->route];
     const ProtobufCMessageDescriptor *input_desc =
         target->service->descriptor->methods[target->method_index].input;
@@ -384,7 +404,10 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
 
     ProtobufCMessage *input = NULL;
     int rc = 0;
-    if (route->json_body) {
+    if (route->device != NULL) {
+        rc = route->device->decode(wl_span(ex->body ? ex->body : "", ex->body_len), &ex->arena,
+                                   &input, &err);
+    } else if (route->json_body) {
         rc = wl_json_decode(input_desc, ex->body ? ex->body : "", ex->body_len, &ex->arena, &input,
                             &err);
     } else {
@@ -400,15 +423,22 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
         rc = wl_query_bind(&state->query, input, route->query_mode, &ex->arena, &err);
     if (rc == 0) {
         wl_call_t call = {.core = api->core, .arena = &ex->arena, .principal = &ex->principal,
-                          .err = &err};
+                          .err = &err,
+                          .idempotency_key = wl_exchange_header(ex, "Idempotency-Key")};
         rc = wl_core_invoke(&call, target->service, target->method_index, input);
-        if (rc == 0) {
+        if (rc == 0 && route->device != NULL) {
+            rc = route->device->encode(call.reply, ex, &err);
+            if (rc == 0)
+                return;
+        } else if (rc == 0) {
             const char *id = route->location ? reply_id(call.reply) : NULL;
             if (id != NULL) {
                 char *location = wl_arena_printf(&ex->arena, "%s%s", route->location, id);
                 if (location != NULL)
                     wl_exchange_add_header(ex, "Location", location);
             }
+            if (call.replayed)
+                wl_exchange_add_header(ex, "Idempotent-Replayed", "true");
             wl_exchange_json(ex, route->success_status, wl_json_encode(call.reply));
             return;
         }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "status_map.h"
 
@@ -43,6 +44,64 @@ void wl_exchange_rate_headers(const wl_exchange_t *ex, struct MHD_Response *resp
     MHD_add_response_header(response, "RateLimit", value);
 }
 
+typedef struct {
+    const char *name;
+    char *joined;
+    size_t len;
+    wl_arena_t *arena;
+} header_list_t;
+
+static enum MHD_Result join_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    (void)kind;
+    header_list_t *list = cls;
+    if (key == NULL || value == NULL || strcasecmp(key, list->name) != 0)
+        return MHD_YES;
+    size_t value_len = strlen(value);
+    char *joined = wl_arena_alloc(list->arena, list->len + 2 + value_len + 1);
+    if (joined == NULL)
+        return MHD_NO;
+    size_t used = 0;
+    if (list->joined != NULL) {
+        memcpy(joined, list->joined, list->len);
+        memcpy(joined + list->len, ", ", 2);
+        used = list->len + 2;
+    }
+    memcpy(joined + used, value, value_len + 1);
+    list->joined = joined;
+    list->len = used + value_len;
+    return MHD_YES;
+}
+
+const char *wl_exchange_header_list(wl_exchange_t *ex, const char *name)
+{
+    header_list_t list = {.name = name, .arena = &ex->arena};
+    MHD_get_connection_values(ex->connection, MHD_HEADER_KIND, join_header, &list);
+    return list.joined;
+}
+
+void wl_exchange_empty(wl_exchange_t *ex, unsigned status)
+{
+    ex->status = status;
+    ex->content_type = NULL;
+    ex->response = "";
+    ex->response_len = 0;
+}
+
+void wl_exchange_stream(wl_exchange_t *ex, unsigned status, const char *content_type,
+                        ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max),
+                        void (*free_state)(void *state), void *state)
+{
+    ex->status = status;
+    ex->content_type = content_type;
+    ex->response = "";
+    ex->response_len = 0;
+    ex->stream_read = read;
+    ex->stream_free = free_state;
+    ex->stream_state = state;
+}
+
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)
 {
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -78,7 +137,9 @@ void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
 void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err)
 {
     wl_grpc_code_t code = wl_error_grpc_code(err->code);
-    unsigned status = wl_http_status_of(code);
+    /* CONTRACT section 5 answers a reused Idempotency-Key with 422, where the standard
+     * mapping of FAILED_PRECONDITION would say 400. */
+    unsigned status = err->code == WL_EIDEMPOTENCY ? 422 : wl_http_status_of(code);
     if (code == WL_GRPC_UNAVAILABLE)
         wl_exchange_add_header(ex, "Retry-After", "1");
     wl_exchange_error(ex, status, code, NULL, err);

@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "walklist/arena.h"
 #include "walklist/core.h"
@@ -46,10 +47,23 @@ typedef struct {
     size_t response_len;
     wl_header_t headers[WL_EXCHANGE_MAX_HEADERS];
     size_t header_count;
+    const char *cache_control; /* NULL: "no-store" */
+    /* A streamed body instead of response (wl_exchange_stream). The exchange owns
+     * stream_state until the server hands it to libmicrohttpd. */
+    ssize_t (*stream_read)(void *state, uint64_t pos, char *buf, size_t max);
+    void (*stream_free)(void *state);
+    void *stream_state;
 } wl_exchange_t;
 
 /** A request header's value (case-insensitive name), or NULL. */
 const char *wl_exchange_header(const wl_exchange_t *ex, const char *name);
+
+/**
+ * Every value of a request header that may come as several field lines,
+ * joined with ", " as RFC 9110 section 5.3 allows for list fields (arena
+ * memory); NULL when absent.
+ */
+const char *wl_exchange_header_list(wl_exchange_t *ex, const char *name);
 
 /** Adds a response header; both strings are copied into the arena. */
 void wl_exchange_add_header(wl_exchange_t *ex, const char *name, const char *value);
@@ -64,6 +78,22 @@ void wl_exchange_rate_headers(const wl_exchange_t *ex, struct MHD_Response *resp
 
 /** Sets a JSON response; takes the reference to body. */
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body);
+
+/** Sets a response without a body (304 Not Modified). */
+void wl_exchange_empty(wl_exchange_t *ex, unsigned status);
+
+/**
+ * Sets a response whose body is pulled while the client reads it, sent
+ * chunked (its length is unknown). read follows libmicrohttpd's content
+ * reader contract (MHD_ContentReaderCallback): the bytes written into buf,
+ * MHD_CONTENT_READER_END_OF_STREAM after the last one, or
+ * MHD_CONTENT_READER_END_WITH_ERROR to cut the connection so the client sees
+ * a truncated body. free_state is called exactly once, on every path
+ * (finished, client gone, never sent).
+ */
+void wl_exchange_stream(wl_exchange_t *ex, unsigned status, const char *content_type,
+                        ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max),
+                        void (*free_state)(void *state), void *state);
 
 /** Sets a Google API error response for an HTTP status and gRPC code. */
 void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,

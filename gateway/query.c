@@ -111,7 +111,9 @@ static bool names_field(const ProtobufCFieldDescriptor *field, wl_span_t name)
 static int parse_integer(wl_span_t value, const ProtobufCFieldDescriptor *field, void *member)
 {
     char text[32];
-    if (value.len == 0 || value.len >= sizeof(text))
+    /* strtoll would skip leading whitespace and a '+'; a query value gets neither. */
+    if (value.len == 0 || value.len >= sizeof(text) ||
+        !(value.base[0] == '-' || (value.base[0] >= '0' && value.base[0] <= '9')))
         return -1;
     memcpy(text, value.base, value.len);
     text[value.len] = '\0';

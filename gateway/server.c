@@ -20,6 +20,8 @@
 #define REQUEST_ARENA_LIMIT (512u * 1024 * 1024)
 /* How much of an oversized chunked body is read (and dropped) to answer 413. */
 #define BODY_DRAIN_LIMIT (1024u * 1024)
+/* Buffer of a streamed response sent without chunks (to HTTP/1.0 clients). */
+#define STREAM_BLOCK_SIZE (32u * 1024)
 
 struct wl_server {
     wl_core_t *core;
@@ -96,11 +98,23 @@ static bool is_ops_path(const wl_exchange_t *ex, const char *path)
     return wl_span_eq(ex->path, wl_span_str(path));
 }
 
+/* The OpenAPI description of /api/v1, embedded at build time from gateway/openapi.json. */
+extern const char wl_openapi_json[];
+extern const size_t wl_openapi_json_len;
+
 static void handle_ops(wl_server_t *server, wl_exchange_t *ex)
 {
     if (strcmp(ex->method, "GET") != 0 && strcmp(ex->method, "HEAD") != 0) {
         wl_exchange_add_header(ex, "Allow", "GET, HEAD");
         wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, "method not allowed", NULL);
+        return;
+    }
+    if (is_ops_path(ex, "/api/v1/openapi.json")) {
+        ex->route = "/api/v1/openapi.json";
+        ex->status = 200;
+        ex->content_type = "application/json";
+        ex->response = (char *)wl_openapi_json;
+        ex->response_len = wl_openapi_json_len;
         return;
     }
     if (is_ops_path(ex, "/healthz")) {
@@ -123,14 +137,28 @@ static enum MHD_Result send_response(request_t *req)
 {
     wl_exchange_t *ex = &req->ex;
     req->responded = true;
-    struct MHD_Response *response =
-        MHD_create_response_from_buffer(ex->response_len, ex->response, MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *response;
+    if (ex->stream_read != NULL) {
+        /* From here libmicrohttpd owns the stream and frees it when the response is
+         * done with, whether it finished, failed or the client went away. */
+        response =
+            MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE, ex->stream_read,
+                                              ex->stream_state, ex->stream_free);
+        if (response == NULL)
+            ex->stream_free(ex->stream_state);
+        ex->stream_read = NULL;
+        ex->stream_state = NULL;
+    } else {
+        response = MHD_create_response_from_buffer(ex->response_len, ex->response,
+                                                   MHD_RESPMEM_MUST_COPY);
+    }
     if (response == NULL)
         return MHD_NO;
     if (ex->content_type != NULL)
         MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, ex->content_type);
     MHD_add_response_header(response, "X-Request-Id", ex->request_id);
-    MHD_add_response_header(response, "Cache-Control", "no-store");
+    MHD_add_response_header(response, "Cache-Control",
+                            ex->cache_control ? ex->cache_control : "no-store");
     wl_exchange_rate_headers(ex, response);
     for (size_t i = 0; i < ex->header_count; i++)
         MHD_add_response_header(response, ex->headers[i].name, ex->headers[i].value);
@@ -162,7 +190,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (!req->begun) {
         req->begun = true;
         prepare(req, method);
-        if (is_ops_path(ex, "/healthz") || is_ops_path(ex, "/readyz"))
+        if (is_ops_path(ex, "/healthz") || is_ops_path(ex, "/readyz") ||
+            is_ops_path(ex, "/api/v1/openapi.json"))
             handle_ops(server, ex);
         else
             wl_api_begin(server->api, ex);
@@ -257,6 +286,9 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
             fputs(line, stderr);
         }
     }
+    /* A stream that was set but never handed over (the client left first). */
+    if (ex->stream_state != NULL)
+        ex->stream_free(ex->stream_state);
     free(ex->body);
     wl_arena_dispose(&ex->arena);
     free(req->raw_uri);

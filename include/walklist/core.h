@@ -121,6 +121,10 @@ typedef struct {
     wl_arena_t *arena;
     const wl_principal_t *principal;
     wl_error_t *err;
+    /* Transport metadata in: the Idempotency-Key header (NULL when absent). */
+    const char *idempotency_key;
+    /* Out: the reply repeats the first response to this idempotency key. */
+    bool replayed;
     const ProtobufCMessage *reply; /* set on success; arena memory */
 } wl_call_t;
 

@@ -59,7 +59,8 @@ typedef enum {
     XX(EUNAVAILABLE, UNAVAILABLE, "database unavailable")                                          \
     XX(ETIMEDOUT, UNAVAILABLE, "the database did not answer in time")                                          \
     XX(ENOMEM, INTERNAL, "out of memory")                                                \
-    XX(EINTERNAL, INTERNAL, "internal error")
+    XX(EINTERNAL, INTERNAL, "internal error")                                                      \
+    XX(EIDEMPOTENCY, FAILED_PRECONDITION, "the Idempotency-Key was used for a different request")
 
 typedef enum {
     WL_OK = 0,

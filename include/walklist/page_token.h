@@ -22,7 +22,7 @@
 #define WL_PAGE_SECRET_SIZE 32
 /* Key strings per token, and bytes per key string (64 code points of 4 bytes). */
 #define WL_PAGE_KEYS_MAX 4
-#define WL_PAGE_KEY_MAX 256
+#define WL_PAGE_KEY_MAX  256
 /* Tokens longer than this are refused before any decoding (the longest is 1420). */
 #define WL_PAGE_TOKEN_MAX 2048
 

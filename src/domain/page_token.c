@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define TOKEN_VERSION 1
-#define MAC_SIZE 32
+#define MAC_SIZE      32
 
 /* Separates these MACs from any other use the secret might get one day. */
 static const char mac_domain[] = "walklist page token v1";

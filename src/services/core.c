@@ -17,6 +17,11 @@ const wl_method_policy_t wl__stock_policies[] = {
     {WL_SCOPE_STOCK_READ, "shared"},       /* ListStock */
 };
 
+const wl_method_policy_t wl__scanner_policies[] = {
+    {WL_SCOPE_SCANNER, "shared"}, /* ListPendingLists */
+    {WL_SCOPE_SCANNER, "shared"}, /* LoadLocateList */
+};
+
 int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *err)
 {
     wl_core_t *core = calloc(1, sizeof(*core));
@@ -42,11 +47,14 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     core->rate_shared = config->rate_shared > 0 ? config->rate_shared : 60;
     wl__locate_list_service_init(&core->locate_list, core);
     wl__stock_service_init(&core->stock, core);
+    wl__scanner_service_init(&core->scanner, core);
     core->services[0] = (wl_service_entry_t){&walklist__v1__locate_list_service__descriptor,
                                              &core->locate_list.base.base,
                                              wl__locate_list_policies};
     core->services[1] = (wl_service_entry_t){&walklist__v1__stock_service__descriptor,
                                              &core->stock.base.base, wl__stock_policies};
+    core->services[2] = (wl_service_entry_t){&walklist__v1__scanner_service__descriptor,
+                                             &core->scanner.base.base, wl__scanner_policies};
     *out = core;
     return 0;
 }
@@ -75,7 +83,10 @@ int wl_core_ready(wl_core_t *core, wl_error_t *err)
     return rc;
 }
 
-int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out, wl_error_t *err)
+/* Key check (and, with rate, the count) in one round trip; malformed keys never reach the
+ * database. */
+static int check_key(wl_core_t *core, wl_span_t token, wl_principal_t *out, wl_rate_t *rate,
+                     wl_error_t *err)
 {
     char prefix[WL_KEY_PREFIX_LEN + 1];
     if (!wl_keys_parse(token, prefix))
@@ -84,9 +95,14 @@ int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out, 
     int rc = wl_pool_acquire(core->pool, &conn, err);
     if (rc != 0)
         return rc;
-    rc = wl_keys_authenticate(conn, token, out, err);
+    rc = wl_keys_authorize(conn, token, out, rate, err);
     wl_pool_release(core->pool, conn);
     return rc;
+}
+
+int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out, wl_error_t *err)
+{
+    return check_key(core, token, out, NULL, err);
 }
 
 int wl_core_rate_limit(const wl_core_t *core, const char *bucket)
@@ -109,16 +125,7 @@ int wl_core_authorize(wl_core_t *core, wl_span_t token, const char *bucket, wl_p
     rate->window_s = core->rate_window_ms / 1000;
     if (rate->limit == 0)
         return wl_error_set(err, WL_EINTERNAL, "unknown rate-limit bucket %s", bucket);
-    char prefix[WL_KEY_PREFIX_LEN + 1];
-    if (!wl_keys_parse(token, prefix))
-        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
-    PGconn *conn = NULL;
-    int rc = wl_pool_acquire(core->pool, &conn, err);
-    if (rc != 0)
-        return rc;
-    rc = wl_keys_authorize(conn, token, out, rate, err);
-    wl_pool_release(core->pool, conn);
-    return rc;
+    return check_key(core, token, out, rate, err);
 }
 
 int wl_scopes_parse(const char *text, unsigned *scopes, wl_error_t *err)

@@ -1,4 +1,6 @@
 /* Creating and reading walk lists (walklist.v1.LocateListService) happens here. */
+#include <openssl/evp.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "walklist/random.h"
@@ -32,6 +34,36 @@ static int normalize_request(const Walklist__V1__CreateLocateListRequest *input,
     return rc != 0 ? rc : codes_rc;
 }
 
+/* 1 to 255 printable ASCII characters (CONTRACT section 5). */
+static int validate_idempotency_key(const char *key, wl_error_t *err)
+{
+    size_t len = strlen(key);
+    bool ok = len >= 1 && len <= 255;
+    for (size_t i = 0; ok && i < len; i++)
+        ok = key[i] >= 0x20 && key[i] <= 0x7e;
+    return ok ? 0
+              : wl_error_add_violation(err, "Idempotency-Key",
+                                       "must be 1 to 255 printable ASCII characters");
+}
+
+/* What makes two requests "the same list": the name and the normalised codes. */
+static int request_hash(const char *name, const wl_span_t *codes, size_t count, char hex[65])
+{
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int digest_len = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    bool ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+              EVP_DigestUpdate(ctx, name, strlen(name) + 1) == 1;
+    for (size_t i = 0; ok && i < count; i++)
+        ok = EVP_DigestUpdate(ctx, codes[i].base, codes[i].len) == 1 &&
+             EVP_DigestUpdate(ctx, "", 1) == 1;
+    ok = ok && EVP_DigestFinal_ex(ctx, digest, &digest_len) == 1 && digest_len == 32;
+    EVP_MD_CTX_free(ctx);
+    for (unsigned i = 0; ok && i < digest_len; i++)
+        snprintf(hex + 2 * i, 3, "%02x", digest[i]);
+    return ok ? 0 : WL_EINTERNAL;
+}
+
 static void create_locate_list(Walklist__V1__LocateListService_Service *base,
                                const Walklist__V1__CreateLocateListRequest *input,
                                Walklist__V1__CreateLocateListResponse_Closure closure,
@@ -42,7 +74,11 @@ static void create_locate_list(Walklist__V1__LocateListService_Service *base,
     wl_span_t *codes = NULL;
     size_t codes_count = 0;
     char id[23];
-    if (normalize_request(input, call->arena, &codes, &codes_count, call->err) != 0)
+    int invalid = normalize_request(input, call->arena, &codes, &codes_count, call->err);
+    if (call->idempotency_key != NULL &&
+        validate_idempotency_key(call->idempotency_key, call->err) != 0)
+        invalid = WL_EINVAL;
+    if (invalid != 0)
         goto Fail;
     if (wl_random_id(id) != 0) {
         wl_error_set(call->err, WL_EINTERNAL, "no randomness available");
@@ -51,12 +87,26 @@ static void create_locate_list(Walklist__V1__LocateListService_Service *base,
     PGconn *conn = NULL;
     if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
         goto Fail;
-    int64_t created_ms = 0;
-    int rc = wl_lists_insert(conn, call->principal->org_id, id, input->name, codes, codes_count,
+    wl_list_created_t created = {id, input->name, codes_count, false};
+    int rc;
+    if (call->idempotency_key != NULL) {
+        char hash[65];
+        rc = request_hash(input->name, codes, codes_count, hash);
+        if (rc != 0)
+            wl_error_set(call->err, rc, NULL);
+        else
+            rc = wl_lists_insert_idempotent(conn, call->principal->org_id, call->idempotency_key,
+                                        hash, id, input->name, codes, codes_count, call->arena,
+                                        &created, call->err);
+    } else {
+        int64_t created_ms = 0;
+        rc = wl_lists_insert(conn, call->principal->org_id, id, input->name, codes, codes_count,
                              call->arena, &created_ms, call->err);
+    }
     wl_pool_release(core->pool, conn);
     if (rc != 0)
         goto Fail;
+    call->replayed = created.replayed;
 
     Walklist__V1__CreateLocateListResponse *reply = wl_arena_alloc(call->arena, sizeof(*reply));
     if (reply == NULL) {
@@ -64,9 +114,9 @@ static void create_locate_list(Walklist__V1__LocateListService_Service *base,
         goto Fail;
     }
     walklist__v1__create_locate_list_response__init(reply);
-    reply->id = wl_arena_strdup(call->arena, id);
-    reply->name = input->name;
-    reply->codes_count = (int32_t)codes_count;
+    reply->id = wl_arena_strdup(call->arena, created.id);
+    reply->name = (char *)created.name;
+    reply->codes_count = (int32_t)created.codes_count;
     if (reply->id == NULL) {
         wl_error_set(call->err, WL_ENOMEM, NULL);
         goto Fail;

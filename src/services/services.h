@@ -13,6 +13,7 @@
 #include "store/secrets.h"
 #include "walklist/core.h"
 #include "walklist/v1/locate_list.pb-c.h"
+#include "walklist/v1/scanner.pb-c.h"
 #include "walklist/v1/stock.pb-c.h"
 
 typedef struct {
@@ -36,20 +37,28 @@ typedef struct {
     wl_secret_cache_t page_secret;
 } wl_stock_service_t;
 
+typedef struct {
+    Walklist__V1__ScannerService_Service base;
+    wl_core_t *core;
+} wl_scanner_service_t;
+
 struct wl_core {
     wl_pool_t *pool;
     int rate_window_ms;
     int rate_locate_lists, rate_stock_export, rate_shared;
     wl_locate_list_service_t locate_list;
     wl_stock_service_t stock;
-    wl_service_entry_t services[2];
+    wl_scanner_service_t scanner;
+    wl_service_entry_t services[3];
 };
 
 void wl__locate_list_service_init(wl_locate_list_service_t *service, wl_core_t *core);
 void wl__stock_service_init(wl_stock_service_t *service, wl_core_t *core);
+void wl__scanner_service_init(wl_scanner_service_t *service, wl_core_t *core);
 
 extern const wl_method_policy_t wl__locate_list_policies[];
 extern const wl_method_policy_t wl__stock_policies[];
+extern const wl_method_policy_t wl__scanner_policies[];
 
 /** Timestamp message for milliseconds since the epoch, from the call's arena (NULL on ENOMEM). */
 Google__Protobuf__Timestamp *wl__timestamp_from_ms(wl_arena_t *arena, int64_t ms);

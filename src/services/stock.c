@@ -18,8 +18,8 @@ struct wl_export_cursor {
     wl_stock_export_t export;
 };
 
-int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal,
-                        wl_export_cursor_t **out, wl_error_t *err)
+int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal, wl_export_cursor_t **out,
+                        wl_error_t *err)
 {
     *out = NULL;
     const ProtobufCServiceDescriptor *desc = &walklist__v1__stock_service__descriptor;
@@ -147,8 +147,8 @@ static void export_stock(Walklist__V1__StockService_Service *base,
 }
 
 #define PAGE_SIZE_DEFAULT 100
-#define PAGE_SIZE_MAX 1000
-#define PAGE_SECRET_NAME "page_token"
+#define PAGE_SIZE_MAX     1000
+#define PAGE_SECRET_NAME  "page_token"
 
 static_assert(WL_SECRET_SIZE == WL_PAGE_SECRET_SIZE, "the stored secret is the page-token key");
 
@@ -243,9 +243,8 @@ static void list_stock(Walklist__V1__StockService_Service *base,
 
     char org[24];
     snprintf(org, sizeof(org), "%lld", (long long)call->principal->org_id);
-    const wl_span_t scope[] = {wl_span_str("walklist.v1.StockService/ListStock"),
-                               wl_span_str(org), wl_span_str(input->sku),
-                               wl_span_str(input->warehouse)};
+    const wl_span_t scope[] = {wl_span_str("walklist.v1.StockService/ListStock"), wl_span_str(org),
+                               wl_span_str(input->sku), wl_span_str(input->warehouse)};
     const size_t scope_count = sizeof(scope) / sizeof(scope[0]);
     wl_breakdown_query_t query = {
         .sku = input->sku[0] != '\0' ? input->sku : NULL,

@@ -6,29 +6,29 @@
 
 #include "store/db.h"
 
+/* The cursor and the filters, on the (org_id, sku, warehouse) key of stock and location_stock. */
+#define PAIR_CONDITIONS                                                                            \
+    " org_id = $1"                                                                                 \
+    " AND ($2::text IS NULL"                                                                       \
+    "      OR (sku, warehouse) > ($2::text COLLATE \"C\", $3::text COLLATE \"C\"))"                \
+    " AND ($4::text IS NULL OR sku = $4::text)"                                                    \
+    " AND ($5::text IS NULL OR warehouse = $5::text)"
+
 /*
  * One statement, so one snapshot. The pairs of the page come from the primary
  * keys of stock and location_stock: each side reads at most $6 keys after the
  * cursor in index order, and their union is cut to $6 again. Then one row per
  * (pair, location), or one row for a pair without locations, in page order.
- * On a custom plan (PQexecParams plans with the values) the "$n IS NULL OR"
- * arms fold away, so the cursor and filters become plain index conditions.
+ * PQexecParams plans with the parameter values, so the "$n IS NULL OR" arms
+ * fold away and the cursor and filters become plain index conditions.
  */
 static const char list_sql[] =
     "WITH pairs AS ("
     " SELECT sku, warehouse FROM ("
-    "  (SELECT sku, warehouse FROM stock"
-    "   WHERE org_id = $1"
-    "     AND ($2::text IS NULL OR (sku, warehouse) > ($2::text COLLATE \"C\", $3::text COLLATE \"C\"))"
-    "     AND ($4::text IS NULL OR sku = $4::text)"
-    "     AND ($5::text IS NULL OR warehouse = $5::text)"
+    "  (SELECT sku, warehouse FROM stock WHERE" PAIR_CONDITIONS
     "   ORDER BY sku, warehouse LIMIT $6)"
     "  UNION"
-    "  (SELECT DISTINCT sku, warehouse FROM location_stock"
-    "   WHERE org_id = $1"
-    "     AND ($2::text IS NULL OR (sku, warehouse) > ($2::text COLLATE \"C\", $3::text COLLATE \"C\"))"
-    "     AND ($4::text IS NULL OR sku = $4::text)"
-    "     AND ($5::text IS NULL OR warehouse = $5::text)"
+    "  (SELECT DISTINCT sku, warehouse FROM location_stock WHERE" PAIR_CONDITIONS
     "   ORDER BY sku, warehouse LIMIT $6)"
     " ) AS candidates"
     " ORDER BY sku, warehouse LIMIT $6"
@@ -49,15 +49,25 @@ static const char list_sql[] =
     "   ON l.org_id = $1 AND l.warehouse = ls.warehouse AND l.code = ls.location"
     " ORDER BY p.sku, p.warehouse, l.sort_key, ls.location";
 
-enum { COL_SKU, COL_WAREHOUSE, COL_KIND, COL_ON_HAND, COL_RESERVED, COL_AVAILABLE,
-       COL_LOCATION, COL_QUANTITY, COL_STAGING };
+enum {
+    COL_SKU,
+    COL_WAREHOUSE,
+    COL_KIND,
+    COL_ON_HAND,
+    COL_RESERVED,
+    COL_AVAILABLE,
+    COL_LOCATION,
+    COL_QUANTITY,
+    COL_STAGING
+};
 
 /* Rows of one pair are adjacent; a row starts a new item when its pair differs. */
 static int starts_item(const PGresult *res, int row)
 {
-    return row == 0 || strcmp(PQgetvalue(res, row, COL_SKU), PQgetvalue(res, row - 1, COL_SKU)) != 0 ||
-           strcmp(PQgetvalue(res, row, COL_WAREHOUSE),
-                  PQgetvalue(res, row - 1, COL_WAREHOUSE)) != 0;
+    return row == 0 ||
+           strcmp(PQgetvalue(res, row, COL_SKU), PQgetvalue(res, row - 1, COL_SKU)) != 0 ||
+           strcmp(PQgetvalue(res, row, COL_WAREHOUSE), PQgetvalue(res, row - 1, COL_WAREHOUSE)) !=
+               0;
 }
 
 static int build_items(const PGresult *res, wl_arena_t *arena, wl_breakdown_item_t **items,

@@ -22,10 +22,10 @@ typedef struct {
 typedef struct {
     const char *sku;
     const char *warehouse;
-    const char *warehouse_kind; /* "own" or "supplier" */
-    int64_t on_hand;            /* 0 when the pair has no stock record */
-    int64_t reserved;           /* active reservations of the SKU in the warehouse */
-    int64_t available;          /* max(0, on_hand - reserved) */
+    const char *warehouse_kind;         /* "own" or "supplier" */
+    int64_t on_hand;                    /* 0 when the pair has no stock record */
+    int64_t reserved;                   /* active reservations of the SKU in the warehouse */
+    int64_t available;                  /* max(0, on_hand - reserved) */
     wl_breakdown_location_t *locations; /* natural bin order, then code */
     size_t location_count;
 } wl_breakdown_item_t;

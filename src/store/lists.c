@@ -58,6 +58,88 @@ int wl_lists_insert(PGconn *conn, int64_t org_id, const char *id, const char *na
     return 0;
 }
 
+/* Claims the key for a new list, or takes it over when its first use is over 24 h old. */
+static int claim_key(PGconn *conn, const char *const params[4], bool *claimed, wl_error_t *err)
+{
+    PGresult *res = NULL;
+    int rc = wl_db_exec(conn,
+                        "INSERT INTO idempotency_keys AS k (org_id, key, request_hash, list_id)"
+                        " VALUES ($1, $2, decode($3, 'hex'), $4)"
+                        " ON CONFLICT (org_id, key) DO UPDATE"
+                        " SET request_hash = excluded.request_hash, list_id = excluded.list_id,"
+                        " created_at = now()"
+                        " WHERE k.created_at <= now() - interval '24 hours'"
+                        " RETURNING 1",
+                        4, params, &res, err);
+    if (rc != 0)
+        return rc;
+    *claimed = PQntuples(res) == 1;
+    PQclear(res);
+    return 0;
+}
+
+/* The list a key was first used for, when the request matches; WL_EIDEMPOTENCY otherwise. */
+static int replay(PGconn *conn, const char *const params[4], wl_arena_t *arena,
+                  wl_list_created_t *out, wl_error_t *err)
+{
+    PGresult *res = NULL;
+    int rc = wl_db_exec(conn,
+                        "SELECT k.request_hash = decode($3, 'hex'), l.id, l.name,"
+                        " cardinality(l.codes)"
+                        " FROM idempotency_keys k JOIN locate_lists l"
+                        " ON l.org_id = k.org_id AND l.id = k.list_id"
+                        " WHERE k.org_id = $1 AND k.key = $2",
+                        3, params, &res, err);
+    if (rc != 0)
+        return rc;
+    if (PQntuples(res) != 1) {
+        PQclear(res);
+        return wl_error_set(err, WL_EINTERNAL, "idempotency key without its list");
+    }
+    if (PQgetvalue(res, 0, 0)[0] != 't') {
+        PQclear(res);
+        return wl_error_set(err, WL_EIDEMPOTENCY,
+                            "the Idempotency-Key was already used for a different list");
+    }
+    out->id = wl_arena_strdup(arena, PQgetvalue(res, 0, 1));
+    out->name = wl_arena_strdup(arena, PQgetvalue(res, 0, 2));
+    out->codes_count = (size_t)wl_db_int64(res, 0, 3);
+    out->replayed = true;
+    PQclear(res);
+    return out->id && out->name ? 0 : wl_error_set(err, WL_ENOMEM, NULL);
+}
+
+int wl_lists_insert_idempotent(PGconn *conn, int64_t org_id, const char *key,
+                               const char *request_hash_hex, const char *id, const char *name,
+                               const wl_span_t *codes, size_t codes_count, wl_arena_t *arena,
+                               wl_list_created_t *out, wl_error_t *err)
+{
+    char org[24];
+    snprintf(org, sizeof(org), "%lld", (long long)org_id);
+    const char *params[] = {org, key, request_hash_hex, id};
+    memset(out, 0, sizeof(*out));
+    bool claimed = false;
+    int rc = wl_db_begin(conn, err);
+    if (rc != 0)
+        return rc;
+    /* A concurrent request with the same key waits here until the first commits. */
+    rc = claim_key(conn, params, &claimed, err);
+    if (rc == 0 && !claimed) {
+        rc = replay(conn, params, arena, out, err);
+    } else if (rc == 0) {
+        int64_t created_ms = 0;
+        rc = wl_lists_insert(conn, org_id, id, name, codes, codes_count, arena, &created_ms, err);
+        out->id = id;
+        out->name = name;
+        out->codes_count = codes_count;
+    }
+    if (rc == 0)
+        rc = wl_db_commit(conn, err);
+    if (rc != 0)
+        wl_db_rollback(conn);
+    return rc;
+}
+
 int wl_lists_get(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *arena,
                  wl_list_record_t *out, wl_error_t *err)
 {

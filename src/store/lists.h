@@ -3,6 +3,7 @@
 #define WALKLIST_STORE_LISTS_H
 
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "walklist/arena.h"
@@ -22,6 +23,25 @@ typedef struct {
 int wl_lists_insert(PGconn *conn, int64_t org_id, const char *id, const char *name,
                     const wl_span_t *codes, size_t codes_count, wl_arena_t *arena,
                     int64_t *created_ms, wl_error_t *err) WL_CHECK_RESULT;
+
+/** What an idempotent creation answered: a new list, or the first one made with the key. */
+typedef struct {
+    const char *id; /* arena memory */
+    const char *name;
+    size_t codes_count;
+    bool replayed;
+} wl_list_created_t;
+
+/**
+ * Creates a list under an Idempotency-Key (CONTRACT section 5): the first
+ * request with the key within 24 hours creates the list; a retry with the same
+ * request_hash returns that list (replayed) and writes nothing; another request
+ * with the key is WL_EIDEMPOTENCY. Concurrent retries wait for the first one.
+ */
+int wl_lists_insert_idempotent(PGconn *conn, int64_t org_id, const char *key,
+                               const char *request_hash_hex, const char *id, const char *name,
+                               const wl_span_t *codes, size_t codes_count, wl_arena_t *arena,
+                               wl_list_created_t *out, wl_error_t *err) WL_CHECK_RESULT;
 
 /** Reads a list of the organization into arena memory; WL_ENOTFOUND when there is none. */
 int wl_lists_get(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *arena,

@@ -24,8 +24,8 @@ static int read_secret(PGconn *conn, const char *name, unsigned char out[WL_SECR
 {
     const char *params[] = {name};
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn, "SELECT encode(secret, 'hex') FROM server_secrets WHERE name = $1",
-                        1, params, &res, err);
+    int rc = wl_db_exec(conn, "SELECT encode(secret, 'hex') FROM server_secrets WHERE name = $1", 1,
+                        params, &res, err);
     if (rc != 0)
         return rc;
     *found = PQntuples(res) == 1;

@@ -9,14 +9,13 @@
 /* Rows per FETCH: a few hundred kilobytes of text at most, and few round trips. */
 #define EXPORT_BATCH_ROWS "1000"
 
-int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_id,
-                          wl_error_t *err)
+int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_id, wl_error_t *err)
 {
     memset(export, 0, sizeof(*export));
     export->conn = conn;
     export->org_id = org_id;
-    int rc = wl_db_exec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL,
-                        err);
+    int rc =
+        wl_db_exec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, err);
     if (rc != 0)
         return rc;
     char org[24];

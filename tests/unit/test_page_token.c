@@ -16,8 +16,7 @@ static const wl_span_t scope[] = {{"ListStock", 9}, {"42", 2}, {"SKU-1", 5}, {""
 static char *encode(const wl_span_t *keys, size_t key_count)
 {
     char *token = NULL;
-    CHECK_INT(wl_page_token_encode(secret, scope, SCOPE_COUNT, keys, key_count, &arena, &token),
-              0);
+    CHECK_INT(wl_page_token_encode(secret, scope, SCOPE_COUNT, keys, key_count, &arena, &token), 0);
     return token;
 }
 
@@ -151,9 +150,8 @@ static void test_binding(void)
     unsigned char other_secret[WL_PAGE_SECRET_SIZE];
     memcpy(other_secret, secret, sizeof(other_secret));
     other_secret[31] ^= 1;
-    CHECK_INT(
-        wl_page_token_decode(other_secret, scope, SCOPE_COUNT, token_span, 2, &arena, out),
-        WL_EINVAL);
+    CHECK_INT(wl_page_token_decode(other_secret, scope, SCOPE_COUNT, token_span, 2, &arena, out),
+              WL_EINVAL);
 
     /* Each scope element changed alone: organization, filters, method. */
     for (size_t i = 0; i < SCOPE_COUNT; i++) {

@@ -123,6 +123,8 @@ static void test_bind_integers(void)
         {"pageSize=", WL_EINVAL, 0},
         {"pageSize=2147483648", WL_EINVAL, 0},
         {"pageSize=1.5", WL_EINVAL, 0},
+        {"pageSize=%201", WL_EINVAL, 0},
+        {"pageSize=+1", WL_EINVAL, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         wl_arena_t arena;

@@ -76,6 +76,7 @@ CREATE TABLE idempotency_keys (
     list_id      text COLLATE "C" NOT NULL,
     created_at   timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (org_id, key),
-    FOREIGN KEY (org_id, list_id) REFERENCES locate_lists (org_id, id)
+    -- The key is claimed before its list is written, in the same transaction.
+    FOREIGN KEY (org_id, list_id) REFERENCES locate_lists (org_id, id) DEFERRABLE INITIALLY DEFERRED
 );
 CREATE INDEX idempotency_keys_age ON idempotency_keys (created_at);

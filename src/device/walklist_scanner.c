@@ -1,0 +1,523 @@
+/*
+ * walklist-scanner: a handheld's Check location mode on a terminal. HTTP/1.1 over a plain
+ * POSIX socket and the nanopb reference client, with a fixed receive buffer streamed into
+ * the decoder, so a walk of any length is shown with the same few KiB of memory.
+ *
+ *     walklist-scanner --url http://127.0.0.1:8080 --key KEY list
+ *     walklist-scanner --url http://127.0.0.1:8080 --key KEY load ID
+ *
+ * Exit status: 0 done, 1 the server answered with an error or the exchange failed, 2 usage.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "scanner_client.h"
+
+#define RECEIVE_BUFFER_SIZE 512        /* socket reads land here, the decoder reads from here */
+#define HEAD_LINE_SIZE      1024       /* one response header line */
+#define ERROR_BODY_SIZE     1024       /* the JSON error shown for a non-200 answer */
+#define MAX_RESPONSE_SIZE   (4u << 20) /* bound of a body without Content-Length */
+#define IO_TIMEOUT_S        30
+
+static const char usage[] =
+    "usage: walklist-scanner --url http://HOST:PORT --key KEY list\n"
+    "       walklist-scanner --url http://HOST:PORT --key KEY load ID\n"
+    "The key may also come from WALKLIST_SCANNER_KEY (keys in arguments show in ps).\n";
+
+typedef struct {
+    char host[256];
+    char port[8];
+    char base_path[256]; /* "" or "/prefix" without a trailing slash */
+} target_t;
+
+/* The connection's receive side: every byte of the response passes through buf. */
+typedef struct {
+    int fd;
+    uint8_t buf[RECEIVE_BUFFER_SIZE];
+    size_t pos, len;
+} receiver_t;
+
+/* The response body, de-chunked, as a pb_istream_t source. Without chunks or Content-Length
+ * it ends with the connection. */
+typedef struct {
+    receiver_t *receiver;
+    bool chunked;
+    size_t chunk_left; /* bytes left in the current chunk */
+    bool last_chunk;
+} body_t;
+
+typedef struct {
+    int status;
+    long long content_length; /* -1 when absent */
+    bool chunked;
+    bool proto; /* Content-Type: application/proto */
+} response_head_t;
+
+static int fail(const char *what)
+{
+    fprintf(stderr, "walklist-scanner: %s\n", what);
+    return 1;
+}
+
+static bool parse_url(const char *url, target_t *target)
+{
+    static const char scheme[] = "http://";
+    if (strncasecmp(url, scheme, sizeof(scheme) - 1) != 0)
+        return false;
+    const char *host = url + sizeof(scheme) - 1;
+    const char *path = host + strcspn(host, "/");
+    const char *host_end, *port = NULL;
+    if (*host == '[') { /* [v6]:port */
+        host++;
+        host_end = memchr(host, ']', (size_t)(path - host));
+        if (host_end == NULL)
+            return false;
+        if (host_end[1] == ':')
+            port = host_end + 2;
+        else if (host_end + 1 != path)
+            return false;
+    } else {
+        host_end = memchr(host, ':', (size_t)(path - host));
+        if (host_end != NULL)
+            port = host_end + 1;
+        else
+            host_end = path;
+    }
+    size_t host_len = (size_t)(host_end - host);
+    size_t port_len = port ? (size_t)(path - port) : 2;
+    if (host_len == 0 || host_len >= sizeof(target->host) || port_len == 0 ||
+        port_len >= sizeof(target->port))
+        return false;
+    memcpy(target->host, host, host_len);
+    target->host[host_len] = '\0';
+    if (port != NULL) {
+        memcpy(target->port, port, port_len);
+        target->port[port_len] = '\0';
+    } else {
+        strcpy(target->port, "80");
+    }
+    size_t path_len = strlen(path);
+    while (path_len > 0 && path[path_len - 1] == '/')
+        path_len--;
+    if (path_len >= sizeof(target->base_path))
+        return false;
+    memcpy(target->base_path, path, path_len);
+    target->base_path[path_len] = '\0';
+    return true;
+}
+
+static int connect_to(const target_t *target)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *addrs = NULL;
+    int gai = getaddrinfo(target->host, target->port, &hints, &addrs);
+    if (gai != 0) {
+        fprintf(stderr, "walklist-scanner: cannot resolve %s: %s\n", target->host,
+                gai_strerror(gai));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *a = addrs; a != NULL && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+        if (fd < 0)
+            continue;
+        struct timeval timeout = {.tv_sec = IO_TIMEOUT_S};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+        if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(addrs);
+    if (fd < 0)
+        fprintf(stderr, "walklist-scanner: cannot connect to %s:%s: %s\n", target->host,
+                target->port, strerror(errno));
+    return fd;
+}
+
+static bool send_all(int fd, const void *data, size_t len)
+{
+    const char *p = data;
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        p += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+static bool send_request(int fd, const target_t *target, const char *path, const char *key,
+                         const uint8_t *body, size_t body_len)
+{
+    char head[1024];
+    int n = snprintf(head, sizeof(head),
+                     "POST %s%s HTTP/1.1\r\nHost: %s:%s\r\nAuthorization: Bearer %s\r\n"
+                     "Content-Type: " WL_SCANNER_CONTENT_TYPE "\r\n"
+                     "Accept: " WL_SCANNER_CONTENT_TYPE ", application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                     target->base_path, path, target->host, target->port, key, body_len);
+    return n > 0 && (size_t)n < sizeof(head) && send_all(fd, head, (size_t)n) &&
+           send_all(fd, body, body_len);
+}
+
+/* Refills the receive buffer: false at the end of the connection or on an error. */
+static bool receive(receiver_t *r)
+{
+    for (;;) {
+        ssize_t n = recv(r->fd, r->buf, sizeof(r->buf), 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        r->pos = 0;
+        r->len = (size_t)n;
+        return true;
+    }
+}
+
+static bool receive_byte(receiver_t *r, char *c)
+{
+    if (r->pos == r->len && !receive(r))
+        return false;
+    *c = (char)r->buf[r->pos++];
+    return true;
+}
+
+/* One CRLF-terminated line without its CRLF; false when it does not fit or the input ends. */
+static bool receive_line(receiver_t *r, char *line, size_t size)
+{
+    size_t len = 0;
+    char c;
+    while (receive_byte(r, &c)) {
+        if (c == '\n') {
+            if (len > 0 && line[len - 1] == '\r')
+                len--;
+            line[len] = '\0';
+            return true;
+        }
+        if (len + 1 == size)
+            return false;
+        line[len++] = c;
+    }
+    return false;
+}
+
+static bool header_is(const char *line, const char *name, const char **value)
+{
+    size_t n = strlen(name);
+    if (strncasecmp(line, name, n) != 0 || line[n] != ':')
+        return false;
+    *value = line + n + 1 + strspn(line + n + 1, " \t");
+    return true;
+}
+
+static bool receive_head(receiver_t *r, response_head_t *head)
+{
+    char line[HEAD_LINE_SIZE];
+    *head = (response_head_t){.content_length = -1};
+    if (!receive_line(r, line, sizeof(line)) || sscanf(line, "HTTP/1.%*d %d", &head->status) != 1)
+        return false;
+    while (receive_line(r, line, sizeof(line))) {
+        const char *value;
+        if (line[0] == '\0')
+            return true;
+        if (header_is(line, "Content-Length", &value))
+            head->content_length = strtoll(value, NULL, 10);
+        else if (header_is(line, "Transfer-Encoding", &value))
+            head->chunked = strncasecmp(value, "chunked", 7) == 0;
+        else if (header_is(line, "Content-Type", &value))
+            head->proto = strncasecmp(value, WL_SCANNER_CONTENT_TYPE,
+                                      sizeof(WL_SCANNER_CONTENT_TYPE) - 1) == 0;
+    }
+    return false;
+}
+
+/* Moves to the next chunk of a chunked body; false on a malformed chunk header. */
+static bool next_chunk(body_t *body)
+{
+    char line[64];
+    if (!receive_line(body->receiver, line, sizeof(line)))
+        return false;
+    if (line[0] == '\0' && !receive_line(body->receiver, line, sizeof(line))) /* CRLF after data */
+        return false;
+    char *end;
+    unsigned long long size = strtoull(line, &end, 16);
+    if (end == line || size > MAX_RESPONSE_SIZE)
+        return false;
+    body->chunk_left = (size_t)size;
+    body->last_chunk = size == 0;
+    return true;
+}
+
+/* pb_istream_t callback: count bytes of the body, through the receive buffer. */
+static bool read_body(pb_istream_t *stream, pb_byte_t *out, size_t count)
+{
+    body_t *body = stream->state;
+    while (count > 0) {
+        if (body->chunked && body->chunk_left == 0) {
+            if (body->last_chunk || !next_chunk(body) || body->last_chunk) {
+                stream->bytes_left = 0; /* the body ended: nanopb tells a clean end from a cut */
+                return false;
+            }
+        }
+        receiver_t *r = body->receiver;
+        if (r->pos == r->len && !receive(r)) {
+            stream->bytes_left = 0;
+            return false;
+        }
+        size_t n = r->len - r->pos;
+        if (n > count)
+            n = count;
+        if (body->chunked && n > body->chunk_left)
+            n = body->chunk_left;
+        memcpy(out, r->buf + r->pos, n);
+        r->pos += n;
+        out += n;
+        count -= n;
+        if (body->chunked)
+            body->chunk_left -= n;
+    }
+    return true;
+}
+
+static pb_istream_t body_stream(body_t *body, const response_head_t *head)
+{
+    size_t bound = MAX_RESPONSE_SIZE;
+    if (!head->chunked && head->content_length >= 0 &&
+        (unsigned long long)head->content_length < bound)
+        bound = (size_t)head->content_length;
+    body->chunked = head->chunked;
+    pb_istream_t stream = {read_body, body, bound, NULL};
+    return stream;
+}
+
+/* A non-200 answer: status and the JSON error body (cut to ERROR_BODY_SIZE) on stderr. */
+static int report_error(body_t *body, const response_head_t *head)
+{
+    char text[ERROR_BODY_SIZE + 1];
+    pb_istream_t stream = body_stream(body, head);
+    size_t len = 0;
+    while (len < ERROR_BODY_SIZE && stream.bytes_left > 0 &&
+           pb_read(&stream, (pb_byte_t *)text + len, 1))
+        len++;
+    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
+        len--;
+    text[len] = '\0';
+    fprintf(stderr, "walklist-scanner: HTTP %d: %s\n", head->status, text);
+    return 1;
+}
+
+/* --- the screens --------------------------------------------------------------------------- */
+
+static void print_time(uint64_t seconds)
+{
+    time_t t = (time_t)seconds;
+    struct tm tm;
+    char text[32] = "?";
+    if (gmtime_r(&t, &tm) != NULL)
+        strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fputs(text, stdout);
+}
+
+static int show_queue(pb_istream_t *stream)
+{
+    walklist_scanner_v1_ListPendingResponse queue;
+    int rc = wl_scanner_decode_list_pending(stream, &queue);
+    if (rc != WL_SCANNER_OK) {
+        fprintf(stderr, "walklist-scanner: %s: %s\n", wl_scanner_strerror(rc),
+                PB_GET_ERROR(stream));
+        return 1;
+    }
+    puts("Pending lists (id, created, codes, name):");
+    for (pb_size_t i = 0; i < queue.lists_count; i++) {
+        const walklist_scanner_v1_PendingList *list = &queue.lists[i];
+        printf("  %s\t", list->id);
+        print_time(list->created_at);
+        printf("\t%u\t%s\n", (unsigned)list->codes_count, list->name);
+    }
+    if (queue.lists_count == 0)
+        puts("  (none)");
+    if (queue.more)
+        puts("More lists are waiting.");
+    return 0;
+}
+
+enum { SECTION_STOPS, SECTION_AMBIGUOUS, SECTION_NOT_FOUND, SECTION_UNLOCATED, SECTION_END };
+
+static const char *const section_titles[] = {
+    "Stops (bin, warehouse, SKU, quantity, name):",
+    "Ambiguous codes (code, SKUs):",
+    "Not found:",
+    "Without location (SKU, name):",
+};
+
+/* The Check location screen, printed as the walk streams in. */
+typedef struct {
+    const walklist_scanner_v1_LoadListResponse *walk; /* name decoded before any entry */
+    bool started;
+    int section;                          /* the section whose title was printed last */
+    size_t entries;                       /* in that section */
+    char open_code[WL_SCANNER_CODE_SIZE]; /* the ambiguous code whose line is open, or "" */
+} screen_t;
+
+static void enter_section(screen_t *screen, int section)
+{
+    if (!screen->started) {
+        printf("Check location: %s\n", screen->walk->name);
+        screen->started = true;
+        screen->section = -1;
+    }
+    if (screen->open_code[0] != '\0' && section != screen->section) {
+        putchar('\n');
+        screen->open_code[0] = '\0';
+    }
+    while (screen->section < section) {
+        if (screen->section >= 0 && screen->entries == 0)
+            puts("  (none)");
+        screen->section++;
+        screen->entries = 0;
+        if (screen->section < SECTION_END)
+            puts(section_titles[screen->section]);
+    }
+    screen->entries++;
+}
+
+static bool show_stop(void *context, const walklist_scanner_v1_Stop *stop)
+{
+    enter_section(context, SECTION_STOPS);
+    printf("  %s\t%s\t%s\t%u\t%s\n", stop->bin, stop->warehouse, stop->sku,
+           (unsigned)stop->quantity, stop->name);
+    return true;
+}
+
+static bool show_ambiguous(void *context, const walklist_scanner_v1_AmbiguousMatch *match)
+{
+    screen_t *screen = context;
+    enter_section(screen, SECTION_AMBIGUOUS);
+    if (strcmp(screen->open_code, match->code) == 0) {
+        printf("\t%s", match->sku);
+        return true;
+    }
+    if (screen->open_code[0] != '\0')
+        putchar('\n');
+    printf("  %s\t%s", match->code, match->sku);
+    snprintf(screen->open_code, sizeof(screen->open_code), "%s", match->code);
+    return true;
+}
+
+static bool show_not_found(void *context, const char *code)
+{
+    enter_section(context, SECTION_NOT_FOUND);
+    printf("  %s\n", code);
+    return true;
+}
+
+static bool show_unlocated(void *context, const walklist_scanner_v1_Unlocated *product)
+{
+    enter_section(context, SECTION_UNLOCATED);
+    printf("  %s\t%s\n", product->sku, product->name);
+    return true;
+}
+
+static int show_walk(pb_istream_t *stream)
+{
+    walklist_scanner_v1_LoadListResponse walk;
+    screen_t screen = {.walk = &walk};
+    wl_scanner_walk_handler_t handler = {show_stop, show_ambiguous, show_not_found, show_unlocated,
+                                         &screen};
+    int rc = wl_scanner_decode_load_list(stream, &handler, &walk);
+    if (rc != WL_SCANNER_OK) {
+        if (screen.open_code[0] != '\0')
+            putchar('\n');
+        fflush(stdout);
+        fprintf(stderr, "walklist-scanner: %s: %s\n", wl_scanner_strerror(rc),
+                PB_GET_ERROR(stream));
+        return 1;
+    }
+    enter_section(&screen, SECTION_END);
+    if (walk.truncated)
+        puts("Truncated: the list has more entries than a device is sent; the first are shown.");
+    return 0;
+}
+
+/* --- main ---------------------------------------------------------------------------------- */
+
+static int call(const target_t *target, const char *key, const char *path, const uint8_t *request,
+                size_t request_len, int (*show)(pb_istream_t *stream))
+{
+    receiver_t receiver = {.fd = connect_to(target)};
+    if (receiver.fd < 0)
+        return 1;
+    int rc = 1;
+    response_head_t head;
+    body_t body = {.receiver = &receiver};
+    if (!send_request(receiver.fd, target, path, key, request, request_len))
+        fail("cannot send the request");
+    else if (!receive_head(&receiver, &head))
+        fail("no valid HTTP response");
+    else if (head.status != 200)
+        rc = report_error(&body, &head);
+    else if (!head.proto)
+        fail("the response is not application/proto");
+    else if (head.content_length > (long long)MAX_RESPONSE_SIZE)
+        fail("the response is too large");
+    else {
+        pb_istream_t stream = body_stream(&body, &head);
+        rc = show(&stream);
+    }
+    close(receiver.fd);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    const char *url = NULL, *key = getenv("WALKLIST_SCANNER_KEY");
+    int i = 1;
+    for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
+        if (strcmp(argv[i], "--url") == 0)
+            url = argv[i + 1];
+        else if (strcmp(argv[i], "--key") == 0)
+            key = argv[i + 1];
+        else
+            break;
+    }
+    target_t target;
+    if (url == NULL || key == NULL || key[0] == '\0' || i >= argc) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    if (!parse_url(url, &target)) {
+        fprintf(stderr, "walklist-scanner: --url must be http://HOST[:PORT][/PATH], got %s\n", url);
+        return 2;
+    }
+    uint8_t request[WL_SCANNER_LOAD_LIST_REQUEST_SIZE + 1];
+    size_t request_len = 0;
+    if (strcmp(argv[i], "list") == 0 && i + 1 == argc) {
+        if (wl_scanner_encode_list_pending(request, sizeof(request), &request_len) != 0)
+            return fail("cannot encode the request");
+        return call(&target, key, WL_SCANNER_LIST_PENDING_PATH, request, request_len, show_queue);
+    }
+    if (strcmp(argv[i], "load") == 0 && i + 2 == argc) {
+        int rc = wl_scanner_encode_load_list(argv[i + 1], request, sizeof(request), &request_len);
+        if (rc != WL_SCANNER_OK) {
+            fprintf(stderr, "walklist-scanner: list id must be 1 to 40 characters\n");
+            return 2;
+        }
+        return call(&target, key, WL_SCANNER_LOAD_LIST_PATH, request, request_len, show_walk);
+    }
+    fputs(usage, stderr);
+    return 2;
+}
