@@ -93,7 +93,7 @@ int main(void)
         fprintf(stderr, "could not create the private cluster\n");
         return 1;
     }
-    char path[600];
+    char path[1024];
     snprintf(path, sizeof(path), "%s/conninfo", state_dir);
     FILE *f = fopen(path, "r");
     if (f == NULL || fgets(conninfo, sizeof(conninfo), f) == NULL)
@@ -135,7 +135,7 @@ int main(void)
     /* Every list answered 201 exists with its codes. */
     db = testdb_connect(conninfo);
     for (int i = 0; i < acknowledged; i++) {
-        char sql[256], codes[64];
+        char sql[1024], codes[64];
         snprintf(sql, sizeof(sql), "SELECT codes::text FROM locate_lists WHERE id = '%s'", ids[i]);
         CHECK_STR(testdb_value(db, sql, codes, sizeof(codes)), "{A,B}");
     }

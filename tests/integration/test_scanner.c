@@ -493,7 +493,7 @@ static void test_200_codes(int64_t org_id, const wl_principal_t *a)
     fixture_import(db, org_id, "location-stock", stock);
 
     /* Products in reverse order, every fourth code unknown. */
-    static char code_text[200][16];
+    static char code_text[200][32];
     char *codes[200];
     int next_product = 150, next_missing = 1;
     for (int i = 0; i < 200; i++) {
