@@ -445,3 +445,13 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
     }
     wl_exchange_core_error(ex, &err);
 }
+
+bool wl_api_bearer_token(const char *header, wl_span_t *token)
+{
+    return bearer_token(header, token);
+}
+
+wl_anon_limiter_t *wl_api_anonymous_limiter(wl_api_t *api)
+{
+    return api->anonymous;
+}

@@ -7,6 +7,7 @@
 #ifndef WALKLIST_GATEWAY_API_H
 #define WALKLIST_GATEWAY_API_H
 
+#include "anon_limit.h"
 #include "exchange.h"
 #include "walklist/core.h"
 
@@ -29,5 +30,14 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex);
 
 /** Route patterns ("GET /api/v1/stock-export"), for documentation checks. */
 size_t wl_api_routes(const char *const **methods, const char *const **patterns);
+
+/**
+ * The credential of "Authorization: Bearer <token>" (scheme case-insensitive,
+ * one token, blanks around it): true with *token pointing into header.
+ */
+bool wl_api_bearer_token(const char *header, wl_span_t *token);
+
+/** The per-address limiter of requests without a valid key, for other transports to share. */
+wl_anon_limiter_t *wl_api_anonymous_limiter(wl_api_t *api);
 
 #endif

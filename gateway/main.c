@@ -12,6 +12,7 @@
 
 typedef struct {
     const char *database_url;
+    const char *read_database_url;
     const char *listen;
     int threads;
     int db_pool_size;
@@ -21,6 +22,7 @@ typedef struct {
     int rate_stock_export;
     int rate_shared;
     int rate_anonymous;
+    int shutdown_timeout_ms;
 } config_t;
 
 static void usage(FILE *out)
@@ -28,6 +30,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: walklistd [options]\n"
             "  --database-url URL        libpq conninfo or URI (WALKLIST_DATABASE_URL)\n"
+            "  --database-read-url URL   optional replica for the stock export and breakdown\n"
+            "                            (WALKLIST_DATABASE_READ_URL); without it the primary\n"
             "  --listen HOST:PORT        address to serve on, default 127.0.0.1:8080 "
             "(WALKLIST_LISTEN)\n"
             "  --threads N               HTTP worker threads, default 2 x cores "
@@ -43,7 +47,9 @@ static void usage(FILE *out)
             "  --rate-limit-shared N         every other /api/v1 endpoint, default 60\n"
             "  --rate-limit-anonymous N      per client address without a valid key, default 120\n"
             "                            (env: WALKLIST_RATE_LIMIT_LOCATE_LISTS, ..._STOCK_EXPORT,\n"
-            "                            ..._SHARED, ..._ANONYMOUS)\n");
+            "                            ..._SHARED, ..._ANONYMOUS)\n"
+            "  --shutdown-timeout-ms N   on SIGTERM, how long requests in flight may finish,\n"
+            "                            default 10000 (WALKLIST_SHUTDOWN_TIMEOUT_MS)\n");
 }
 
 static int parse_int(const char *text, const char *name, int min, int max, int *out)
@@ -69,6 +75,7 @@ static int read_config(int argc, char **argv, config_t *config)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     config->database_url = getenv("WALKLIST_DATABASE_URL");
+    config->read_database_url = getenv("WALKLIST_DATABASE_READ_URL");
     config->listen = getenv("WALKLIST_LISTEN") ? getenv("WALKLIST_LISTEN") : "127.0.0.1:8080";
     config->threads = cores > 0 ? (int)(2 * cores) : 4;
     config->db_pool_size = 0;
@@ -78,6 +85,10 @@ static int read_config(int argc, char **argv, config_t *config)
     config->rate_stock_export = 30;
     config->rate_shared = 60;
     config->rate_anonymous = 120;
+    config->shutdown_timeout_ms = 10000;
+    if (env_int("WALKLIST_SHUTDOWN_TIMEOUT_MS", "--shutdown-timeout-ms", 0, 600000,
+                &config->shutdown_timeout_ms) != 0)
+        return -1;
     if (env_int("WALKLIST_RATE_LIMIT_LOCATE_LISTS", "--rate-limit-locate-lists", 1, 1000000,
                 &config->rate_locate_lists) != 0 ||
         env_int("WALKLIST_RATE_LIMIT_STOCK_EXPORT", "--rate-limit-stock-export", 1, 1000000,
@@ -97,6 +108,7 @@ static int read_config(int argc, char **argv, config_t *config)
 
     static const struct option options[] = {
         {"database-url", required_argument, NULL, 'd'},
+        {"database-read-url", required_argument, NULL, 'r'},
         {"listen", required_argument, NULL, 'l'},
         {"threads", required_argument, NULL, 't'},
         {"db-pool-size", required_argument, NULL, 'p'},
@@ -106,6 +118,7 @@ static int read_config(int argc, char **argv, config_t *config)
         {"rate-limit-stock-export", required_argument, NULL, 'E'},
         {"rate-limit-shared", required_argument, NULL, 'S'},
         {"rate-limit-anonymous", required_argument, NULL, 'A'},
+        {"shutdown-timeout-ms", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -115,6 +128,9 @@ static int read_config(int argc, char **argv, config_t *config)
         switch (opt) {
         case 'd':
             config->database_url = optarg;
+            break;
+        case 'r':
+            config->read_database_url = optarg;
             break;
         case 'l':
             config->listen = optarg;
@@ -144,6 +160,10 @@ static int read_config(int argc, char **argv, config_t *config)
             break;
         case 'A':
             rc = parse_int(optarg, "--rate-limit-anonymous", 1, 1000000, &config->rate_anonymous);
+            break;
+        case 'T':
+            rc = parse_int(optarg, "--shutdown-timeout-ms", 0, 600000,
+                           &config->shutdown_timeout_ms);
             break;
         case 'h':
             usage(stdout);
@@ -188,6 +208,7 @@ int main(int argc, char **argv)
     wl_server_t *server = NULL;
     wl_core_config_t core_config = {
         .database_url = config.database_url,
+        .read_database_url = config.read_database_url,
         .db_pool_size = config.db_pool_size,
         .db_acquire_timeout_ms = config.db_timeout_ms,
         .db_connect_timeout_s = config.db_timeout_ms / 1000 > 2 ? config.db_timeout_ms / 1000 : 2,
@@ -223,7 +244,7 @@ int main(int argc, char **argv)
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
     fprintf(stderr, "{\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", signal_number);
-    wl_server_stop(server);
+    wl_server_stop(server, config.shutdown_timeout_ms);
     wl_core_destroy(core);
     return 0;
 }

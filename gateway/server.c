@@ -5,6 +5,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,10 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "connect.h"
 #include "walklist/random.h"
 #include "exchange.h"
+#include "metrics.h"
 
 /* A request's memory: decoded messages and replies. Export replies are larger. */
 #define REQUEST_ARENA_LIMIT (512u * 1024 * 1024)
@@ -26,7 +29,10 @@
 struct wl_server {
     wl_core_t *core;
     wl_api_t *api;
+    wl_connect_t *connect; /* the Connect transport: /walklist.* paths */
+    wl_metrics_t *metrics;
     struct MHD_Daemon *daemon;
+    atomic_int active_requests; /* between the request line and its completion */
     int listen_fd;
     uint16_t port;
 };
@@ -39,6 +45,7 @@ typedef struct {
     bool begun;
     bool responded;
     bool body_too_large;
+    bool connect; /* handled by the Connect transport */
     size_t body_drained;
     size_t body_cap;
 } request_t;
@@ -58,6 +65,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connectio
     if (req == NULL)
         return NULL;
     req->server = cls;
+    atomic_fetch_add(&req->server->active_requests, 1);
     req->raw_uri = strdup(uri ? uri : "/");
     wl_arena_init(&req->ex.arena, REQUEST_ARENA_LIMIT);
     req->ex.connection = connection;
@@ -117,6 +125,20 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex)
         ex->response_len = wl_openapi_json_len;
         return;
     }
+    if (is_ops_path(ex, "/metrics")) {
+        ex->route = "/metrics";
+        size_t len = 0;
+        char *text = wl_metrics_render(server->metrics, server->core, &ex->arena, &len);
+        if (text == NULL) {
+            wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+            return;
+        }
+        ex->status = 200;
+        ex->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        ex->response = text;
+        ex->response_len = len;
+        return;
+    }
     if (is_ops_path(ex, "/healthz")) {
         ex->route = "/healthz";
         wl_exchange_json(ex, 200, json_pack("{s:s}", "status", "ok"));
@@ -167,11 +189,10 @@ static enum MHD_Result send_response(request_t *req)
     return result;
 }
 
-static bool request_has_body(const wl_exchange_t *ex)
+static bool request_body_beyond_drain(const wl_exchange_t *ex)
 {
     const char *length = wl_exchange_header(ex, "Content-Length");
-    return wl_exchange_header(ex, "Transfer-Encoding") != NULL ||
-           (length != NULL && strtoull(length, NULL, 10) > 0);
+    return length != NULL && strtoull(length, NULL, 10) > BODY_DRAIN_LIMIT;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
@@ -191,16 +212,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         req->begun = true;
         prepare(req, method);
         if (is_ops_path(ex, "/healthz") || is_ops_path(ex, "/readyz") ||
+            is_ops_path(ex, "/metrics") ||
             is_ops_path(ex, "/api/v1/openapi.json"))
             handle_ops(server, ex);
+        else if ((req->connect = wl_connect_handles(ex->path)))
+            wl_connect_begin(server->connect, ex);
         else
             wl_api_begin(server->api, ex);
         /* Answering before the whole request is in makes libmicrohttpd close the
-         * connection; only do that when a body is on its way, and otherwise answer on
-         * the next call so the connection can be kept alive. */
-        if (ex->status != 0 && request_has_body(ex))
+         * connection while the client may still be writing its body (it then sees EPIPE,
+         * not the answer). So a decided answer waits for the end of the body, which is
+         * read and dropped, unless the body is announced larger than we are willing to
+         * drain. */
+        if (ex->status != 0 && request_body_beyond_drain(ex))
             return send_response(req);
         return MHD_YES;
+    }
+    if (ex->status != 0 && !req->responded && *upload_data_size > 0) {
+        req->body_drained += *upload_data_size;
+        *upload_data_size = 0;
+        return req->body_drained > BODY_DRAIN_LIMIT ? MHD_NO : MHD_YES;
     }
     if (req->responded) {
         /* Answered early (e.g. 401, 413): the rest of the upload is discarded. */
@@ -235,9 +266,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     }
     if (ex->status != 0)
         return send_response(req); /* decided on the first call */
-    if (req->body_too_large)
+    if (req->body_too_large && req->connect)
+        wl_connect_body_too_large(ex);
+    else if (req->body_too_large)
         wl_exchange_error(ex, 413, WL_GRPC_INVALID_ARGUMENT,
                           "request body is larger than the limit", NULL);
+    else if (req->connect)
+        wl_connect_finish(server->connect, ex);
     else
         wl_api_finish(server->api, ex);
     return send_response(req);
@@ -261,13 +296,19 @@ static void json_log_string(FILE *out, const char *s, size_t len)
 static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
+    wl_server_t *server = cls;
     (void)connection;
     request_t *req = *req_cls;
     if (req == NULL)
         return;
     wl_exchange_t *ex = &req->ex;
     if (req->begun) {
+        const char *rejected_bucket = NULL;
+        if (ex->status == 429)
+            rejected_bucket = ex->rate.bucket != NULL && ex->authenticated ? ex->rate.bucket
+                                                                           : "anonymous";
+        wl_metrics_record(server->metrics, ex->route, ex->status,
+                          elapsed_ms(&req->started) / 1000.0, rejected_bucket);
         /* Keys never reach the log: the query string is not logged at all. */
         char line[1024];
         FILE *out = fmemopen(line, sizeof(line), "w");
@@ -292,6 +333,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     free(ex->body);
     wl_arena_dispose(&ex->arena);
     free(req->raw_uri);
+    atomic_fetch_sub(&server->active_requests, 1);
     free(req);
     *req_cls = NULL;
 }
@@ -352,14 +394,23 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         return wl_error_set(err, WL_ENOMEM, NULL);
     server->core = core;
     server->listen_fd = -1;
+    server->metrics = wl_metrics_create();
+    if (server->metrics == NULL) {
+        free(server);
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    }
     int rc = wl_api_create(core, (int)config->anonymous_limit, &server->api, err);
+    if (rc == 0)
+        rc = wl_connect_create(core, wl_api_anonymous_limiter(server->api), &server->connect, err);
     if (rc == 0)
         rc = open_listener(config->listen, &server->listen_fd, &server->port, err);
     if (rc != 0)
         goto Fail;
     unsigned threads = config->threads ? config->threads : 4;
     server->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0, NULL, NULL,
+        /* MHD_USE_ITC lets wl_server_stop quiesce the daemon (stop accepting) first. */
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_USE_ITC, 0, NULL,
+        NULL,
         on_request, server, MHD_OPTION_LISTEN_SOCKET, server->listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)(config->connection_timeout_s ? config->connection_timeout_s : 30),
@@ -379,7 +430,9 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
 Fail:
     if (server->listen_fd >= 0)
         close(server->listen_fd);
+    wl_connect_destroy(server->connect);
     wl_api_destroy(server->api);
+    wl_metrics_destroy(server->metrics);
     free(server);
     return rc;
 }
@@ -389,12 +442,23 @@ uint16_t wl_server_port(const wl_server_t *server)
     return server->port;
 }
 
-void wl_server_stop(wl_server_t *server)
+void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
 {
     if (server == NULL)
         return;
+    /* Stop accepting first, then give requests in flight up to drain_timeout_ms to finish;
+     * MHD_stop_daemon then closes whatever is left (idle keep-alive connections). */
+    MHD_socket listener = MHD_quiesce_daemon(server->daemon);
+    if (listener != MHD_INVALID_SOCKET)
+        close(listener);
+    for (int waited = 0; waited < drain_timeout_ms; waited += 20) {
+        if (atomic_load(&server->active_requests) == 0)
+            break;
+        usleep(20 * 1000);
+    }
     MHD_stop_daemon(server->daemon);
-    /* MHD_stop_daemon closed the listening socket it was given. */
+    wl_connect_destroy(server->connect);
     wl_api_destroy(server->api);
+    wl_metrics_destroy(server->metrics);
     free(server);
 }

@@ -27,7 +27,10 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
 /** The port actually bound (useful with port 0). */
 uint16_t wl_server_port(const wl_server_t *server);
 
-/** Stops accepting, lets in-flight requests finish, and frees the server. */
-void wl_server_stop(wl_server_t *server);
+/**
+ * Stops accepting connections, lets requests in flight finish for up to
+ * drain_timeout_ms, then closes every connection and frees the server.
+ */
+void wl_server_stop(wl_server_t *server, int drain_timeout_ms);
 
 #endif

@@ -19,8 +19,17 @@ WL_PACKAGES=(
   protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libprotobuf-dev
   nanopb libnanopb-dev python3-protobuf
   libmicrohttpd-dev libjansson-dev libpq-dev libssl-dev zlib1g-dev
-  curl postgresql
+  curl postgresql git
 )
+
+# The Connect client test runs on Node.js and npm: Debian's, unless the machine already has
+# both on PATH (some images ship their own).
+required_packages() {
+  printf '%s\n' "${WL_PACKAGES[@]}"
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    printf '%s\n' nodejs npm
+  fi
+}
 
 WL_PG_USER=walklist-pg   # unprivileged user that runs PostgreSQL when we are root
 WL_PG_SUPERUSER=walklist # superuser role created by initdb
@@ -47,8 +56,9 @@ missing_packages() {
 # root). Does nothing, and needs no network, when everything is installed.
 ensure_packages() {
   command -v dpkg-query >/dev/null || die "dpkg-query not found: these scripts need Debian or Ubuntu"
-  local -a missing sudo=()
-  mapfile -t missing < <(missing_packages "${WL_PACKAGES[@]}")
+  local -a missing sudo=() wanted
+  mapfile -t wanted < <(required_packages)
+  mapfile -t missing < <(missing_packages "${wanted[@]}")
   ((${#missing[@]} > 0)) || return 0
 
   if ((EUID != 0)); then
@@ -76,7 +86,7 @@ ensure_packages() {
   fi
   rm -f "$apt_log"
 
-  mapfile -t missing < <(missing_packages "${WL_PACKAGES[@]}")
+  mapfile -t missing < <(missing_packages "${wanted[@]}")
   ((${#missing[@]} == 0)) || die "still missing after apt-get install: ${missing[*]}"
 }
 

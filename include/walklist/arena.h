@@ -7,6 +7,7 @@
 #define WALKLIST_ARENA_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "walklist/span.h"
@@ -18,6 +19,7 @@ typedef struct {
     wl_arena_chunk_t *chunks;
     size_t bytes_allocated; /* total chunk bytes, for limits and metrics */
     size_t limit;           /* 0: unlimited; otherwise allocation fails past it */
+    bool limit_reached;     /* an allocation failed because of limit (not malloc) */
     ProtobufCAllocator allocator; /* protobuf-c view of this arena */
 } wl_arena_t;
 

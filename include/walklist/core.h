@@ -20,6 +20,7 @@ typedef struct wl_core wl_core_t;
 
 typedef struct {
     const char *database_url;  /* libpq conninfo or URI */
+    const char *read_database_url; /* optional replica for the export and breakdown (NULL: none) */
     int db_pool_size;          /* default 8 */
     int db_acquire_timeout_ms; /* default 5000: wait for a free connection */
     int db_connect_timeout_s;  /* default 3 */
@@ -33,6 +34,9 @@ typedef struct {
 int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *err)
     WL_CHECK_RESULT;
 void wl_core_destroy(wl_core_t *core);
+
+/** Database pool figures for metrics: the size, connections lent out, connections open. */
+void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open);
 
 /** 0 when the database answers and its schema is current; WL_EUNAVAILABLE otherwise. */
 int wl_core_ready(wl_core_t *core, wl_error_t *err) WL_CHECK_RESULT;

@@ -60,10 +60,13 @@ void *wl_arena_alloc(wl_arena_t *arena, size_t size)
     wl_arena_chunk_t *chunk = arena->chunks;
     if (chunk == NULL || chunk->size - chunk->used < rounded) {
         size_t chunk_size = rounded > ARENA_CHUNK_SIZE / 2 ? rounded : ARENA_CHUNK_SIZE;
-        if (chunk_size > SIZE_MAX - sizeof(wl_arena_chunk_t) ||
-            (arena->limit != 0 && (arena->bytes_allocated > arena->limit ||
-                                   chunk_size > arena->limit - arena->bytes_allocated)))
+        if (chunk_size > SIZE_MAX - sizeof(wl_arena_chunk_t))
             return NULL;
+        if (arena->limit != 0 && (arena->bytes_allocated > arena->limit ||
+                                  chunk_size > arena->limit - arena->bytes_allocated)) {
+            arena->limit_reached = true;
+            return NULL;
+        }
         wl_arena_chunk_t *fresh = malloc(sizeof(*fresh) + chunk_size);
         if (fresh == NULL)
             return NULL;

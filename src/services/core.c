@@ -22,6 +22,17 @@ const wl_method_policy_t wl__scanner_policies[] = {
     {WL_SCOPE_SCANNER, "shared"}, /* LoadLocateList */
 };
 
+const wl_method_policy_t wl__inventory_policies[] = {
+    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* UpsertWarehouses */
+    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* UpsertLocations */
+    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* UpsertProducts */
+    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* SetStock */
+    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* SetLocationStock */
+    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* CreateReservations */
+    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* ReleaseReservations */
+    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* ConsumeReservations */
+};
+
 int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *err)
 {
     wl_core_t *core = calloc(1, sizeof(*core));
@@ -41,6 +52,15 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
         free(core);
         return rc;
     }
+    if (config->read_database_url != NULL && config->read_database_url[0] != '\0') {
+        pool_config.conninfo = config->read_database_url;
+        rc = wl_pool_create(&pool_config, &core->read_pool, err);
+        if (rc != 0) {
+            wl_pool_destroy(core->pool);
+            free(core);
+            return rc;
+        }
+    }
     core->rate_window_ms = config->rate_window_ms > 0 ? config->rate_window_ms : 60000;
     core->rate_locate_lists = config->rate_locate_lists > 0 ? config->rate_locate_lists : 30;
     core->rate_stock_export = config->rate_stock_export > 0 ? config->rate_stock_export : 30;
@@ -48,6 +68,7 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     wl__locate_list_service_init(&core->locate_list, core);
     wl__stock_service_init(&core->stock, core);
     wl__scanner_service_init(&core->scanner, core);
+    wl__inventory_service_init(&core->inventory, core);
     core->services[0] = (wl_service_entry_t){&walklist__v1__locate_list_service__descriptor,
                                              &core->locate_list.base.base,
                                              wl__locate_list_policies};
@@ -55,6 +76,8 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
                                              &core->stock.base.base, wl__stock_policies};
     core->services[2] = (wl_service_entry_t){&walklist__v1__scanner_service__descriptor,
                                              &core->scanner.base.base, wl__scanner_policies};
+    core->services[3] = (wl_service_entry_t){&walklist__v1__inventory_service__descriptor,
+                                             &core->inventory.base.base, wl__inventory_policies};
     *out = core;
     return 0;
 }
@@ -63,8 +86,23 @@ void wl_core_destroy(wl_core_t *core)
 {
     if (core == NULL)
         return;
+    wl_pool_destroy(core->read_pool);
     wl_pool_destroy(core->pool);
     free(core);
+}
+
+wl_pool_t *wl__core_read_pool(wl_core_t *core)
+{
+    return core->read_pool != NULL ? core->read_pool : core->pool;
+}
+
+void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open)
+{
+    wl_pool_stats_t stats;
+    wl_pool_stats(core->pool, &stats);
+    *size = stats.size;
+    *in_use = stats.in_use;
+    *open = stats.open;
 }
 
 int wl_core_ready(wl_core_t *core, wl_error_t *err)
@@ -80,6 +118,11 @@ int wl_core_ready(wl_core_t *core, wl_error_t *err)
         rc = wl_error_set(err, WL_EUNAVAILABLE,
                           "database schema is %d migration(s) behind: run walklistctl migrate",
                           pending);
+    if (rc == 0 && core->read_pool != NULL) {
+        rc = wl_pool_acquire(core->read_pool, &conn, err);
+        if (rc == 0)
+            wl_pool_release(core->read_pool, conn);
+    }
     return rc;
 }
 

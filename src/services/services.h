@@ -12,6 +12,7 @@
 #include "store/pool.h"
 #include "store/secrets.h"
 #include "walklist/core.h"
+#include "walklist/v1/inventory.pb-c.h"
 #include "walklist/v1/locate_list.pb-c.h"
 #include "walklist/v1/scanner.pb-c.h"
 #include "walklist/v1/stock.pb-c.h"
@@ -42,23 +43,35 @@ typedef struct {
     wl_core_t *core;
 } wl_scanner_service_t;
 
+typedef struct {
+    Walklist__V1__InventoryService_Service base;
+    wl_core_t *core;
+} wl_inventory_service_t;
+
 struct wl_core {
     wl_pool_t *pool;
+    wl_pool_t *read_pool; /* a replica for the export and the breakdown; NULL: use pool */
     int rate_window_ms;
     int rate_locate_lists, rate_stock_export, rate_shared;
     wl_locate_list_service_t locate_list;
     wl_stock_service_t stock;
     wl_scanner_service_t scanner;
-    wl_service_entry_t services[3];
+    wl_inventory_service_t inventory;
+    wl_service_entry_t services[4];
 };
 
 void wl__locate_list_service_init(wl_locate_list_service_t *service, wl_core_t *core);
 void wl__stock_service_init(wl_stock_service_t *service, wl_core_t *core);
 void wl__scanner_service_init(wl_scanner_service_t *service, wl_core_t *core);
+void wl__inventory_service_init(wl_inventory_service_t *service, wl_core_t *core);
 
 extern const wl_method_policy_t wl__locate_list_policies[];
 extern const wl_method_policy_t wl__stock_policies[];
 extern const wl_method_policy_t wl__scanner_policies[];
+extern const wl_method_policy_t wl__inventory_policies[];
+
+/** The pool for stock reads: the replica's when configured, else the primary's. */
+wl_pool_t *wl__core_read_pool(wl_core_t *core);
 
 /** Timestamp message for milliseconds since the epoch, from the call's arena (NULL on ENOMEM). */
 Google__Protobuf__Timestamp *wl__timestamp_from_ms(wl_arena_t *arena, int64_t ms);

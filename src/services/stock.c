@@ -35,7 +35,7 @@ int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal, wl_exp
     if (cursor == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     cursor->core = core;
-    int rc = wl_pool_acquire(core->pool, &cursor->conn, err);
+    int rc = wl_pool_acquire(wl__core_read_pool(core), &cursor->conn, err);
     if (rc == 0)
         rc = wl_stock_export_begin(&cursor->export, cursor->conn, principal->org_id, err);
     if (rc != 0) {
@@ -71,7 +71,7 @@ void wl_export_cursor_close(wl_export_cursor_t *cursor)
         return;
     if (cursor->conn != NULL) {
         wl_stock_export_end(&cursor->export);
-        wl_pool_release(cursor->core->pool, cursor->conn);
+        wl_pool_release(wl__core_read_pool(cursor->core), cursor->conn);
     }
     free(cursor);
 }
@@ -255,7 +255,7 @@ static void list_stock(Walklist__V1__StockService_Service *base,
     wl_breakdown_item_t *items = NULL;
     size_t count = 0;
     PGconn *conn = NULL;
-    if (wl_pool_acquire(service->core->pool, &conn, call->err) != 0) {
+    if (wl_pool_acquire(wl__core_read_pool(service->core), &conn, call->err) != 0) {
         closure(NULL, closure_data);
         return;
     }
@@ -279,7 +279,7 @@ static void list_stock(Walklist__V1__StockService_Service *base,
     if (rc == 0)
         rc = wl_breakdown_list(conn, call->principal->org_id, &query, arena, &items, &count,
                                call->err);
-    wl_pool_release(service->core->pool, conn);
+    wl_pool_release(wl__core_read_pool(service->core), conn);
     if (rc != 0) {
         closure(NULL, closure_data);
         return;

@@ -1,9 +1,11 @@
 /*
  * CSV imports of inventory data (CONTRACT section 3): one file, one
- * transaction. Rows are checked in C (shape of each value) and in SQL
- * (references, duplicate keys), staged with COPY, then upserted by their
- * natural key; the export rows of every affected SKU are refreshed in the same
- * transaction. Any bad row and nothing is imported; every bad line is reported.
+ * transaction. The file is read here; each row goes through the same
+ * inventory batch as the InventoryService's items (store/inventory.h): checked
+ * in C (shape of each value) and in SQL (references, duplicate keys), staged
+ * with COPY, then upserted by their natural key; the export rows of every
+ * affected SKU are refreshed in the same transaction. Any bad row and nothing
+ * is imported; every bad line is reported.
  */
 #ifndef WALKLIST_STORE_IMPORT_H
 #define WALKLIST_STORE_IMPORT_H
@@ -27,7 +29,7 @@ int wl_import_kind_valid(const char *kind);
  * (each reported through report, nothing written).
  */
 int wl_import_csv(PGconn *conn, int64_t org_id, const char *kind, FILE *in,
-                  wl_import_report_fn report, void *report_data, size_t *rows, wl_error_t *err)
-    WL_CHECK_RESULT;
+                  wl_import_report_fn report, void *report_data, size_t *rows,
+                  wl_error_t *err) WL_CHECK_RESULT;
 
 #endif

@@ -1,0 +1,537 @@
+/* Serving the core's services over the Connect protocol (unary, HTTP/1.1) happens here. */
+#include "connect.h"
+
+#include <microhttpd.h>
+#include <openssl/evp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "api.h"
+#include "google/rpc/error_details.pb-c.h"
+#include "json_codec.h"
+#include "status_map.h"
+
+#define CONNECT_PREFIX "/walklist."
+#define DEVICE_PREFIX  "/walklist.scanner.v1.DeviceService/"
+/* Everything one Connect request allocates: the decoded request, the reply message and its
+ * encoding. A reply of WL_CONNECT_REPLY_LIMIT takes about 25 MiB of it; a reply that would need
+ * more than this is refused as resource_exhausted while it is being built. */
+#define CONNECT_ARENA_LIMIT (64u * 1024 * 1024)
+#define ACCEPT_POST         "application/proto, application/json, application/json; charset=utf-8"
+
+typedef struct {
+    char *path; /* "/walklist.v1.StockService/ExportStock" */
+    size_t path_len;
+    const wl_service_entry_t *service;
+    unsigned method_index;
+} procedure_t;
+
+struct wl_connect {
+    wl_core_t *core;
+    wl_anon_limiter_t *anonymous; /* not owned */
+    procedure_t *procedures;
+    size_t procedure_count;
+};
+
+typedef enum { CODEC_PROTO, CODEC_JSON } codec_t;
+
+typedef struct {
+    const procedure_t *procedure;
+    codec_t codec;
+    const char *content_type; /* the request's, in canonical spelling, for the reply */
+    struct timespec started;  /* CLOCK_MONOTONIC, when the request headers were in */
+    bool has_deadline;
+    struct timespec deadline; /* CLOCK_MONOTONIC */
+} call_state_t;
+
+int wl_connect_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_connect_t **out,
+                      wl_error_t *err)
+{
+    wl_connect_t *connect = calloc(1, sizeof(*connect));
+    if (connect == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    connect->core = core;
+    connect->anonymous = anonymous;
+    const wl_service_entry_t *services;
+    size_t service_count = wl_core_services(core, &services);
+    size_t total = 0;
+    for (size_t i = 0; i < service_count; i++)
+        total += services[i].descriptor->n_methods;
+    connect->procedures = calloc(total ? total : 1, sizeof(*connect->procedures));
+    if (connect->procedures == NULL) {
+        free(connect);
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    }
+    for (size_t i = 0; i < service_count; i++) {
+        const ProtobufCServiceDescriptor *desc = services[i].descriptor;
+        for (unsigned m = 0; m < desc->n_methods; m++) {
+            procedure_t *procedure = &connect->procedures[connect->procedure_count];
+            size_t len = 1 + strlen(desc->name) + 1 + strlen(desc->methods[m].name);
+            procedure->path = malloc(len + 1);
+            if (procedure->path == NULL) {
+                wl_connect_destroy(connect);
+                return wl_error_set(err, WL_ENOMEM, NULL);
+            }
+            snprintf(procedure->path, len + 1, "/%s/%s", desc->name, desc->methods[m].name);
+            procedure->path_len = len;
+            procedure->service = &services[i];
+            procedure->method_index = m;
+            connect->procedure_count++;
+        }
+    }
+    *out = connect;
+    return 0;
+}
+
+void wl_connect_destroy(wl_connect_t *connect)
+{
+    if (connect == NULL)
+        return;
+    for (size_t i = 0; i < connect->procedure_count; i++)
+        free(connect->procedures[i].path);
+    free(connect->procedures);
+    free(connect);
+}
+
+static bool has_prefix(wl_span_t s, const char *prefix)
+{
+    size_t len = strlen(prefix);
+    return s.len >= len && memcmp(s.base, prefix, len) == 0;
+}
+
+bool wl_connect_handles(wl_span_t path)
+{
+    return has_prefix(path, CONNECT_PREFIX) && !has_prefix(path, DEVICE_PREFIX);
+}
+
+/* --- Answers ------------------------------------------------------------------------------ */
+
+static void base64_unpadded(const unsigned char *bytes, size_t len, char *out)
+{
+    int n = EVP_EncodeBlock((unsigned char *)out, bytes, (int)len);
+    while (n > 0 && out[n - 1] == '=')
+        n--;
+    out[n] = '\0';
+}
+
+/*
+ * The field violations as a Connect error detail: google.rpc.BadRequest in binary, base64
+ * without padding, under "value", and the same message as JSON under "debug", which the
+ * protocol allows for readability (clients must not depend on it).
+ */
+static json_t *bad_request_detail(wl_arena_t *arena, const wl_error_t *err)
+{
+    Google__Rpc__BadRequest request = GOOGLE__RPC__BAD_REQUEST__INIT;
+    Google__Rpc__BadRequest__FieldViolation violations[WL_MAX_VIOLATIONS];
+    Google__Rpc__BadRequest__FieldViolation *pointers[WL_MAX_VIOLATIONS];
+    size_t count =
+        err->violation_count < WL_MAX_VIOLATIONS ? err->violation_count : WL_MAX_VIOLATIONS;
+    for (size_t i = 0; i < count; i++) {
+        google__rpc__bad_request__field_violation__init(&violations[i]);
+        violations[i].field = (char *)err->violations[i].field;
+        violations[i].description = (char *)err->violations[i].description;
+        pointers[i] = &violations[i];
+    }
+    request.n_field_violations = count;
+    request.field_violations = pointers;
+    size_t packed_len = google__rpc__bad_request__get_packed_size(&request);
+    uint8_t *packed = wl_arena_alloc(arena, packed_len ? packed_len : 1);
+    char *encoded = wl_arena_alloc(arena, 4 * (packed_len / 3 + 1) + 1);
+    if (packed == NULL || encoded == NULL)
+        return NULL;
+    google__rpc__bad_request__pack(&request, packed);
+    base64_unpadded(packed, packed_len, encoded);
+    return json_pack("{s:s, s:s, s:o*}", "type", request.base.descriptor->name, "value", encoded,
+                     "debug", wl_json_encode(&request.base));
+}
+
+/* Connect's Error: {"code","message","details"} with Content-Type application/json. */
+static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
+                                const char *message, const wl_error_t *err)
+{
+    /* Internal errors never show internals. */
+    if (code == WL_GRPC_INTERNAL || code == WL_GRPC_UNKNOWN || code == WL_GRPC_DATA_LOSS)
+        message = "internal error";
+    else if (message == NULL && err != NULL && err->message[0] != '\0')
+        message = err->message;
+    json_t *body = json_pack("{s:s, s:s}", "code", wl_grpc_connect_name(code), "message",
+                             message ? message : wl_grpc_connect_name(code));
+    if (body != NULL && err != NULL && err->violation_count > 0) {
+        json_t *detail = bad_request_detail(&ex->arena, err);
+        if (detail != NULL)
+            json_object_set_new(body, "details", json_pack("[o]", detail));
+    }
+    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(body);
+    ex->content_type = "application/json";
+    ex->status = status;
+    ex->response = text ? wl_arena_strdup(&ex->arena, text) : NULL;
+    free(text);
+    if (ex->response == NULL) {
+        static const char fallback[] = "{\"code\":\"internal\",\"message\":\"internal error\"}";
+        ex->status = 500;
+        ex->response = (char *)fallback;
+    }
+    ex->response_len = strlen(ex->response);
+}
+
+static void answer_error(wl_exchange_t *ex, wl_grpc_code_t code, const char *message,
+                         const wl_error_t *err)
+{
+    answer_error_status(ex, wl_http_status_of(code), code, message, err);
+}
+
+static void answer_core_error(wl_exchange_t *ex, const wl_error_t *err)
+{
+    wl_grpc_code_t code = wl_error_grpc_code(err->code);
+    if (code == WL_GRPC_UNAVAILABLE)
+        wl_exchange_add_header(ex, "Retry-After", "1");
+    answer_error(ex, code, NULL, err);
+}
+
+static void answer_too_large(wl_exchange_t *ex, unsigned status, const char *what, size_t limit)
+{
+    char message[128];
+    snprintf(message, sizeof(message), "the %s is larger than %zu bytes", what, limit);
+    answer_error_status(ex, status, WL_GRPC_RESOURCE_EXHAUSTED, message, NULL);
+}
+
+/* --- Request headers ---------------------------------------------------------------------- */
+
+static const procedure_t *find_procedure(const wl_connect_t *connect, wl_span_t path)
+{
+    for (size_t i = 0; i < connect->procedure_count; i++) {
+        const procedure_t *procedure = &connect->procedures[i];
+        if (wl_span_eq(path, wl_span(procedure->path, procedure->path_len)))
+            return procedure;
+    }
+    return NULL;
+}
+
+static const char *skip_blanks(const char *s)
+{
+    return s + strspn(s, " \t");
+}
+
+/*
+ * application/proto, or application/json with no parameter or charset=utf-8 (any case,
+ * quoted or not): the two codecs of Connect unary with Protocol Buffers. Anything else,
+ * also another charset, is a codec we do not have.
+ */
+static bool parse_content_type(const char *value, call_state_t *state)
+{
+    static const char proto[] = "application/proto", json[] = "application/json";
+    if (value == NULL)
+        return false;
+    value = skip_blanks(value);
+    const char *rest;
+    if (strncasecmp(value, proto, sizeof(proto) - 1) == 0) {
+        state->codec = CODEC_PROTO;
+        state->content_type = proto;
+        rest = skip_blanks(value + sizeof(proto) - 1);
+        return *rest == '\0';
+    }
+    if (strncasecmp(value, json, sizeof(json) - 1) != 0)
+        return false;
+    state->codec = CODEC_JSON;
+    state->content_type = json;
+    rest = skip_blanks(value + sizeof(json) - 1);
+    if (*rest == '\0')
+        return true;
+    if (*rest != ';')
+        return false;
+    rest = skip_blanks(rest + 1);
+    if (strncasecmp(rest, "charset=", 8) != 0)
+        return false;
+    rest += 8;
+    bool quoted = *rest == '"';
+    rest += quoted;
+    if (strncasecmp(rest, "utf-8", 5) != 0)
+        return false;
+    rest += 5;
+    if (quoted && *rest++ != '"')
+        return false;
+    state->content_type = "application/json; charset=utf-8";
+    return *skip_blanks(rest) == '\0';
+}
+
+/* Connect-Timeout-Ms: a non-negative integer of at most 10 ASCII digits, counted from start. */
+static bool parse_timeout(const char *value, struct timespec start, struct timespec *deadline)
+{
+    size_t len = strlen(value);
+    if (len == 0 || len > 10 || strspn(value, "0123456789") != len)
+        return false;
+    long long ms = strtoll(value, NULL, 10);
+    *deadline = start;
+    deadline->tv_sec += (time_t)(ms / 1000);
+    deadline->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (deadline->tv_nsec >= 1000000000L) {
+        deadline->tv_sec++;
+        deadline->tv_nsec -= 1000000000L;
+    }
+    return true;
+}
+
+static bool deadline_passed(const call_state_t *state)
+{
+    if (!state->has_deadline)
+        return false;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > state->deadline.tv_sec ||
+           (now.tv_sec == state->deadline.tv_sec && now.tv_nsec >= state->deadline.tv_nsec);
+}
+
+static void answer_deadline_exceeded(wl_exchange_t *ex)
+{
+    answer_error(ex, WL_GRPC_DEADLINE_EXCEEDED, "the deadline (Connect-Timeout-Ms) has passed",
+                 NULL);
+}
+
+/* Requests without a valid key count against their address; past the limit they get 429. */
+static void unauthenticated(wl_connect_t *connect, wl_exchange_t *ex, bool key_sent,
+                            const char *message)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    int retry_after = 0;
+    if (!wl_anon_limiter_allow(connect->anonymous, info ? info->client_addr : NULL, &retry_after)) {
+        char seconds[16];
+        snprintf(seconds, sizeof(seconds), "%d", retry_after > 0 ? retry_after : 1);
+        wl_exchange_add_header(ex, "Retry-After", seconds);
+        answer_error(ex, WL_GRPC_RESOURCE_EXHAUSTED, "too many requests without a valid API key",
+                     NULL);
+        return;
+    }
+    wl_exchange_add_header(ex, "WWW-Authenticate",
+                           key_sent ? "Bearer realm=\"walklist\", error=\"invalid_token\""
+                                    : "Bearer realm=\"walklist\"");
+    answer_error(ex, WL_GRPC_UNAUTHENTICATED, message, NULL);
+}
+
+/* Checks the key and counts the request in the method's bucket, as the REST routes do. */
+static bool authenticate(wl_connect_t *connect, wl_exchange_t *ex, const char *bucket)
+{
+    const char *header = wl_exchange_header(ex, "Authorization");
+    wl_span_t token;
+    if (header == NULL) {
+        unauthenticated(connect, ex, false, "missing API key");
+        return false;
+    }
+    if (!wl_api_bearer_token(header, &token)) {
+        bool bearer = strncasecmp(skip_blanks(header), "Bearer", 6) == 0;
+        unauthenticated(connect, ex, bearer, "the Authorization header must be 'Bearer <API key>'");
+        return false;
+    }
+    wl_error_t err;
+    wl_error_init(&err);
+    int rc = wl_core_authorize(connect->core, token, bucket, &ex->principal, &ex->rate, &err);
+    if (rc == WL_EUNAUTHENTICATED) {
+        unauthenticated(connect, ex, true, "invalid API key");
+        return false;
+    }
+    if (rc == WL_EEXHAUSTED) {
+        ex->authenticated = true;
+        char seconds[16];
+        snprintf(seconds, sizeof(seconds), "%d", ex->rate.reset_s > 0 ? ex->rate.reset_s : 1);
+        wl_exchange_add_header(ex, "Retry-After", seconds);
+        answer_error(ex, WL_GRPC_RESOURCE_EXHAUSTED, err.message, NULL);
+        return false;
+    }
+    if (rc != 0) {
+        answer_core_error(ex, &err);
+        return false;
+    }
+    ex->authenticated = true;
+    return true;
+}
+
+/* The protocol headers, in the order a Connect server meets them: codec, version, coding,
+ * timeout. Answers and returns false at the first one refused. */
+static bool accept_headers(wl_exchange_t *ex, call_state_t *state)
+{
+    if (!parse_content_type(wl_exchange_header(ex, "Content-Type"), state)) {
+        wl_exchange_add_header(ex, "Accept-Post", ACCEPT_POST);
+        answer_error_status(ex, 415, WL_GRPC_INVALID_ARGUMENT,
+                            "Content-Type must be application/proto or application/json", NULL);
+        return false;
+    }
+    const char *version = wl_exchange_header(ex, "Connect-Protocol-Version");
+    if (version == NULL) {
+        answer_error(ex, WL_GRPC_INVALID_ARGUMENT,
+                     "missing required header: set Connect-Protocol-Version to \"1\"", NULL);
+        return false;
+    }
+    if (strcmp(version, "1") != 0) {
+        answer_error(ex, WL_GRPC_INVALID_ARGUMENT, "Connect-Protocol-Version must be \"1\"", NULL);
+        return false;
+    }
+    const char *coding = wl_exchange_header(ex, "Content-Encoding");
+    if (coding != NULL && strcasecmp(coding, "identity") != 0) {
+        answer_error(ex, WL_GRPC_UNIMPLEMENTED,
+                     "unsupported Content-Encoding: this server supports identity", NULL);
+        return false;
+    }
+    const char *timeout = wl_exchange_header(ex, "Connect-Timeout-Ms");
+    if (timeout != NULL) {
+        if (!parse_timeout(timeout, state->started, &state->deadline)) {
+            answer_error(ex, WL_GRPC_INVALID_ARGUMENT,
+                         "Connect-Timeout-Ms must be a whole number of milliseconds (at most 10 "
+                         "digits)",
+                         NULL);
+            return false;
+        }
+        state->has_deadline = true;
+    }
+    return true;
+}
+
+void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
+{
+    call_state_t *state = wl_arena_alloc(&ex->arena, sizeof(*state));
+    if (state == NULL) {
+        answer_error(ex, WL_GRPC_INTERNAL, NULL, NULL);
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &state->started);
+    ex->handler_state = state;
+    ex->arena.limit = CONNECT_ARENA_LIMIT;
+    state->procedure = find_procedure(connect, ex->path);
+    if (state->procedure == NULL) {
+        /* Connect clients read 404 as unimplemented; the body says so too. */
+        answer_error_status(ex, 404, WL_GRPC_UNIMPLEMENTED, "no such procedure", NULL);
+        return;
+    }
+    ex->route = state->procedure->path;
+    if (strcmp(ex->method, "POST") != 0) {
+        wl_exchange_add_header(ex, "Allow", "POST");
+        answer_error_status(ex, 405, WL_GRPC_UNIMPLEMENTED,
+                            "Connect procedures are called with POST", NULL);
+        return;
+    }
+    const wl_service_entry_t *service = state->procedure->service;
+    const wl_method_policy_t *policy = &service->policies[state->procedure->method_index];
+    if (!authenticate(connect, ex, policy->rate_bucket))
+        return;
+    if ((ex->principal.scopes & policy->scope) != policy->scope) {
+        char needed[64], message[128];
+        wl_scopes_format(policy->scope, needed, sizeof(needed));
+        snprintf(message, sizeof(message), "the API key lacks the scope %s", needed);
+        answer_error(ex, WL_GRPC_PERMISSION_DENIED, message, NULL);
+        return;
+    }
+    if (!accept_headers(ex, state))
+        return;
+    if (deadline_passed(state)) {
+        answer_deadline_exceeded(ex);
+        return;
+    }
+    const char *length = wl_exchange_header(ex, "Content-Length");
+    if (length != NULL && strtoull(length, NULL, 10) > WL_CONNECT_BODY_LIMIT) {
+        answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT);
+        return;
+    }
+    ex->body_limit = WL_CONNECT_BODY_LIMIT;
+}
+
+void wl_connect_body_too_large(wl_exchange_t *ex)
+{
+    answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT);
+}
+
+/* --- The call ----------------------------------------------------------------------------- */
+
+static int decode_request(const call_state_t *state, wl_exchange_t *ex,
+                          const ProtobufCMessageDescriptor *desc, ProtobufCMessage **input,
+                          wl_error_t *err)
+{
+    const char *body = ex->body ? ex->body : "";
+    if (state->codec == CODEC_JSON)
+        return wl_json_decode(desc, body, ex->body_len, &ex->arena, input, err);
+    *input =
+        protobuf_c_message_unpack(desc, &ex->arena.allocator, ex->body_len, (const uint8_t *)body);
+    if (*input == NULL)
+        return wl_error_set(err, WL_EINVAL, "the body is not a valid %s message", desc->name);
+    return 0;
+}
+
+/* The reply in the request's codec, as the 200 answer; false when it cannot be sent. */
+static bool answer_reply(wl_exchange_t *ex, const call_state_t *state,
+                         const ProtobufCMessage *reply)
+{
+    size_t packed_len = protobuf_c_message_get_packed_size(reply);
+    if (packed_len > WL_CONNECT_REPLY_LIMIT) {
+        answer_too_large(ex, 429, "reply", WL_CONNECT_REPLY_LIMIT);
+        return true;
+    }
+    char *body;
+    size_t body_len;
+    if (state->codec == CODEC_JSON) {
+        body = wl_json_encode_text(reply, &ex->arena, &body_len);
+    } else {
+        body = wl_arena_alloc(&ex->arena, packed_len ? packed_len : 1);
+        body_len = body ? protobuf_c_message_pack(reply, (uint8_t *)body) : 0;
+    }
+    if (body == NULL)
+        return false;
+    ex->status = 200;
+    ex->content_type = state->content_type;
+    ex->response = body;
+    ex->response_len = body_len;
+    return true;
+}
+
+void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
+{
+    const call_state_t *state = ex->handler_state;
+    const wl_service_entry_t *service = state->procedure->service;
+    unsigned method_index = state->procedure->method_index;
+    wl_error_t err;
+    wl_error_init(&err);
+
+    ProtobufCMessage *input = NULL;
+    int rc =
+        decode_request(state, ex, service->descriptor->methods[method_index].input, &input, &err);
+    if (rc == 0 && deadline_passed(state)) {
+        answer_deadline_exceeded(ex);
+        return;
+    }
+    wl_call_t call = {.core = connect->core,
+                      .arena = &ex->arena,
+                      .principal = &ex->principal,
+                      .err = &err,
+                      .idempotency_key = wl_exchange_header(ex, "Idempotency-Key")};
+    if (rc == 0)
+        rc = wl_core_invoke(&call, service, method_index, input);
+    bool answered = rc == 0 && !deadline_passed(state) && answer_reply(ex, state, call.reply);
+    if (ex->arena.limit_reached) {
+        /* The reply is dropped; the few bytes of the error answer may still come from the arena. */
+        ex->arena.limit += 64 * 1024;
+        answered = false;
+    }
+    if (answered) {
+        if (call.replayed && ex->status == 200)
+            wl_exchange_add_header(ex, "Idempotent-Replayed", "true");
+        return;
+    }
+    if (deadline_passed(state)) {
+        /* The client has given up by now, whatever the method did. */
+        answer_deadline_exceeded(ex);
+        return;
+    }
+    if (ex->arena.limit_reached) {
+        char message[128];
+        snprintf(message, sizeof(message),
+                 "the reply needs more than the %u MiB a unary Connect call may use",
+                 CONNECT_ARENA_LIMIT / (1024 * 1024));
+        answer_error(ex, WL_GRPC_RESOURCE_EXHAUSTED, message, NULL);
+        return;
+    }
+    if (rc == 0)
+        wl_error_set(&err, WL_ENOMEM, NULL);
+    answer_core_error(ex, &err);
+}

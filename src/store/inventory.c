@@ -1,0 +1,586 @@
+/* Writing inventory in checked, all-or-nothing batches happens here. */
+#include "store/inventory.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/db.h"
+#include "walklist/bin_order.h"
+#include "walklist/codes.h"
+#include "walklist/utf8.h"
+
+typedef enum {
+    COL_CODE, /* SKU, EAN, bin, warehouse code, reservation ref */
+    COL_NAME, /* display name, up to 200 characters, required */
+    COL_WAREHOUSE_KIND,
+    COL_BOOL,     /* true / false */
+    COL_QUANTITY, /* integer >= 0 */
+    COL_EANS,     /* EANs separated by '|', may be empty */
+    COL_RESERVATION_STATUS,
+} column_type_t;
+
+typedef struct {
+    const char *name;
+    column_type_t type;
+} column_t;
+
+#define MAX_CHECKS  3
+#define MAX_UPSERTS 3
+
+/*
+ * One kind of batch. SQL runs against the staging table import_rows, which has
+ * a column "label" (the caller's name for the row) and one column per value
+ * (plus sort_key for locations). $1 is always the organization.
+ */
+typedef struct {
+    column_t columns[WL_INVENTORY_MAX_COLUMNS];
+    size_t column_count;
+    const char *staging_columns; /* column definitions after "label bigint" */
+    const char *key_columns;     /* natural key, for the duplicate check */
+    const char *sort_key_of;     /* bin code column whose natural order key is staged too */
+    /* Reference checks: each returns (label, column, description) for bad rows. */
+    const char *checks[MAX_CHECKS];
+    /* Locks the existing rows the batch changes, in key order, before refusals are read. */
+    const char *lock;
+    /* Rows the current state refuses, read before and after the upsert: (label, code,
+     * description), code one of not_found, failed_precondition, already_exists. */
+    const char *refusals_before;
+    const char *refusals_after;
+    /* SKUs whose export rows the batch changes, computed before the upsert. */
+    const char *affected_skus;
+    const char *upsert[MAX_UPSERTS];
+} kind_t;
+
+#define CHECK_PRODUCT                                                                              \
+    "SELECT label, 'sku', 'unknown product ' || sku FROM import_rows i WHERE NOT EXISTS"           \
+    " (SELECT 1 FROM products p WHERE p.org_id = $1 AND p.sku = i.sku)"
+#define CHECK_WAREHOUSE                                                                            \
+    "SELECT label, 'warehouse', 'unknown warehouse ' || warehouse FROM import_rows i"              \
+    " WHERE NOT EXISTS (SELECT 1 FROM warehouses w WHERE w.org_id = $1"                            \
+    " AND w.code = i.warehouse)"
+#define RESERVATION_STAGING                                                                        \
+    "ref text COLLATE \"C\", sku text COLLATE \"C\", warehouse text COLLATE \"C\","                \
+    " quantity bigint"
+
+/*
+ * Release and consume: status changes of existing active reservations, the same checks with
+ * another status. The rows are locked first, so that of two concurrent changes of one
+ * reservation the second sees the first's status.
+ */
+#define STATUS_CHANGE(new_status)                                                                  \
+    {                                                                                              \
+        .columns = {{"ref", COL_CODE}}, .column_count = 1,                                         \
+        .staging_columns = "ref text COLLATE \"C\"", .key_columns = "ref",                         \
+        .lock = "SELECT 1 FROM reservations WHERE org_id = $1"                                     \
+                " AND ref IN (SELECT ref FROM import_rows) ORDER BY ref FOR UPDATE",               \
+        .refusals_before =                                                                         \
+            "SELECT i.label,"                                                                      \
+            " CASE WHEN r.ref IS NULL THEN 'not_found' ELSE 'failed_precondition' END AS code,"    \
+            " CASE WHEN r.ref IS NULL THEN 'no reservation ' || i.ref"                             \
+            " ELSE 'reservation ' || i.ref || ' is ' || r.status || ', not active' END"            \
+            " AS description"                                                                      \
+            " FROM import_rows i LEFT JOIN reservations r ON r.org_id = $1 AND r.ref = i.ref"      \
+            " WHERE r.ref IS NULL OR r.status <> 'active'",                                        \
+        .affected_skus = "SELECT r.sku FROM reservations r JOIN import_rows i ON i.ref = r.ref"    \
+                         " WHERE r.org_id = $1",                                                   \
+        .upsert = {"UPDATE reservations r SET status = '" new_status "' FROM import_rows i"        \
+                   " WHERE r.org_id = $1 AND r.ref = i.ref"},                                      \
+    }
+
+static const kind_t kinds[] = {
+    [WL_INVENTORY_WAREHOUSES] =
+        {
+            .columns = {{"code", COL_CODE}, {"name", COL_NAME}, {"kind", COL_WAREHOUSE_KIND}},
+            .column_count = 3,
+            .staging_columns = "code text COLLATE \"C\", name text, kind text",
+            .key_columns = "code",
+            .affected_skus = "SELECT sku FROM stock WHERE org_id = $1"
+                             " AND warehouse IN (SELECT code FROM import_rows)"
+                             " UNION SELECT sku FROM location_stock WHERE org_id = $1"
+                             " AND warehouse IN (SELECT code FROM import_rows)"
+                             " UNION SELECT sku FROM reservations WHERE org_id = $1"
+                             " AND warehouse IN (SELECT code FROM import_rows)",
+            .upsert = {"INSERT INTO warehouses (org_id, code, name, kind)"
+                       " SELECT $1, code, name, kind FROM import_rows"
+                       " ON CONFLICT (org_id, code) DO UPDATE SET name = excluded.name,"
+                       " kind = excluded.kind"},
+        },
+    [WL_INVENTORY_LOCATIONS] =
+        {
+            .columns = {{"warehouse", COL_CODE}, {"code", COL_CODE}, {"staging", COL_BOOL}},
+            .column_count = 3,
+            .staging_columns = "warehouse text COLLATE \"C\", code text COLLATE \"C\","
+                               " staging boolean, sort_key bytea",
+            .key_columns = "warehouse, code",
+            .sort_key_of = "code",
+            .checks = {CHECK_WAREHOUSE},
+            .affected_skus = "SELECT sku FROM location_stock ls JOIN import_rows i"
+                             " ON ls.warehouse = i.warehouse AND ls.location = i.code"
+                             " WHERE ls.org_id = $1",
+            .upsert = {"INSERT INTO locations (org_id, warehouse, code, staging, sort_key)"
+                       " SELECT $1, warehouse, code, staging, sort_key FROM import_rows"
+                       " ON CONFLICT (org_id, warehouse, code)"
+                       " DO UPDATE SET staging = excluded.staging"},
+        },
+    [WL_INVENTORY_PRODUCTS] =
+        {
+            .columns = {{"sku", COL_CODE}, {"name", COL_NAME}, {"eans", COL_EANS}},
+            .column_count = 3,
+            .staging_columns = "sku text COLLATE \"C\", name text, eans text COLLATE \"C\"",
+            .key_columns = "sku",
+            /* A product's EANs are replaced by the batch's list. Two statements, not one with a
+             * data-modifying CTE: the INSERT of such a statement does not see the DELETE, so an
+             * EAN kept across the change would conflict with its own old row and be lost. */
+            .upsert = {"INSERT INTO products (org_id, sku, name)"
+                       " SELECT $1, sku, name FROM import_rows"
+                       " ON CONFLICT (org_id, sku) DO UPDATE SET name = excluded.name",
+                       "DELETE FROM product_eans e USING import_rows i"
+                       " WHERE e.org_id = $1 AND e.sku = i.sku",
+                       "INSERT INTO product_eans (org_id, ean, sku)"
+                       " SELECT DISTINCT $1::bigint, ean, sku FROM import_rows,"
+                       " unnest(string_to_array(eans, '|')) AS ean WHERE ean <> ''"},
+        },
+    [WL_INVENTORY_STOCK] =
+        {
+            .columns = {{"sku", COL_CODE}, {"warehouse", COL_CODE}, {"on_hand", COL_QUANTITY}},
+            .column_count = 3,
+            .staging_columns = "sku text COLLATE \"C\", warehouse text COLLATE \"C\","
+                               " on_hand bigint",
+            .key_columns = "sku, warehouse",
+            .checks = {CHECK_PRODUCT, CHECK_WAREHOUSE},
+            .affected_skus = "SELECT sku FROM import_rows",
+            .upsert = {"INSERT INTO stock (org_id, sku, warehouse, on_hand)"
+                       " SELECT $1, sku, warehouse, on_hand FROM import_rows"
+                       " ON CONFLICT (org_id, sku, warehouse)"
+                       " DO UPDATE SET on_hand = excluded.on_hand"},
+        },
+    [WL_INVENTORY_LOCATION_STOCK] =
+        {
+            .columns = {{"sku", COL_CODE},
+                        {"warehouse", COL_CODE},
+                        {"location", COL_CODE},
+                        {"quantity", COL_QUANTITY}},
+            .column_count = 4,
+            .staging_columns = "sku text COLLATE \"C\", warehouse text COLLATE \"C\","
+                               " location text COLLATE \"C\", quantity bigint",
+            .key_columns = "sku, warehouse, location",
+            .checks = {CHECK_PRODUCT,
+                       "SELECT label, 'location', 'unknown location ' || location"
+                       " || ' in warehouse ' || warehouse FROM import_rows i"
+                       " WHERE NOT EXISTS (SELECT 1 FROM locations l WHERE l.org_id = $1"
+                       " AND l.warehouse = i.warehouse AND l.code = i.location)"},
+            .affected_skus = "SELECT sku FROM import_rows",
+            .upsert = {"INSERT INTO location_stock (org_id, sku, warehouse, location, quantity)"
+                       " SELECT $1, sku, warehouse, location, quantity FROM import_rows"
+                       " ON CONFLICT (org_id, sku, warehouse, location)"
+                       " DO UPDATE SET quantity = excluded.quantity"},
+        },
+    [WL_INVENTORY_RESERVATIONS] =
+        {
+            .columns = {{"ref", COL_CODE},
+                        {"sku", COL_CODE},
+                        {"warehouse", COL_CODE},
+                        {"quantity", COL_QUANTITY},
+                        {"status", COL_RESERVATION_STATUS}},
+            .column_count = 5,
+            .staging_columns = RESERVATION_STAGING ", status text",
+            .key_columns = "ref",
+            .checks = {CHECK_PRODUCT, CHECK_WAREHOUSE},
+            /* An updated reservation may move to another SKU: both change. */
+            .affected_skus = "SELECT sku FROM import_rows UNION SELECT r.sku FROM reservations r"
+                             " JOIN import_rows i ON i.ref = r.ref WHERE r.org_id = $1",
+            .upsert = {"INSERT INTO reservations (org_id, ref, sku, warehouse, quantity, status)"
+                       " SELECT $1, ref, sku, warehouse, quantity, status FROM import_rows"
+                       " ON CONFLICT (org_id, ref) DO UPDATE SET sku = excluded.sku,"
+                       " warehouse = excluded.warehouse, quantity = excluded.quantity,"
+                       " status = excluded.status"},
+        },
+    [WL_INVENTORY_RESERVATIONS_CREATE] =
+        {
+            .columns = {{"ref", COL_CODE},
+                        {"sku", COL_CODE},
+                        {"warehouse", COL_CODE},
+                        {"quantity", COL_QUANTITY}},
+            .column_count = 4,
+            .staging_columns = RESERVATION_STAGING,
+            .key_columns = "ref",
+            .checks = {CHECK_PRODUCT, CHECK_WAREHOUSE},
+            .affected_skus = "SELECT sku FROM import_rows",
+            .upsert = {"INSERT INTO reservations (org_id, ref, sku, warehouse, quantity, status)"
+                       " SELECT $1, ref, sku, warehouse, quantity, 'active' FROM import_rows"
+                       " ON CONFLICT (org_id, ref) DO NOTHING"},
+            /* Read after the insert, which waits for a concurrent creator of the same ref: of
+             * two such batches, the second compares what the first wrote with what it asked. */
+            .refusals_after = "SELECT i.label, 'already_exists' AS code, 'reservation ' || i.ref"
+                              " || ' already exists: ' || r.quantity || ' of ' || r.sku"
+                              " || ' in ' || r.warehouse || ', ' || r.status AS description"
+                              " FROM import_rows i JOIN reservations r"
+                              " ON r.org_id = $1 AND r.ref = i.ref"
+                              " WHERE (r.sku, r.warehouse, r.quantity, r.status)"
+                              " IS DISTINCT FROM (i.sku, i.warehouse, i.quantity, 'active')",
+        },
+    [WL_INVENTORY_RESERVATIONS_RELEASE] = STATUS_CHANGE("released"),
+    [WL_INVENTORY_RESERVATIONS_CONSUME] = STATUS_CHANGE("consumed"),
+};
+
+#define KIND(batch) ((const kind_t *)(batch)->kind)
+
+size_t wl_inventory_column_count(wl_inventory_kind_t kind)
+{
+    return kinds[kind].column_count;
+}
+
+const char *wl_inventory_column(wl_inventory_kind_t kind, size_t index)
+{
+    return index < kinds[kind].column_count ? kinds[kind].columns[index].name : "";
+}
+
+void wl_inventory_batch_problem(wl_inventory_batch_t *batch, size_t label, const char *column,
+                                const char *description)
+{
+    batch->problems++;
+    batch->reporter.problem(label, column, description, batch->reporter.data);
+}
+
+/* Reports the violations a validator recorded, then forgets them. */
+static void report_violations(wl_inventory_batch_t *batch, size_t label, wl_error_t *check)
+{
+    for (size_t i = 0; i < check->violation_count; i++)
+        wl_inventory_batch_problem(batch, label, check->violations[i].field,
+                                   check->violations[i].description);
+    wl_error_init(check);
+}
+
+static bool span_is(wl_span_t s, const char *text)
+{
+    return wl_span_eq(s, wl_span_str(text));
+}
+
+/*
+ * Names may hold line breaks, which RFC 4180 quoting exists to carry (a product name on two
+ * lines); every other control character is refused. CR and LF are ASCII, so the pieces between
+ * them are whole UTF-8 and each is checked on its own.
+ */
+static int validate_name(wl_span_t name, const char *field, wl_error_t *check)
+{
+    long chars = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= name.len; i++) {
+        if (i < name.len && name.base[i] != '\n' && name.base[i] != '\r')
+            continue;
+        wl_span_t piece = wl_span(name.base + start, i - start);
+        if (wl_text_validate(piece, WL_TEXT_MAX_CHARS, false, field, check) != 0)
+            return WL_EINVAL;
+        chars += wl_utf8_count(piece) + (i < name.len ? 1 : 0);
+        start = i + 1;
+    }
+    if (chars == 0)
+        return wl_error_add_violation(check, field, "must not be empty");
+    if (chars > WL_TEXT_MAX_CHARS)
+        return wl_error_add_violation(check, field, "must be at most %d characters",
+                                      WL_TEXT_MAX_CHARS);
+    return 0;
+}
+
+static bool validate_value(wl_inventory_batch_t *batch, const column_t *column, wl_span_t value,
+                           size_t label)
+{
+    wl_error_t check;
+    wl_error_init(&check);
+    int rc = 0;
+    switch (column->type) {
+    case COL_CODE:
+        rc = wl_code_validate(value, column->name, &check);
+        break;
+    case COL_NAME:
+        rc = validate_name(value, column->name, &check);
+        break;
+    case COL_WAREHOUSE_KIND:
+        if (!span_is(value, "own") && !span_is(value, "supplier"))
+            wl_error_add_violation(&check, column->name, "must be own or supplier");
+        break;
+    case COL_BOOL:
+        if (!span_is(value, "true") && !span_is(value, "false"))
+            wl_error_add_violation(&check, column->name, "must be true or false");
+        break;
+    case COL_QUANTITY: {
+        bool ok = value.len > 0 && value.len <= 18;
+        for (size_t i = 0; ok && i < value.len; i++)
+            ok = value.base[i] >= '0' && value.base[i] <= '9';
+        if (!ok)
+            wl_error_add_violation(&check, column->name,
+                                   "must be a whole number from 0 to 999999999999999999");
+        break;
+    }
+    case COL_EANS: {
+        size_t start = 0;
+        for (size_t i = 0; value.len > 0 && i <= value.len; i++) {
+            if (i < value.len && value.base[i] != '|')
+                continue;
+            if (wl_code_validate(wl_span(value.base + start, i - start), column->name, &check))
+                rc = WL_EINVAL;
+            start = i + 1;
+        }
+        break;
+    }
+    case COL_RESERVATION_STATUS:
+        if (!span_is(value, "active") && !span_is(value, "released") && !span_is(value, "consumed"))
+            wl_error_add_violation(&check, column->name, "must be active, released or consumed");
+        break;
+    }
+    bool ok = rc == 0 && check.violation_count == 0;
+    report_violations(batch, label, &check);
+    return ok;
+}
+
+/* Appends a value in COPY text format: backslash, tab, newline and CR escaped. */
+static bool copy_append(wl_inventory_batch_t *batch, const char *s, size_t n)
+{
+    if (batch->len + 2 * n + 2 > batch->cap) {
+        size_t grown = batch->cap ? batch->cap : 4096;
+        while (batch->len + 2 * n + 2 > grown)
+            grown *= 2;
+        char *p = realloc(batch->buf, grown);
+        if (p == NULL)
+            return false;
+        batch->buf = p;
+        batch->cap = grown;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '\\' || c == '\t' || c == '\n' || c == '\r') {
+            batch->buf[batch->len++] = '\\';
+            c = c == '\t' ? 't' : c == '\n' ? 'n' : c == '\r' ? 'r' : c;
+        }
+        batch->buf[batch->len++] = c;
+    }
+    return true;
+}
+
+int wl_inventory_batch_begin(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
+                             wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter,
+                             wl_error_t *err)
+{
+    memset(batch, 0, sizeof(*batch));
+    batch->conn = conn;
+    batch->kind = &kinds[kind];
+    batch->reporter = *reporter;
+    snprintf(batch->org, sizeof(batch->org), "%" PRId64, org_id);
+    char ddl[512];
+    snprintf(ddl, sizeof(ddl),
+             "CREATE TEMP TABLE import_rows (label bigint NOT NULL, %s) ON COMMIT DROP",
+             KIND(batch)->staging_columns);
+    int rc = wl_db_begin(conn, err);
+    if (rc != 0)
+        return rc;
+    rc = wl_db_exec(conn, ddl, 0, NULL, NULL, err);
+    if (rc == 0) {
+        PGresult *res = PQexec(conn, "COPY import_rows FROM STDIN");
+        if (PQresultStatus(res) == PGRES_COPY_IN)
+            batch->copying = true;
+        else
+            rc = wl_db_fail(conn, res, err);
+        PQclear(res);
+    }
+    if (rc != 0)
+        wl_db_rollback(conn);
+    return rc;
+}
+
+int wl_inventory_batch_add(wl_inventory_batch_t *batch, size_t label, const wl_span_t *values,
+                           wl_error_t *err)
+{
+    const kind_t *kind = KIND(batch);
+    bool ok = true;
+    for (size_t i = 0; i < kind->column_count; i++)
+        ok &= validate_value(batch, &kind->columns[i], values[i], label);
+    /* Valid rows are staged even after a bad one, so that the SQL checks (references,
+     * duplicate keys) can report every bad row; nothing is written unless all are good. */
+    if (!ok)
+        return 0;
+    char text[24];
+    snprintf(text, sizeof(text), "%zu", label);
+    batch->len = 0;
+    bool appended = copy_append(batch, text, strlen(text));
+    for (size_t i = 0; appended && i < kind->column_count; i++) {
+        batch->buf[batch->len++] = '\t';
+        appended = copy_append(batch, values[i].base, values[i].len);
+    }
+    if (appended && kind->sort_key_of != NULL) {
+        /* The natural bin order key, so SQL sorts bins as the scanner does. */
+        size_t code = 0;
+        while (strcmp(kind->columns[code].name, kind->sort_key_of) != 0)
+            code++;
+        uint8_t key[WL_BIN_SORT_KEY_MAX(256)];
+        size_t key_len = wl_bin_sort_key(values[code], key, sizeof(key));
+        char hex[2 * sizeof(key) + 3] = "\\x"; /* bytea hex input; COPY escaping doubles the \\ */
+        for (size_t k = 0; k < key_len && k < sizeof(key); k++)
+            snprintf(hex + 2 + 2 * k, 3, "%02x", key[k]);
+        batch->buf[batch->len++] = '\t';
+        appended = copy_append(batch, hex, strlen(hex)) && key_len <= sizeof(key);
+    }
+    if (!appended)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    batch->buf[batch->len++] = '\n';
+    if (PQputCopyData(batch->conn, batch->buf, (int)batch->len) != 1)
+        return wl_db_fail(batch->conn, NULL, err);
+    batch->rows++;
+    return 0;
+}
+
+/* Ends COPY, committing the staged rows (or throwing them away when abort_copy). */
+static int end_copy(wl_inventory_batch_t *batch, bool abort_copy, wl_error_t *err)
+{
+    int rc = 0;
+    if (!batch->copying)
+        return 0;
+    batch->copying = false;
+    if (PQputCopyEnd(batch->conn, abort_copy ? "batch aborted" : NULL) != 1)
+        rc = wl_db_fail(batch->conn, NULL, err);
+    PGresult *res;
+    while ((res = PQgetResult(batch->conn)) != NULL) {
+        if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0 && !abort_copy)
+            rc = wl_db_fail(batch->conn, res, err);
+        PQclear(res);
+    }
+    return rc;
+}
+
+static void release(wl_inventory_batch_t *batch)
+{
+    wl_db_rollback(batch->conn);
+    free(batch->buf);
+    batch->buf = NULL;
+    batch->len = batch->cap = 0;
+}
+
+void wl_inventory_batch_abort(wl_inventory_batch_t *batch)
+{
+    wl_error_t ignored;
+    wl_error_init(&ignored);
+    (void)end_copy(batch, true, &ignored);
+    release(batch);
+}
+
+/* Reports the rows that fail a SQL check, in label order. */
+static int run_check(wl_inventory_batch_t *batch, const char *sql, wl_error_t *err)
+{
+    PGresult *res = NULL;
+    const char *params[] = {batch->org};
+    char ordered[1024];
+    if ((size_t)snprintf(ordered, sizeof(ordered), "SELECT * FROM (%s) c ORDER BY 1", sql) >=
+        sizeof(ordered))
+        return wl_error_set(err, WL_EINTERNAL, "inventory check too long");
+    int rc = wl_db_exec(batch->conn, ordered, 1, params, &res, err);
+    if (rc != 0)
+        return rc;
+    for (int i = 0; i < PQntuples(res); i++)
+        wl_inventory_batch_problem(batch, (size_t)strtoull(PQgetvalue(res, i, 0), NULL, 10),
+                                   PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
+    PQclear(res);
+    return 0;
+}
+
+static int check_duplicates(wl_inventory_batch_t *batch, wl_error_t *err)
+{
+    const kind_t *kind = KIND(batch);
+    char sql[512];
+    /* Every row after the first with the same key is reported, naming the first. */
+    snprintf(sql, sizeof(sql),
+             "SELECT label, first_label FROM (SELECT label, min(label) OVER (PARTITION BY %s)"
+             " AS first_label FROM import_rows) d WHERE label <> first_label ORDER BY label",
+             kind->key_columns);
+    PGresult *res = NULL;
+    int rc = wl_db_exec(batch->conn, sql, 0, NULL, &res, err);
+    if (rc != 0)
+        return rc;
+    for (int i = 0; i < PQntuples(res); i++) {
+        char first[64], description[160];
+        batch->reporter.row_name((size_t)strtoull(PQgetvalue(res, i, 1), NULL, 10), first,
+                                 sizeof(first), batch->reporter.data);
+        snprintf(description, sizeof(description), "duplicate key (%s): first on %s",
+                 kind->key_columns, first);
+        wl_inventory_batch_problem(batch, (size_t)strtoull(PQgetvalue(res, i, 0), NULL, 10), "",
+                                   description);
+    }
+    PQclear(res);
+    return 0;
+}
+
+/* Refuses the batch when the current state does not allow one of its rows. */
+static int check_refusals(wl_inventory_batch_t *batch, const char *sql, wl_error_t *err)
+{
+    if (sql == NULL)
+        return 0;
+    char ordered[1024];
+    if ((size_t)snprintf(ordered, sizeof(ordered),
+                         "SELECT label, code, description FROM (%s) c"
+                         " ORDER BY code = 'not_found' DESC, label",
+                         sql) >= sizeof(ordered))
+        return wl_error_set(err, WL_EINTERNAL, "inventory check too long");
+    const char *params[] = {batch->org};
+    PGresult *res = NULL;
+    int rc = wl_db_exec(batch->conn, ordered, 1, params, &res, err);
+    if (rc != 0)
+        return rc;
+    int refused = PQntuples(res);
+    if (refused > 0) {
+        const char *code = PQgetvalue(res, 0, 1);
+        rc = strcmp(code, "not_found") == 0             ? WL_ENOTFOUND
+             : strcmp(code, "failed_precondition") == 0 ? WL_EPRECONDITION
+                                                        : WL_EEXISTS;
+        char row[64], more[48] = "", message[1024];
+        batch->reporter.row_name((size_t)strtoull(PQgetvalue(res, 0, 0), NULL, 10), row,
+                                 sizeof(row), batch->reporter.data);
+        if (refused > 1)
+            snprintf(more, sizeof(more), " (and %d more)", refused - 1);
+        snprintf(message, sizeof(message), "%s: %s%s; nothing was written", row,
+                 PQgetvalue(res, 0, 2), more);
+        /* The description quotes codes of up to 256 bytes: a cut message stays valid UTF-8. */
+        size_t keep = wl_utf8_truncate(wl_span_str(message), sizeof(err->message) - 1);
+        wl_error_set(err, rc, "%.*s", (int)keep, message);
+    }
+    PQclear(res);
+    return rc;
+}
+
+int wl_inventory_batch_finish(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *err)
+{
+    const kind_t *kind = KIND(batch);
+    const char *params[] = {batch->org};
+    *rows = 0;
+    int rc = end_copy(batch, false, err);
+    if (rc == 0)
+        rc = check_duplicates(batch, err);
+    for (size_t i = 0; rc == 0 && i < MAX_CHECKS && kind->checks[i] != NULL; i++)
+        rc = run_check(batch, kind->checks[i], err);
+    if (rc == 0 && batch->problems > 0)
+        rc = WL_EINVAL;
+    if (rc == 0 && kind->lock != NULL)
+        rc = wl_db_exec(batch->conn, kind->lock, 1, params, NULL, err);
+    if (rc == 0)
+        rc = check_refusals(batch, kind->refusals_before, err);
+    if (rc == 0 && kind->affected_skus != NULL) {
+        char sql[1024];
+        snprintf(sql, sizeof(sql), "CREATE TEMP TABLE import_affected ON COMMIT DROP AS %s",
+                 kind->affected_skus);
+        rc = wl_db_exec(batch->conn, sql, strstr(sql, "$1") ? 1 : 0, params, NULL, err);
+    }
+    for (size_t i = 0; rc == 0 && i < MAX_UPSERTS && kind->upsert[i] != NULL; i++)
+        rc = wl_db_exec(batch->conn, kind->upsert[i], 1, params, NULL, err);
+    if (rc == 0)
+        rc = check_refusals(batch, kind->refusals_after, err);
+    if (rc == 0 && kind->affected_skus != NULL)
+        rc = wl_db_exec(batch->conn,
+                        "SELECT wl_refresh_availability($1,"
+                        " array(SELECT sku FROM import_affected))",
+                        1, params, NULL, err);
+    if (rc == 0)
+        rc = wl_db_commit(batch->conn, err);
+    if (rc == 0)
+        *rows = batch->rows;
+    release(batch);
+    return rc;
+}
