@@ -72,6 +72,13 @@ int wl_codes_normalize(const wl_span_t *codes, size_t count, wl_span_t *unique,
  * control characters, and no White_Space as first or last character
  * ("must not start or end with whitespace (codes are never trimmed)").
  */
+/**
+ * Whether id could be a walk-list id: 1 to 40 characters of the URL-safe
+ * alphabet (A-Z, a-z, 0-9, '-', '_'). Anything else cannot exist, so callers
+ * answer NOT_FOUND without asking the database.
+ */
+bool wl_list_id_plausible(const char *id);
+
 int wl_code_validate(wl_span_t code, const char *field, wl_error_t *err) WL_CHECK_RESULT;
 
 /**

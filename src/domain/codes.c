@@ -137,3 +137,17 @@ int wl_text_validate(wl_span_t text, size_t max_chars, bool required, const char
         return wl_error_add_violation(err, field, "must not contain control characters");
     return 0;
 }
+
+bool wl_list_id_plausible(const char *id)
+{
+    size_t len = strlen(id);
+    if (len == 0 || len > 40)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = id[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_'))
+            return false;
+    }
+    return true;
+}

@@ -8,7 +8,6 @@
 #include "store/lists.h"
 #include "walklist/codes.h"
 
-#define LIST_ID_MAX 40
 
 static wl_call_t *call_of(void *closure_data)
 {
@@ -127,28 +126,13 @@ Fail:
     closure(NULL, closure_data);
 }
 
-/* Ids are ours only if they look like ours; anything else cannot exist. */
-static bool plausible_id(const char *id)
-{
-    size_t len = strlen(id);
-    if (len == 0 || len > LIST_ID_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = id[i];
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_'))
-            return false;
-    }
-    return true;
-}
-
 static void get_locate_list(Walklist__V1__LocateListService_Service *base,
                             const Walklist__V1__GetLocateListRequest *input,
                             Walklist__V1__LocateList_Closure closure, void *closure_data)
 {
     wl_core_t *core = ((wl_locate_list_service_t *)base)->core;
     wl_call_t *call = call_of(closure_data);
-    if (!plausible_id(input->id)) {
+    if (!wl_list_id_plausible(input->id)) {
         wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
         goto Fail;
     }

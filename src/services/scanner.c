@@ -2,26 +2,11 @@
 #include <string.h>
 
 #include "services/services.h"
+#include "walklist/codes.h"
 #include "store/scanner.h"
 
 #define PAGE_SIZE_DEFAULT 50
 #define PAGE_SIZE_MAX     200
-#define LIST_ID_MAX       40
-
-/* As GetLocateList: ids are ours only if they look like ours; anything else cannot exist. */
-static bool plausible_id(const char *id)
-{
-    size_t len = strlen(id);
-    if (len == 0 || len > LIST_ID_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        char c = id[i];
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '-' || c == '_'))
-            return false;
-    }
-    return true;
-}
 
 static void list_pending_lists(Walklist__V1__ScannerService_Service *base,
                                const Walklist__V1__ListPendingListsRequest *input,
@@ -188,7 +173,7 @@ static void load_locate_list(Walklist__V1__ScannerService_Service *base,
     wl_core_t *core = ((wl_scanner_service_t *)base)->core;
     wl_call_t *call = closure_data;
     reply_builder_t builder = {input->id, call->arena, NULL};
-    if (!plausible_id(input->id)) {
+    if (!wl_list_id_plausible(input->id)) {
         wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
         closure(NULL, closure_data);
         return;

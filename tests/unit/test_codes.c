@@ -422,8 +422,30 @@ static void test_text_validate(void)
     CHECK_STR(err.violations[0].description, "must be at most 3 characters");
 }
 
+static void test_list_id_plausible(void)
+{
+    const struct {
+        const char *id;
+        bool plausible;
+    } cases[] = {
+        {"x7_Ml6u6b9bWS8GMWjiujQ", true},
+        {"a", true},
+        {"0123456789012345678901234567890123456789", true},  /* 40 */
+        {"01234567890123456789012345678901234567890", false}, /* 41 */
+        {"", false},
+        {"has space", false},
+        {"quote'", false},
+        {"slash/", false},
+        {"dot.", false},
+        {"\xc3\xa4", false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        CHECK_INT(wl_list_id_plausible(cases[i].id), cases[i].plausible);
+}
+
 int main(void)
 {
+    test_list_id_plausible();
     test_name_validate();
     test_codes_split();
     test_codes_normalize_dedupe();
