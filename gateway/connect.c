@@ -13,12 +13,13 @@
 #include "api.h"
 #include "google/rpc/error_details.pb-c.h"
 #include "json_codec.h"
+#include "proto_strings.h"
 #include "status_map.h"
 
 #define CONNECT_PREFIX "/walklist."
 #define DEVICE_PREFIX  "/walklist.scanner.v1.DeviceService/"
 /* Everything one Connect request allocates: the decoded request, the reply message and its
- * encoding. A reply of WL_CONNECT_REPLY_LIMIT takes about 25 MiB of it; a reply that would need
+ * encoding. A reply of WL_CONNECT_REPLY_LIMIT takes about 20 MiB of it; a reply that would need
  * more than this is refused as resource_exhausted while it is being built. */
 #define CONNECT_ARENA_LIMIT (64u * 1024 * 1024)
 #define ACCEPT_POST         "application/proto, application/json, application/json; charset=utf-8"
@@ -193,10 +194,11 @@ static void answer_core_error(wl_exchange_t *ex, const wl_error_t *err)
     answer_error(ex, code, NULL, err);
 }
 
-static void answer_too_large(wl_exchange_t *ex, unsigned status, const char *what, size_t limit)
+static void answer_too_large(wl_exchange_t *ex, unsigned status, const char *what, size_t limit,
+                             const char *hint)
 {
-    char message[128];
-    snprintf(message, sizeof(message), "the %s is larger than %zu bytes", what, limit);
+    char message[256];
+    snprintf(message, sizeof(message), "the %s is larger than %zu bytes%s", what, limit, hint);
     answer_error_status(ex, status, WL_GRPC_RESOURCE_EXHAUSTED, message, NULL);
 }
 
@@ -432,7 +434,7 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
     }
     const char *length = wl_exchange_header(ex, "Content-Length");
     if (length != NULL && strtoull(length, NULL, 10) > WL_CONNECT_BODY_LIMIT) {
-        answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT);
+        answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT, "");
         return;
     }
     ex->body_limit = WL_CONNECT_BODY_LIMIT;
@@ -440,7 +442,7 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
 
 void wl_connect_body_too_large(wl_exchange_t *ex)
 {
-    answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT);
+    answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT, "");
 }
 
 /* --- The call ----------------------------------------------------------------------------- */
@@ -452,6 +454,9 @@ static int decode_request(const call_state_t *state, wl_exchange_t *ex,
     const char *body = ex->body ? ex->body : "";
     if (state->codec == CODEC_JSON)
         return wl_json_decode(desc, body, ex->body_len, &ex->arena, input, err);
+    /* protobuf-c would cut a string at a NUL byte and pass invalid UTF-8 on. */
+    if (wl_proto_check_strings(desc, (const uint8_t *)body, ex->body_len, err) != 0)
+        return WL_EINVAL;
     *input =
         protobuf_c_message_unpack(desc, &ex->arena.allocator, ex->body_len, (const uint8_t *)body);
     if (*input == NULL)
@@ -465,7 +470,9 @@ static bool answer_reply(wl_exchange_t *ex, const call_state_t *state,
 {
     size_t packed_len = protobuf_c_message_get_packed_size(reply);
     if (packed_len > WL_CONNECT_REPLY_LIMIT) {
-        answer_too_large(ex, 429, "reply", WL_CONNECT_REPLY_LIMIT);
+        answer_too_large(ex, 429, "reply", WL_CONNECT_REPLY_LIMIT,
+                         ", the most a unary Connect call returns (GET /api/v1/stock-export "
+                         "streams the stock export at any size)");
         return true;
     }
     char *body;
@@ -534,4 +541,9 @@ void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
     if (rc == 0)
         wl_error_set(&err, WL_ENOMEM, NULL);
     answer_core_error(ex, &err);
+}
+
+bool wl_connect_parse_timeout(const char *value, struct timespec start, struct timespec *deadline)
+{
+    return parse_timeout(value, start, deadline);
 }

@@ -34,16 +34,19 @@
 #define WALKLIST_GATEWAY_CONNECT_H
 
 #include <stdbool.h>
+#include <time.h>
 
 #include "anon_limit.h"
 #include "exchange.h"
 #include "walklist/core.h"
 
-/* Request bodies, either codec. The largest valid walk list sent as JSON with every
- * non-ASCII character \u-escaped (as Python's json.dumps does by default) is about 155 KB
- * (200 codes of 64 emoji as surrogate pairs), well over the 64 KiB of the REST routes;
- * 1 MiB leaves room for batch methods. */
-#define WL_CONNECT_BODY_LIMIT (1024u * 1024)
+/* Request bodies, either codec: gRPC's default message limit, as for replies. A full batch of
+ * an InventoryService method at its character limits (1,000 products, 64-character SKUs and
+ * 200-character names in 4-byte UTF-8) is about 1.1 MB in either codec; the largest walk list
+ * sent as JSON with every character \u-escaped (as Python's json.dumps does by default) is
+ * about 155 KB, already over the 64 KiB of the REST routes. Bodies are read only for an
+ * authenticated key with the method's scope. */
+#define WL_CONNECT_BODY_LIMIT (4u * 1024 * 1024)
 /* The reply's binary encoding, whichever codec is sent: gRPC's default message limit. A stock
  * export item takes about 41 bytes with a 20-character SKU and a 10-character rack, so this
  * is about 100,000 SKUs; answering that takes about 100 MB at its peak as JSON (25 MB as
@@ -82,5 +85,11 @@ void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex);
 
 /** Answers a body that turned out longer than ex->body_limit (chunked uploads). */
 void wl_connect_body_too_large(wl_exchange_t *ex);
+
+/**
+ * Parses a Connect-Timeout-Ms value (1 to 10 ASCII digits, nothing else): true with *deadline
+ * set to start plus that many milliseconds (tv_nsec normalised), false for anything else.
+ */
+bool wl_connect_parse_timeout(const char *value, struct timespec start, struct timespec *deadline);
 
 #endif

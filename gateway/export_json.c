@@ -29,6 +29,17 @@ static char *put_string(char *out, const char *s)
     size_t len = strlen(s);
     *out++ = '"';
     for (size_t i = 0; i < len;) {
+        /* The common case, a run of printable ASCII other than '"' and '\\', is copied as is. */
+        size_t run = i;
+        while (run < len && (unsigned char)s[run] >= 0x20 && (unsigned char)s[run] < 0x80 &&
+               s[run] != '"' && s[run] != '\\')
+            run++;
+        if (run > i) {
+            memcpy(out, s + i, run - i);
+            out += run - i;
+            i = run;
+            continue;
+        }
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x80) {
             uint32_t cp;
@@ -104,14 +115,29 @@ size_t wl_export_json_item_bound(const wl_export_item_t *item)
     return sku + location + 64;
 }
 
+/* A decimal integer, without snprintf (a million of them per export). */
+static char *put_int(char *out, int64_t value)
+{
+    char digits[24];
+    size_t n = 0;
+    uint64_t magnitude = value < 0 ? 0 - (uint64_t)value : (uint64_t)value;
+    do {
+        digits[n++] = (char)('0' + magnitude % 10);
+        magnitude /= 10;
+    } while (magnitude > 0);
+    if (value < 0)
+        *out++ = '-';
+    while (n > 0)
+        *out++ = digits[--n];
+    return out;
+}
+
 char *wl_export_json_item(char *out, const wl_export_item_t *item)
 {
-    char qty[24];
-    snprintf(qty, sizeof(qty), "%" PRId64, item->qty);
     out = put(out, "{\"sku\":");
     out = put_string(out, item->sku);
     out = put(out, ",\"qty\":");
-    out = put(out, qty);
+    out = put_int(out, item->qty);
     out = put(out, ",\"location\":");
     out = item->location != NULL ? put_string(out, item->location) : put(out, "null");
     *out++ = '}';

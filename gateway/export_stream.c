@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include "export_cache.h"
 #include "export_json.h"
 #include "negotiate.h"
 
@@ -39,6 +41,7 @@ typedef struct {
     z_stream z;
     buffer_t text; /* JSON: sent as is, or compressed into wire */
     buffer_t wire; /* gzip bytes */
+    wl_export_body_t *recording; /* a copy for the cache, NULL when not kept */
     char request_id[65];
 } export_stream_t;
 
@@ -152,6 +155,7 @@ static void free_stream(void *state)
     /* Closing the cursor rolls back and frees the connection, also when the client
      * left half way. */
     wl_export_cursor_close(stream->cursor);
+    wl_export_body_finish(stream->recording, false); /* a no-op after the last byte */
     if (stream->deflating)
         deflateEnd(&stream->z);
     free(stream->text.data);
@@ -168,13 +172,17 @@ static ssize_t read_stream(void *state, uint64_t pos, char *buf, size_t max)
         if (out->sent < out->len) {
             size_t n = out->len - out->sent < max ? out->len - out->sent : max;
             memcpy(buf, out->data + out->sent, n);
+            wl_export_body_write(stream->recording, out->data + out->sent, n);
             out->sent += n;
             if (out->sent == out->len)
                 out->len = out->sent = 0;
             return (ssize_t)n;
         }
-        if (stream->finished)
+        if (stream->finished) {
+            wl_export_body_finish(stream->recording, true);
+            stream->recording = NULL;
             return MHD_CONTENT_READER_END_OF_STREAM;
+        }
         wl_error_t err;
         wl_error_init(&err);
         if (produce(stream, &err) != 0) {
@@ -219,25 +227,96 @@ static export_stream_t *create_stream(wl_export_cursor_t *cursor, bool gzip, con
     return stream;
 }
 
+/* A cached body, read from its file as the client takes it. */
+typedef struct {
+    int fd;
+    uint64_t size;
+} cached_body_t;
+
+static ssize_t read_cached(void *state, uint64_t pos, char *buf, size_t max)
+{
+    cached_body_t *body = state;
+    if (pos >= body->size)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t want = body->size - pos < max ? (size_t)(body->size - pos) : max;
+    ssize_t n = pread(body->fd, buf, want, (off_t)pos);
+    return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void free_cached(void *state)
+{
+    cached_body_t *body = state;
+    close(body->fd);
+    free(body);
+}
+
+static void set_headers(wl_exchange_t *ex, const char *etag, bool gzip)
+{
+    wl_exchange_add_header(ex, "ETag", etag);
+    wl_exchange_add_header(ex, "Vary", "Accept-Encoding");
+    if (gzip)
+        wl_exchange_add_header(ex, "Content-Encoding", "gzip");
+    ex->cache_control = "no-cache";
+}
+
+/* 304 when the client has this version; the cached body when there is one. */
+static bool answer_known(wl_exchange_t *ex, wl_export_cache_t *cache, int64_t version, bool gzip)
+{
+    char etag[80];
+    snprintf(etag, sizeof(etag), "\"%" PRId64 "-%" PRId64 "%s\"", ex->principal.org_id, version,
+             gzip ? "-gzip" : "");
+    if (wl_negotiate_none_match(wl_exchange_header_list(ex, "If-None-Match"), etag)) {
+        set_headers(ex, etag, false);
+        wl_exchange_empty(ex, 304);
+        return true;
+    }
+    cached_body_t *body = cache ? malloc(sizeof(*body)) : NULL;
+    if (body == NULL)
+        return false;
+    body->fd = wl_export_cache_open_body(cache, ex->principal.org_id, version, gzip, &body->size);
+    if (body->fd < 0) {
+        free(body);
+        return false;
+    }
+    set_headers(ex, etag, gzip);
+    wl_exchange_stream(ex, 200, "application/json", read_cached, free_cached, body);
+    return true;
+}
+
 void wl_export_stream_respond(wl_core_t *core, wl_exchange_t *ex)
 {
     wl_error_t err;
     wl_error_init(&err);
+    bool gzip = wl_negotiate_gzip(wl_exchange_header_list(ex, "Accept-Encoding"));
+    int64_t org_id = ex->principal.org_id, version = 0;
+    /* An unchanged export costs no query: the version (and maybe the body) is known. */
+    wl_export_cache_t *cache = wl_export_cache_shared(core);
+    if (cache != NULL) {
+        if (!wl_export_cache_version(cache, org_id, &version)) {
+            wl_export_ticket_t ticket = wl_export_cache_ticket(cache, org_id);
+            if (wl_core_export_version(core, &ex->principal, &version, &err) != 0) {
+                wl_exchange_core_error(ex, &err);
+                return;
+            }
+            wl_export_cache_remember(cache, org_id, ticket, version);
+        }
+        if (answer_known(ex, cache, version, gzip))
+            return;
+    }
+
+    wl_export_ticket_t ticket = {0};
+    if (cache != NULL)
+        ticket = wl_export_cache_ticket(cache, org_id); /* before the snapshot */
     wl_export_cursor_t *cursor = NULL;
     if (wl_core_export_open(core, &ex->principal, &cursor, &err) != 0) {
         wl_exchange_core_error(ex, &err);
         return;
     }
-    bool gzip = wl_negotiate_gzip(wl_exchange_header_list(ex, "Accept-Encoding"));
-    char etag[80];
-    snprintf(etag, sizeof(etag), "\"%" PRId64 "-%" PRId64 "%s\"", ex->principal.org_id,
-             wl_export_cursor_version(cursor), gzip ? "-gzip" : "");
-    if (wl_negotiate_none_match(wl_exchange_header_list(ex, "If-None-Match"), etag)) {
+    version = wl_export_cursor_version(cursor);
+    if (cache != NULL)
+        wl_export_cache_remember(cache, org_id, ticket, version);
+    if (answer_known(ex, cache, version, gzip)) {
         wl_export_cursor_close(cursor);
-        wl_exchange_add_header(ex, "ETag", etag);
-        wl_exchange_add_header(ex, "Vary", "Accept-Encoding");
-        ex->cache_control = "no-cache";
-        wl_exchange_empty(ex, 304);
         return;
     }
 
@@ -255,10 +334,10 @@ void wl_export_stream_respond(wl_core_t *core, wl_exchange_t *ex)
         wl_exchange_core_error(ex, &err);
         return;
     }
-    wl_exchange_add_header(ex, "ETag", etag);
-    wl_exchange_add_header(ex, "Vary", "Accept-Encoding");
-    if (gzip)
-        wl_exchange_add_header(ex, "Content-Encoding", "gzip");
-    ex->cache_control = "no-cache";
+    stream->recording = wl_export_cache_body_begin(cache, org_id, version, gzip, ticket);
+    char etag[80];
+    snprintf(etag, sizeof(etag), "\"%" PRId64 "-%" PRId64 "%s\"", org_id, version,
+             gzip ? "-gzip" : "");
+    set_headers(ex, etag, gzip);
     wl_exchange_stream(ex, 200, "application/json", read_stream, free_stream, stream);
 }

@@ -1,7 +1,10 @@
-/* walklistd: reading configuration, starting the core and the HTTP server, and stopping on a signal happens here. */
+/* walklistd: reading configuration, starting the core and the HTTP server, and stopping on a signal
+ * happens here. */
+#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +21,10 @@ typedef struct {
     int db_pool_size;
     int db_timeout_ms;
     int connection_timeout_s;
+    int max_connections;
+    int max_connections_per_ip;
+    const char *tls_cert_path;
+    const char *tls_key_path;
     int rate_locate_lists;
     int rate_stock_export;
     int rate_shared;
@@ -27,29 +34,38 @@ typedef struct {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: walklistd [options]\n"
-            "  --database-url URL        libpq conninfo or URI (WALKLIST_DATABASE_URL)\n"
-            "  --database-read-url URL   optional replica for the stock export and breakdown\n"
-            "                            (WALKLIST_DATABASE_READ_URL); without it the primary\n"
-            "  --listen HOST:PORT        address to serve on, default 127.0.0.1:8080 "
-            "(WALKLIST_LISTEN)\n"
-            "  --threads N               HTTP worker threads, default 2 x cores "
-            "(WALKLIST_THREADS)\n"
-            "  --db-pool-size N          database connections at most, default threads + 2 "
-            "(WALKLIST_DB_POOL_SIZE)\n"
-            "  --db-timeout-ms N         how long a request waits for the database before 503,\n"
-            "                            default 5000 (WALKLIST_DB_TIMEOUT_MS)\n"
-            "  --connection-timeout S    idle HTTP connections close after S seconds, default 30\n"
-            "                            (WALKLIST_CONNECTION_TIMEOUT)\n"
-            "  --rate-limit-locate-lists N   requests per minute per organization, default 30\n"
-            "  --rate-limit-stock-export N   default 30\n"
-            "  --rate-limit-shared N         every other /api/v1 endpoint, default 60\n"
-            "  --rate-limit-anonymous N      per client address without a valid key, default 120\n"
-            "                            (env: WALKLIST_RATE_LIMIT_LOCATE_LISTS, ..._STOCK_EXPORT,\n"
-            "                            ..._SHARED, ..._ANONYMOUS)\n"
-            "  --shutdown-timeout-ms N   on SIGTERM, how long requests in flight may finish,\n"
-            "                            default 10000 (WALKLIST_SHUTDOWN_TIMEOUT_MS)\n");
+    fprintf(
+        out,
+        "usage: walklistd [options]\n"
+        "  --database-url URL        libpq conninfo or URI (WALKLIST_DATABASE_URL)\n"
+        "  --database-read-url URL   optional replica for the stock export and breakdown\n"
+        "                            (WALKLIST_DATABASE_READ_URL); without it the primary\n"
+        "  --listen HOST:PORT        address to serve on, default 127.0.0.1:8080 "
+        "(WALKLIST_LISTEN)\n"
+        "  --threads N               HTTP worker threads, default 2 x cores "
+        "(WALKLIST_THREADS)\n"
+        "  --db-pool-size N          database connections at most, default threads + 2 "
+        "(WALKLIST_DB_POOL_SIZE)\n"
+        "  --db-timeout-ms N         how long a request waits for the database before 503,\n"
+        "                            default 5000 (WALKLIST_DB_TIMEOUT_MS)\n"
+        "  --connection-timeout S    idle HTTP connections close after S seconds, default 30\n"
+        "                            (WALKLIST_CONNECTION_TIMEOUT)\n"
+        "  --max-connections N       open HTTP connections at most, default 1000\n"
+        "                            (WALKLIST_MAX_CONNECTIONS)\n"
+        "  --max-connections-per-ip N  open connections per client address, default 64\n"
+        "                            (WALKLIST_MAX_CONNECTIONS_PER_IP)\n"
+        "  --tls-cert FILE           serve HTTPS with this PEM certificate (chain)\n"
+        "                            (WALKLIST_TLS_CERT); needs --tls-key\n"
+        "  --tls-key FILE            the certificate's unencrypted PEM private key\n"
+        "                            (WALKLIST_TLS_KEY)\n"
+        "  --rate-limit-locate-lists N   requests per minute per organization, default 30\n"
+        "  --rate-limit-stock-export N   default 30\n"
+        "  --rate-limit-shared N         every other /api/v1 endpoint, default 60\n"
+        "  --rate-limit-anonymous N      per client address without a valid key, default 120\n"
+        "                            (env: WALKLIST_RATE_LIMIT_LOCATE_LISTS, ..._STOCK_EXPORT,\n"
+        "                            ..._SHARED, ..._ANONYMOUS)\n"
+        "  --shutdown-timeout-ms N   on SIGTERM, how long requests in flight may finish,\n"
+        "                            default 10000 (WALKLIST_SHUTDOWN_TIMEOUT_MS)\n");
 }
 
 static int parse_int(const char *text, const char *name, int min, int max, int *out)
@@ -81,6 +97,10 @@ static int read_config(int argc, char **argv, config_t *config)
     config->db_pool_size = 0;
     config->db_timeout_ms = 5000;
     config->connection_timeout_s = 30;
+    config->max_connections = 1000;
+    config->max_connections_per_ip = 64;
+    config->tls_cert_path = getenv("WALKLIST_TLS_CERT");
+    config->tls_key_path = getenv("WALKLIST_TLS_KEY");
     config->rate_locate_lists = 30;
     config->rate_stock_export = 30;
     config->rate_shared = 60;
@@ -100,10 +120,14 @@ static int read_config(int argc, char **argv, config_t *config)
         return -1;
     if (env_int("WALKLIST_THREADS", "--threads", 1, 1024, &config->threads) != 0 ||
         env_int("WALKLIST_DB_POOL_SIZE", "--db-pool-size", 1, 1024, &config->db_pool_size) != 0 ||
-        env_int("WALKLIST_DB_TIMEOUT_MS", "--db-timeout-ms", 100, 600000,
-                &config->db_timeout_ms) != 0 ||
+        env_int("WALKLIST_DB_TIMEOUT_MS", "--db-timeout-ms", 100, 600000, &config->db_timeout_ms) !=
+            0 ||
         env_int("WALKLIST_CONNECTION_TIMEOUT", "--connection-timeout", 1, 3600,
-                &config->connection_timeout_s) != 0)
+                &config->connection_timeout_s) != 0 ||
+        env_int("WALKLIST_MAX_CONNECTIONS", "--max-connections", 1, 1000000,
+                &config->max_connections) != 0 ||
+        env_int("WALKLIST_MAX_CONNECTIONS_PER_IP", "--max-connections-per-ip", 1, 1000000,
+                &config->max_connections_per_ip) != 0)
         return -1;
 
     static const struct option options[] = {
@@ -114,6 +138,10 @@ static int read_config(int argc, char **argv, config_t *config)
         {"db-pool-size", required_argument, NULL, 'p'},
         {"db-timeout-ms", required_argument, NULL, 'w'},
         {"connection-timeout", required_argument, NULL, 'c'},
+        {"max-connections", required_argument, NULL, 'm'},
+        {"max-connections-per-ip", required_argument, NULL, 'i'},
+        {"tls-cert", required_argument, NULL, 'C'},
+        {"tls-key", required_argument, NULL, 'K'},
         {"rate-limit-locate-lists", required_argument, NULL, 'L'},
         {"rate-limit-stock-export", required_argument, NULL, 'E'},
         {"rate-limit-shared", required_argument, NULL, 'S'},
@@ -147,6 +175,19 @@ static int read_config(int argc, char **argv, config_t *config)
         case 'c':
             rc = parse_int(optarg, "--connection-timeout", 1, 3600, &config->connection_timeout_s);
             break;
+        case 'm':
+            rc = parse_int(optarg, "--max-connections", 1, 1000000, &config->max_connections);
+            break;
+        case 'i':
+            rc = parse_int(optarg, "--max-connections-per-ip", 1, 1000000,
+                           &config->max_connections_per_ip);
+            break;
+        case 'C':
+            config->tls_cert_path = optarg;
+            break;
+        case 'K':
+            config->tls_key_path = optarg;
+            break;
         case 'L':
             rc = parse_int(optarg, "--rate-limit-locate-lists", 1, 1000000,
                            &config->rate_locate_lists);
@@ -162,8 +203,8 @@ static int read_config(int argc, char **argv, config_t *config)
             rc = parse_int(optarg, "--rate-limit-anonymous", 1, 1000000, &config->rate_anonymous);
             break;
         case 'T':
-            rc = parse_int(optarg, "--shutdown-timeout-ms", 0, 600000,
-                           &config->shutdown_timeout_ms);
+            rc =
+                parse_int(optarg, "--shutdown-timeout-ms", 0, 600000, &config->shutdown_timeout_ms);
             break;
         case 'h':
             usage(stdout);
@@ -185,7 +226,63 @@ static int read_config(int argc, char **argv, config_t *config)
     }
     if (config->db_pool_size == 0)
         config->db_pool_size = config->threads + 2;
+    /* An empty value (e.g. WALKLIST_TLS_CERT= in a unit file) means not set. */
+    if (config->tls_cert_path != NULL && config->tls_cert_path[0] == '\0')
+        config->tls_cert_path = NULL;
+    if (config->tls_key_path != NULL && config->tls_key_path[0] == '\0')
+        config->tls_key_path = NULL;
+    if ((config->tls_cert_path == NULL) != (config->tls_key_path == NULL)) {
+        fprintf(stderr, "walklistd: --tls-cert and --tls-key (WALKLIST_TLS_CERT, "
+                        "WALKLIST_TLS_KEY) go together: give both or neither\n");
+        return -1;
+    }
     return 0;
+}
+
+/* PEM files are small; anything larger is not one. */
+#define PEM_FILE_LIMIT (1024 * 1024)
+
+/* Reads a whole PEM file into a NUL-terminated malloc'd buffer; prints why not and returns
+ * NULL when it is missing, unreadable, too large or not PEM. */
+static char *read_pem(const char *path, const char *flag)
+{
+    FILE *in = fopen(path, "rb");
+    if (in == NULL) {
+        fprintf(stderr, "walklistd: cannot read %s %s: %s\n", flag, path, strerror(errno));
+        return NULL;
+    }
+    char *text = malloc(PEM_FILE_LIMIT + 1);
+    size_t len = text ? fread(text, 1, PEM_FILE_LIMIT + 1, in) : 0;
+    bool failed = ferror(in) != 0;
+    int read_errno = errno;
+    fclose(in);
+    if (text == NULL || failed) {
+        fprintf(stderr, "walklistd: cannot read %s %s: %s\n", flag, path,
+                text ? strerror(read_errno) : "out of memory");
+        free(text);
+        return NULL;
+    }
+    if (len > PEM_FILE_LIMIT) {
+        fprintf(stderr, "walklistd: %s %s is larger than 1 MiB: not a PEM file\n", flag, path);
+        free(text);
+        return NULL;
+    }
+    text[len] = '\0';
+    if (strstr(text, "-----BEGIN ") == NULL) {
+        fprintf(stderr, "walklistd: %s %s is not a PEM file (no -----BEGIN line)\n", flag, path);
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* Frees a buffer that held a private key, wiping it first. */
+static void free_secret(char *text)
+{
+    if (text == NULL)
+        return;
+    explicit_bzero(text, strlen(text));
+    free(text);
 }
 
 int main(int argc, char **argv)
@@ -193,6 +290,15 @@ int main(int argc, char **argv)
     config_t config;
     if (read_config(argc, argv, &config) != 0)
         return 2;
+    char *tls_cert = NULL, *tls_key = NULL;
+    if (config.tls_cert_path != NULL) {
+        tls_cert = read_pem(config.tls_cert_path, "--tls-cert");
+        tls_key = tls_cert ? read_pem(config.tls_key_path, "--tls-key") : NULL;
+        if (tls_key == NULL) {
+            free(tls_cert);
+            return 2;
+        }
+    }
 
     /* Signals are taken synchronously by this thread; workers never see them. */
     sigset_t stop_signals;
@@ -218,6 +324,8 @@ int main(int argc, char **argv)
     };
     if (wl_core_create(&core_config, &core, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);
+        free(tls_cert);
+        free_secret(tls_key);
         return 1;
     }
     wl_error_t ready_err;
@@ -231,20 +339,30 @@ int main(int argc, char **argv)
         .listen = config.listen,
         .threads = (unsigned)config.threads,
         .connection_timeout_s = (unsigned)config.connection_timeout_s,
+        .connection_limit = (unsigned)config.max_connections,
+        .per_ip_connection_limit = (unsigned)config.max_connections_per_ip,
         .anonymous_limit = (unsigned)config.rate_anonymous,
+        .tls_cert_pem = tls_cert,
+        .tls_key_pem = tls_key,
     };
     if (wl_server_start(core, &server_config, &server, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);
         wl_core_destroy(core);
+        free(tls_cert);
+        free_secret(tls_key);
         return 1;
     }
-    fprintf(stderr, "{\"level\":\"info\",\"msg\":\"listening\",\"listen\":\"%s\",\"port\":%u}\n",
-            config.listen, (unsigned)wl_server_port(server));
+    fprintf(stderr,
+            "{\"level\":\"info\",\"msg\":\"listening\",\"listen\":\"%s\",\"port\":%u,"
+            "\"tls\":%s}\n",
+            config.listen, (unsigned)wl_server_port(server), tls_cert ? "true" : "false");
 
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
     fprintf(stderr, "{\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", signal_number);
     wl_server_stop(server, config.shutdown_timeout_ms);
     wl_core_destroy(core);
+    free(tls_cert);
+    free_secret(tls_key);
     return 0;
 }

@@ -54,7 +54,8 @@ static double elapsed_ms(const struct timespec *since)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - since->tv_sec) * 1e3 + (double)(now.tv_nsec - since->tv_nsec) / 1e6;
+    return (double)(now.tv_sec - since->tv_sec) * 1e3 +
+           (double)(now.tv_nsec - since->tv_nsec) / 1e6;
 }
 
 /* MHD calls this with the raw request target before parsing it; the query is
@@ -99,6 +100,35 @@ static void prepare(request_t *req, const char *method)
     } else if (wl_random_base62(ex->request_id, 20) != 0) {
         snprintf(ex->request_id, sizeof(ex->request_id), "unknown");
     }
+}
+
+typedef struct {
+    size_t block; /* every field line, with its CRLF */
+    size_t longest_line;
+} header_sizes_t;
+
+static enum MHD_Result add_header_size(void *cls, enum MHD_ValueKind kind, const char *name,
+                                       size_t name_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    (void)name;
+    (void)value;
+    header_sizes_t *sizes = cls;
+    size_t line = name_size + 2 + value_size; /* "Name: value" */
+    sizes->block += line + 2;
+    if (line > sizes->longest_line)
+        sizes->longest_line = line;
+    return MHD_YES;
+}
+
+/* libmicrohttpd only refuses header fields that overflow its connection memory, and then with
+ * an HTML body; smaller blocks over our limits get 431 in the error JSON here instead. */
+static bool header_fields_too_large(struct MHD_Connection *connection)
+{
+    header_sizes_t sizes = {0, 0};
+    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, add_header_size, &sizes);
+    return sizes.longest_line > WL_SERVER_HEADER_LINE_LIMIT ||
+           sizes.block > WL_SERVER_HEADER_BLOCK_LIMIT;
 }
 
 static bool is_ops_path(const wl_exchange_t *ex, const char *path)
@@ -171,8 +201,8 @@ static enum MHD_Result send_response(request_t *req)
         ex->stream_read = NULL;
         ex->stream_state = NULL;
     } else {
-        response = MHD_create_response_from_buffer(ex->response_len, ex->response,
-                                                   MHD_RESPMEM_MUST_COPY);
+        response =
+            MHD_create_response_from_buffer(ex->response_len, ex->response, MHD_RESPMEM_MUST_COPY);
     }
     if (response == NULL)
         return MHD_NO;
@@ -211,9 +241,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (!req->begun) {
         req->begun = true;
         prepare(req, method);
-        if (is_ops_path(ex, "/healthz") || is_ops_path(ex, "/readyz") ||
-            is_ops_path(ex, "/metrics") ||
-            is_ops_path(ex, "/api/v1/openapi.json"))
+        if (header_fields_too_large(connection))
+            wl_exchange_error(ex, 431, WL_GRPC_INVALID_ARGUMENT,
+                              "request header fields are too large (16 KiB a field line, 64 KiB "
+                              "in all)",
+                              NULL);
+        else if (is_ops_path(ex, "/healthz") || is_ops_path(ex, "/readyz") ||
+                 is_ops_path(ex, "/metrics") || is_ops_path(ex, "/api/v1/openapi.json"))
             handle_ops(server, ex);
         else if ((req->connect = wl_connect_handles(ex->path)))
             wl_connect_begin(server->connect, ex);
@@ -305,8 +339,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     if (req->begun) {
         const char *rejected_bucket = NULL;
         if (ex->status == 429)
-            rejected_bucket = ex->rate.bucket != NULL && ex->authenticated ? ex->rate.bucket
-                                                                           : "anonymous";
+            rejected_bucket =
+                ex->rate.bucket != NULL && ex->authenticated ? ex->rate.bucket : "anonymous";
         wl_metrics_record(server->metrics, ex->route, ex->status,
                           elapsed_ms(&req->started) / 1000.0, rejected_bucket);
         /* Keys never reach the log: the query string is not logged at all. */
@@ -355,7 +389,8 @@ static int open_listener(const char *listen_addr, int *fd_out, uint16_t *port_ou
     memcpy(host, host_start, host_len);
     host[host_len] = '\0';
 
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *addrs = NULL;
     int gai = getaddrinfo(host_len ? host : NULL, colon + 1, &hints, &addrs);
@@ -407,22 +442,48 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
     if (rc != 0)
         goto Fail;
     unsigned threads = config->threads ? config->threads : 4;
+    /* MHD_USE_ITC lets wl_server_stop quiesce the daemon (stop accepting) first. */
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    struct MHD_OptionItem tls_options[] = {
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)config->tls_cert_pem},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)config->tls_key_pem},
+        /* TLS 1.2 and 1.3 only, GnuTLS's default suites otherwise. */
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    bool tls = config->tls_cert_pem != NULL || config->tls_key_pem != NULL;
+    if (tls) {
+        if (config->tls_cert_pem == NULL || config->tls_key_pem == NULL) {
+            rc = wl_error_set(err, WL_EINVAL, "TLS needs both a certificate and a key");
+            goto Fail;
+        }
+        if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+            rc = wl_error_set(err, WL_EINVAL,
+                              "this libmicrohttpd was built without TLS; serve plain HTTP "
+                              "behind a TLS-terminating proxy instead");
+            goto Fail;
+        }
+        flags |= MHD_USE_TLS;
+    }
     server->daemon = MHD_start_daemon(
-        /* MHD_USE_ITC lets wl_server_stop quiesce the daemon (stop accepting) first. */
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_USE_ITC, 0, NULL,
-        NULL,
-        on_request, server, MHD_OPTION_LISTEN_SOCKET, server->listen_fd,
+        flags, 0, NULL, NULL, on_request, server, MHD_OPTION_LISTEN_SOCKET, server->listen_fd,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)(config->connection_timeout_s ? config->connection_timeout_s : 30),
         MHD_OPTION_CONNECTION_LIMIT,
         (unsigned)(config->connection_limit ? config->connection_limit : 1000),
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)(config->per_ip_connection_limit ? config->per_ip_connection_limit : 64),
         /* Room for the longest valid GET-form target: 200 codes of 64 characters, each
          * percent-encoded as up to 12 bytes, plus headers. */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_URI_LOG_CALLBACK,
-        on_uri, server, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
-        server, MHD_OPTION_END);
+        on_uri, server, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_ARRAY,
+        tls ? tls_options : &tls_options[3], MHD_OPTION_END);
     if (server->daemon == NULL) {
-        rc = wl_error_set(err, WL_EINTERNAL, "cannot start the HTTP server");
+        rc = tls ? wl_error_set(err, WL_EINVAL,
+                                "cannot start the HTTPS server: the TLS certificate and key must "
+                                "be PEM files of a matching pair (the key unencrypted)")
+                 : wl_error_set(err, WL_EINTERNAL, "cannot start the HTTP server");
         goto Fail;
     }
     *out = server;

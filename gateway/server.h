@@ -1,6 +1,7 @@
 /*
  * The HTTP server: libmicrohttpd with a thread pool, bounded request bodies
- * and connection timeouts, one JSON log line per request. It hands each
+ * and header fields, connection timeouts and limits (in total and per client
+ * address), optional native TLS, one JSON log line per request. It hands each
  * request to the REST routes (api.h) or the operations endpoints.
  */
 #ifndef WALKLIST_GATEWAY_SERVER_H
@@ -14,12 +15,23 @@
 typedef struct wl_server wl_server_t;
 
 typedef struct {
-    const char *listen;            /* "host:port", "[v6]:port"; port 0 picks a free port */
-    unsigned threads;              /* worker threads, >= 1 */
-    unsigned connection_timeout_s; /* idle connections are closed after this */
-    unsigned connection_limit;     /* concurrent connections at most */
-    unsigned anonymous_limit;      /* requests per minute per address without a valid key */
+    const char *listen;               /* "host:port", "[v6]:port"; port 0 picks a free port */
+    unsigned threads;                 /* worker threads, >= 1 */
+    unsigned connection_timeout_s;    /* idle connections are closed after this */
+    unsigned connection_limit;        /* concurrent connections at most (0: 1000) */
+    unsigned per_ip_connection_limit; /* concurrent connections per client address (0: 64) */
+    unsigned anonymous_limit;         /* requests per minute per address without a valid key */
+    /* Native TLS: both PEM texts (NUL-terminated), or both NULL for plain HTTP. They must
+     * stay valid until wl_server_stop. */
+    const char *tls_cert_pem; /* the certificate, then any intermediates */
+    const char *tls_key_pem;  /* its private key, unencrypted */
 } wl_server_config_t;
+
+/* Request header fields answered 431 (Google error JSON) by walklistd itself. Header blocks
+ * too large for libmicrohttpd's per-connection memory (256 KiB with the request line) are
+ * answered by libmicrohttpd before walklistd sees them: 431 with its own HTML body. */
+#define WL_SERVER_HEADER_LINE_LIMIT  (16u * 1024) /* one field line, "Name: value" */
+#define WL_SERVER_HEADER_BLOCK_LIMIT (64u * 1024) /* every field line together */
 
 int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server_t **out,
                     wl_error_t *err) WL_CHECK_RESULT;

@@ -19,7 +19,7 @@ WL_PACKAGES=(
   protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libprotobuf-dev
   nanopb libnanopb-dev python3-protobuf
   libmicrohttpd-dev libjansson-dev libpq-dev libssl-dev zlib1g-dev
-  curl postgresql git
+  curl openssl postgresql git
 )
 
 # The Connect client test runs on Node.js and npm: Debian's, unless the machine already has
@@ -100,11 +100,14 @@ build_dir() {
 }
 
 # Configures and builds. WALKLIST_BUILD_TYPE (or BUILD_TYPE) defaults to RelWithDebInfo;
-# WALKLIST_JOBS to 2.
+# WALKLIST_JOBS to 2; WALKLIST_CMAKE_ARGS adds cmake arguments, split at blanks
+# (WALKLIST_CMAKE_ARGS=-DWL_SANITIZE=ON).
 build() {
   local dir type=${WALKLIST_BUILD_TYPE:-${BUILD_TYPE:-RelWithDebInfo}}
+  local -a extra=()
+  read -r -a extra <<<"${WALKLIST_CMAKE_ARGS:-}"
   dir=$(build_dir)
-  cmake -S "$WL_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE="$type"
+  cmake -S "$WL_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE="$type" "${extra[@]}"
   cmake --build "$dir" -j "${WALKLIST_JOBS:-2}"
 }
 

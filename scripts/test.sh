@@ -6,7 +6,8 @@
 #   scripts/test.sh -L unit      extra arguments go to ctest
 #
 # Environment: WALKLIST_BUILD_DIR (default build), WALKLIST_BUILD_TYPE (RelWithDebInfo),
-# WALKLIST_JOBS (2), WALKLIST_TEST_TIMEOUT (whole ctest run, default 25m).
+# WALKLIST_CMAKE_ARGS (more cmake arguments, e.g. -DWL_SANITIZE=ON), WALKLIST_JOBS (2),
+# WALKLIST_TEST_TIMEOUT (whole ctest run, default 25m).
 set -euo pipefail
 
 # shellcheck source-path=SCRIPTDIR

@@ -177,6 +177,14 @@ int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal,
                         wl_export_cursor_t **out, wl_error_t *err) WL_CHECK_RESULT;
 
 /**
+ * The organization's current export data version (as wl_export_cursor_version
+ * would read it now), in one single-row statement, with the scope check of
+ * wl_core_export_open: what a cache of export bodies keyed by version needs.
+ */
+int wl_core_export_version(wl_core_t *core, const wl_principal_t *principal, int64_t *version,
+                           wl_error_t *err) WL_CHECK_RESULT;
+
+/**
  * The organization's export data version in the snapshot: it changes exactly
  * when an exported value (a SKU's presence, qty or location) changes, and
  * only grows. 0 for an organization whose export never had a row.
@@ -195,5 +203,32 @@ int wl_export_cursor_next(wl_export_cursor_t *cursor, wl_export_item_t *item,
 
 /** Ends the read and gives the connection back; NULL is fine. */
 void wl_export_cursor_close(wl_export_cursor_t *cursor);
+
+/**
+ * Notice of export changes, across every process on the database: each write
+ * that changes an organization's export (and so its version) announces the
+ * organization at commit (NOTIFY wl_export_changed, migration 0005). A watch
+ * listens on a connection of its own, opened lazily and reopened after a
+ * failure; it keeps a copy of the database URL, so it may outlive the core.
+ * One thread uses a watch at a time.
+ */
+typedef struct wl_export_watch wl_export_watch_t;
+
+int wl_core_export_watch_create(wl_core_t *core, wl_export_watch_t **out,
+                                wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * Connects and listens when not yet listening, then waits up to timeout_ms
+ * and calls changed(org_id, data) for every announcement received. Returns 0
+ * while listening (changes seen or not), WL_EUNAVAILABLE when the connection
+ * is lost or cannot be made: announcements may have been missed, so whatever
+ * the caller derived from earlier ones must be dropped. The next call
+ * reconnects.
+ */
+int wl_export_watch_wait(wl_export_watch_t *watch, int timeout_ms,
+                         void (*changed)(int64_t org_id, void *data), void *data,
+                         wl_error_t *err) WL_CHECK_RESULT;
+
+void wl_export_watch_destroy(wl_export_watch_t *watch);
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "store/generate.h"
 #include "store/import.h"
 #include "store/keys.h"
 #include "store/migrate.h"
@@ -15,6 +16,9 @@ typedef struct {
     const char *org;
     const char *name;
     const char *scopes;
+    const char *skus;
+    const char *seed;
+    const char *csv_dir;
     const char *positional[4];
     int positional_count;
 } args_t;
@@ -32,6 +36,8 @@ static void usage(FILE *out)
             "  import KIND FILE.csv --org SLUG           import warehouses, locations, products,\n"
             "                                            stock, location-stock or reservations\n"
             "  demo --org SLUG                           load demo inventory\n"
+            "  generate --org SLUG --skus N --seed S     load a reproducible benchmark catalogue\n"
+            "  generate --csv DIR --skus N --seed S      write it as the six CSV files instead\n"
             "scopes: lists:write, stock:read, scanner, inventory:write\n"
             "The database URL may also come from WALKLIST_DATABASE_URL.\n");
 }
@@ -50,6 +56,12 @@ static int parse_args(int argc, char **argv, args_t *args)
             target = &args->name;
         else if (strcmp(argv[i], "--scopes") == 0)
             target = &args->scopes;
+        else if (strcmp(argv[i], "--skus") == 0)
+            target = &args->skus;
+        else if (strcmp(argv[i], "--seed") == 0)
+            target = &args->seed;
+        else if (strcmp(argv[i], "--csv") == 0)
+            target = &args->csv_dir;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             exit(0);
@@ -241,6 +253,77 @@ static int cmd_demo(PGconn *conn, const args_t *args, wl_error_t *err)
     return rc;
 }
 
+static int parse_count(const char *text, const char *name, uint64_t max, uint64_t *out,
+                       wl_error_t *err)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long value = text ? strtoull(text, &end, 10) : 0;
+    if (text == NULL || end == text || *end != '\0' || errno != 0 || text[0] == '-' ||
+        value > max)
+        return wl_error_set(err, WL_EINVAL, "%s must be a whole number from 0 to %llu", name,
+                            (unsigned long long)max);
+    *out = value;
+    return 0;
+}
+
+static int generate_options(const args_t *args, wl_generate_options_t *options, wl_error_t *err)
+{
+    uint64_t skus = 0, seed = 1;
+    if (args->skus == NULL)
+        return wl_error_set(err, WL_EINVAL, "--skus N is required");
+    int rc = parse_count(args->skus, "--skus", 100000000, &skus, err);
+    if (rc == 0 && args->seed != NULL)
+        rc = parse_count(args->seed, "--seed", UINT64_MAX, &seed, err);
+    if (rc == 0 && skus == 0)
+        rc = wl_error_set(err, WL_EINVAL, "--skus must be at least 1");
+    options->skus = (int64_t)skus;
+    options->seed = seed;
+    return rc;
+}
+
+static void print_counts(const wl_generate_counts_t *counts)
+{
+    size_t total = 0;
+    for (int i = 0; i < 6; i++)
+        total += counts->rows[i];
+    fprintf(stderr, "walklistctl: generate: %zu rows (", total);
+    for (int i = 0; i < 6; i++)
+        fprintf(stderr, "%s%zu %s", i ? ", " : "", counts->rows[i], wl_generate_kinds[i]);
+    fprintf(stderr, ")\n");
+}
+
+static int cmd_generate(PGconn *conn, const args_t *args, wl_error_t *err)
+{
+    wl_generate_options_t options;
+    int64_t org_id = 0;
+    int rc = generate_options(args, &options, err);
+    if (rc == 0)
+        rc = need_org(conn, args, &org_id, err);
+    wl_generate_counts_t counts;
+    if (rc == 0)
+        rc = wl_generate_load(conn, org_id, &options, stderr, &counts, err);
+    if (rc == 0)
+        print_counts(&counts);
+    return rc;
+}
+
+/* generate --csv DIR needs no database. */
+static int cmd_generate_csv(const args_t *args)
+{
+    wl_error_t err;
+    wl_error_init(&err);
+    wl_generate_options_t options;
+    wl_generate_counts_t counts;
+    int rc = generate_options(args, &options, &err);
+    if (rc == 0)
+        rc = wl_generate_csv(args->csv_dir, &options, &counts, &err);
+    if (rc != 0)
+        return fail(&err);
+    print_counts(&counts);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     args_t args;
@@ -248,6 +331,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (command_is(&args, "generate", NULL, 1) && args.csv_dir != NULL)
+        return cmd_generate_csv(&args);
     if (args.database_url == NULL) {
         fprintf(stderr, "walklistctl: --database-url (or WALKLIST_DATABASE_URL) is required\n");
         usage(stderr);
@@ -256,7 +341,8 @@ int main(int argc, char **argv)
     bool known = command_is(&args, "migrate", NULL, 1) ||
                  command_is(&args, "org", "create", 3) || command_is(&args, "key", "create", 2) ||
                  command_is(&args, "key", "list", 2) || command_is(&args, "key", "revoke", 3) ||
-                 command_is(&args, "import", NULL, 3) || command_is(&args, "demo", NULL, 1);
+                 command_is(&args, "import", NULL, 3) || command_is(&args, "demo", NULL, 1) ||
+                 command_is(&args, "generate", NULL, 1);
     if (!known) {
         usage(stderr);
         return 2;
@@ -287,6 +373,8 @@ int main(int argc, char **argv)
         rc = cmd_key_revoke(conn, &args, &err);
     else if (command_is(&args, "import", NULL, 3))
         rc = cmd_import(conn, &args, &err);
+    else if (command_is(&args, "generate", NULL, 1))
+        rc = cmd_generate(conn, &args, &err);
     else
         rc = cmd_demo(conn, &args, &err);
     PQfinish(conn);

@@ -61,6 +61,13 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
             return rc;
         }
     }
+    core->database_url = strdup(config->database_url);
+    if (core->database_url == NULL) {
+        wl_pool_destroy(core->read_pool);
+        wl_pool_destroy(core->pool);
+        free(core);
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    }
     core->rate_window_ms = config->rate_window_ms > 0 ? config->rate_window_ms : 60000;
     core->rate_locate_lists = config->rate_locate_lists > 0 ? config->rate_locate_lists : 30;
     core->rate_stock_export = config->rate_stock_export > 0 ? config->rate_stock_export : 30;
@@ -88,6 +95,7 @@ void wl_core_destroy(wl_core_t *core)
         return;
     wl_pool_destroy(core->read_pool);
     wl_pool_destroy(core->pool);
+    free(core->database_url);
     free(core);
 }
 

@@ -49,6 +49,7 @@ typedef struct {
 } wl_inventory_service_t;
 
 struct wl_core {
+    char *database_url; /* the primary's, for connections outside the pool (export watch) */
     wl_pool_t *pool;
     wl_pool_t *read_pool; /* a replica for the export and the breakdown; NULL: use pool */
     int rate_window_ms;

@@ -18,10 +18,8 @@ struct wl_export_cursor {
     wl_stock_export_t export;
 };
 
-int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal, wl_export_cursor_t **out,
-                        wl_error_t *err)
+static int check_export_scope(const wl_principal_t *principal, wl_error_t *err)
 {
-    *out = NULL;
     const ProtobufCServiceDescriptor *desc = &walklist__v1__stock_service__descriptor;
     const ProtobufCMethodDescriptor *method =
         protobuf_c_service_descriptor_get_method_by_name(desc, "ExportStock");
@@ -31,11 +29,36 @@ int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal, wl_exp
         wl_scopes_format(scope, needed, sizeof(needed));
         return wl_error_set(err, WL_EPERMISSION, "the API key lacks the scope %s", needed);
     }
+    return 0;
+}
+
+int wl_core_export_version(wl_core_t *core, const wl_principal_t *principal, int64_t *version,
+                           wl_error_t *err)
+{
+    int rc = check_export_scope(principal, err);
+    if (rc != 0)
+        return rc;
+    PGconn *conn = NULL;
+    rc = wl_pool_acquire(wl__core_read_pool(core), &conn, err);
+    if (rc != 0)
+        return rc;
+    rc = wl_stock_export_version(conn, principal->org_id, version, err);
+    wl_pool_release(wl__core_read_pool(core), conn);
+    return rc;
+}
+
+int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal, wl_export_cursor_t **out,
+                        wl_error_t *err)
+{
+    *out = NULL;
+    int rc = check_export_scope(principal, err);
+    if (rc != 0)
+        return rc;
     wl_export_cursor_t *cursor = calloc(1, sizeof(*cursor));
     if (cursor == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     cursor->core = core;
-    int rc = wl_pool_acquire(wl__core_read_pool(core), &cursor->conn, err);
+    rc = wl_pool_acquire(wl__core_read_pool(core), &cursor->conn, err);
     if (rc == 0)
         rc = wl_stock_export_begin(&cursor->export, cursor->conn, principal->org_id, err);
     if (rc != 0) {
@@ -74,6 +97,48 @@ void wl_export_cursor_close(wl_export_cursor_t *cursor)
         wl_pool_release(wl__core_read_pool(cursor->core), cursor->conn);
     }
     free(cursor);
+}
+
+struct wl_export_watch {
+    char *conninfo;
+    PGconn *conn; /* listening when not NULL */
+};
+
+int wl_core_export_watch_create(wl_core_t *core, wl_export_watch_t **out, wl_error_t *err)
+{
+    *out = NULL;
+    wl_export_watch_t *watch = calloc(1, sizeof(*watch));
+    if (watch == NULL || (watch->conninfo = strdup(core->database_url)) == NULL) {
+        free(watch);
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    }
+    *out = watch;
+    return 0;
+}
+
+int wl_export_watch_wait(wl_export_watch_t *watch, int timeout_ms,
+                         void (*changed)(int64_t org_id, void *data), void *data, wl_error_t *err)
+{
+    if (watch->conn == NULL) {
+        int rc = wl_stock_changes_listen(watch->conninfo, &watch->conn, err);
+        if (rc != 0)
+            return rc;
+    }
+    int rc = wl_stock_changes_wait(watch->conn, timeout_ms, changed, data, err);
+    if (rc != 0) {
+        PQfinish(watch->conn);
+        watch->conn = NULL;
+    }
+    return rc;
+}
+
+void wl_export_watch_destroy(wl_export_watch_t *watch)
+{
+    if (watch == NULL)
+        return;
+    PQfinish(watch->conn);
+    free(watch->conninfo);
+    free(watch);
 }
 
 static int add_export_item(wl_call_t *call, Walklist__V1__ExportStockResponse *reply,

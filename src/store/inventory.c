@@ -27,7 +27,7 @@ typedef struct {
 } column_t;
 
 #define MAX_CHECKS  3
-#define MAX_UPSERTS 3
+#define MAX_UPSERTS 4
 
 /*
  * One kind of batch. SQL runs against the staging table import_rows, which has
@@ -50,7 +50,16 @@ typedef struct {
     const char *refusals_after;
     /* SKUs whose export rows the batch changes, computed before the upsert. */
     const char *affected_skus;
+    /*
+     * The writes, in order. Each batch holds its organization's inventory lock from the start
+     * of its checks (see lock_organization), so "UPDATE what differs, then INSERT what is
+     * missing" cannot race another batch, and costs less than INSERT .. ON CONFLICT, which
+     * inserts speculatively and rewrites unchanged rows.
+     */
     const char *upsert[MAX_UPSERTS];
+    /* After a bulk batch (BULK_ROWS), fresh statistics of what it wrote, so that the
+     * availability refresh is planned on the tables as they are now. */
+    const char *analyze;
 } kind_t;
 
 #define CHECK_PRODUCT                                                                              \
@@ -119,10 +128,14 @@ static const kind_t kinds[] = {
             .affected_skus = "SELECT sku FROM location_stock ls JOIN import_rows i"
                              " ON ls.warehouse = i.warehouse AND ls.location = i.code"
                              " WHERE ls.org_id = $1",
-            .upsert = {"INSERT INTO locations (org_id, warehouse, code, staging, sort_key)"
-                       " SELECT $1, warehouse, code, staging, sort_key FROM import_rows"
-                       " ON CONFLICT (org_id, warehouse, code)"
-                       " DO UPDATE SET staging = excluded.staging"},
+            .upsert = {"UPDATE locations l SET staging = i.staging FROM import_rows i"
+                       " WHERE l.org_id = $1::bigint AND l.warehouse = i.warehouse"
+                       " AND l.code = i.code AND l.staging <> i.staging",
+                       "INSERT INTO locations (org_id, warehouse, code, staging, sort_key)"
+                       " SELECT $1::bigint, warehouse, code, staging, sort_key FROM import_rows i"
+                       " WHERE NOT EXISTS (SELECT 1 FROM locations l WHERE l.org_id = $1::bigint"
+                       " AND l.warehouse = i.warehouse AND l.code = i.code)"},
+            .analyze = "ANALYZE locations",
         },
     [WL_INVENTORY_PRODUCTS] =
         {
@@ -130,17 +143,24 @@ static const kind_t kinds[] = {
             .column_count = 3,
             .staging_columns = "sku text COLLATE \"C\", name text, eans text COLLATE \"C\"",
             .key_columns = "sku",
-            /* A product's EANs are replaced by the batch's list. Two statements, not one with a
-             * data-modifying CTE: the INSERT of such a statement does not see the DELETE, so an
-             * EAN kept across the change would conflict with its own old row and be lost. */
-            .upsert = {"INSERT INTO products (org_id, sku, name)"
-                       " SELECT $1, sku, name FROM import_rows"
-                       " ON CONFLICT (org_id, sku) DO UPDATE SET name = excluded.name",
+            /* A product's EANs are replaced by the batch's list: those it no longer has are
+             * deleted, new ones inserted, kept ones left alone. Separate statements, not one
+             * with data-modifying CTEs, whose parts would not see each other's rows. */
+            .upsert = {"UPDATE products p SET name = i.name FROM import_rows i"
+                       " WHERE p.org_id = $1::bigint AND p.sku = i.sku AND p.name <> i.name",
+                       "INSERT INTO products (org_id, sku, name)"
+                       " SELECT $1::bigint, sku, name FROM import_rows i WHERE NOT EXISTS"
+                       " (SELECT 1 FROM products p WHERE p.org_id = $1::bigint AND p.sku = i.sku)",
                        "DELETE FROM product_eans e USING import_rows i"
-                       " WHERE e.org_id = $1 AND e.sku = i.sku",
+                       " WHERE e.org_id = $1::bigint AND e.sku = i.sku AND NOT EXISTS"
+                       " (SELECT 1 FROM unnest(string_to_array(i.eans, '|')) AS n(ean)"
+                       " WHERE n.ean = e.ean)",
                        "INSERT INTO product_eans (org_id, ean, sku)"
-                       " SELECT DISTINCT $1::bigint, ean, sku FROM import_rows,"
-                       " unnest(string_to_array(eans, '|')) AS ean WHERE ean <> ''"},
+                       " SELECT DISTINCT $1::bigint, n.ean, i.sku FROM import_rows i,"
+                       " unnest(string_to_array(i.eans, '|')) AS n(ean) WHERE n.ean <> ''"
+                       " AND NOT EXISTS (SELECT 1 FROM product_eans e WHERE e.org_id = $1::bigint"
+                       " AND e.ean = n.ean AND e.sku = i.sku)"},
+            .analyze = "ANALYZE products, product_eans",
         },
     [WL_INVENTORY_STOCK] =
         {
@@ -151,10 +171,14 @@ static const kind_t kinds[] = {
             .key_columns = "sku, warehouse",
             .checks = {CHECK_PRODUCT, CHECK_WAREHOUSE},
             .affected_skus = "SELECT sku FROM import_rows",
-            .upsert = {"INSERT INTO stock (org_id, sku, warehouse, on_hand)"
-                       " SELECT $1, sku, warehouse, on_hand FROM import_rows"
-                       " ON CONFLICT (org_id, sku, warehouse)"
-                       " DO UPDATE SET on_hand = excluded.on_hand"},
+            .upsert = {"UPDATE stock s SET on_hand = i.on_hand FROM import_rows i"
+                       " WHERE s.org_id = $1::bigint AND s.sku = i.sku"
+                       " AND s.warehouse = i.warehouse AND s.on_hand <> i.on_hand",
+                       "INSERT INTO stock (org_id, sku, warehouse, on_hand)"
+                       " SELECT $1::bigint, sku, warehouse, on_hand FROM import_rows i"
+                       " WHERE NOT EXISTS (SELECT 1 FROM stock s WHERE s.org_id = $1::bigint"
+                       " AND s.sku = i.sku AND s.warehouse = i.warehouse)"},
+            .analyze = "ANALYZE stock",
         },
     [WL_INVENTORY_LOCATION_STOCK] =
         {
@@ -172,10 +196,15 @@ static const kind_t kinds[] = {
                        " WHERE NOT EXISTS (SELECT 1 FROM locations l WHERE l.org_id = $1"
                        " AND l.warehouse = i.warehouse AND l.code = i.location)"},
             .affected_skus = "SELECT sku FROM import_rows",
-            .upsert = {"INSERT INTO location_stock (org_id, sku, warehouse, location, quantity)"
-                       " SELECT $1, sku, warehouse, location, quantity FROM import_rows"
-                       " ON CONFLICT (org_id, sku, warehouse, location)"
-                       " DO UPDATE SET quantity = excluded.quantity"},
+            .upsert = {"UPDATE location_stock s SET quantity = i.quantity FROM import_rows i"
+                       " WHERE s.org_id = $1::bigint AND s.sku = i.sku AND s.warehouse ="
+                       " i.warehouse AND s.location = i.location AND s.quantity <> i.quantity",
+                       "INSERT INTO location_stock (org_id, sku, warehouse, location, quantity)"
+                       " SELECT $1::bigint, sku, warehouse, location, quantity FROM import_rows i"
+                       " WHERE NOT EXISTS (SELECT 1 FROM location_stock s"
+                       " WHERE s.org_id = $1::bigint AND s.sku = i.sku"
+                       " AND s.warehouse = i.warehouse AND s.location = i.location)"},
+            .analyze = "ANALYZE location_stock",
         },
     [WL_INVENTORY_RESERVATIONS] =
         {
@@ -191,11 +220,16 @@ static const kind_t kinds[] = {
             /* An updated reservation may move to another SKU: both change. */
             .affected_skus = "SELECT sku FROM import_rows UNION SELECT r.sku FROM reservations r"
                              " JOIN import_rows i ON i.ref = r.ref WHERE r.org_id = $1",
-            .upsert = {"INSERT INTO reservations (org_id, ref, sku, warehouse, quantity, status)"
-                       " SELECT $1, ref, sku, warehouse, quantity, status FROM import_rows"
-                       " ON CONFLICT (org_id, ref) DO UPDATE SET sku = excluded.sku,"
-                       " warehouse = excluded.warehouse, quantity = excluded.quantity,"
-                       " status = excluded.status"},
+            .upsert = {"UPDATE reservations r SET sku = i.sku, warehouse = i.warehouse,"
+                       " quantity = i.quantity, status = i.status FROM import_rows i"
+                       " WHERE r.org_id = $1::bigint AND r.ref = i.ref"
+                       " AND (r.sku, r.warehouse, r.quantity, r.status)"
+                       " IS DISTINCT FROM (i.sku, i.warehouse, i.quantity, i.status)",
+                       "INSERT INTO reservations (org_id, ref, sku, warehouse, quantity, status)"
+                       " SELECT $1::bigint, ref, sku, warehouse, quantity, status"
+                       " FROM import_rows i WHERE NOT EXISTS (SELECT 1 FROM reservations r"
+                       " WHERE r.org_id = $1::bigint AND r.ref = i.ref)"},
+            .analyze = "ANALYZE reservations",
         },
     [WL_INVENTORY_RESERVATIONS_CREATE] =
         {
@@ -335,6 +369,22 @@ static bool validate_value(wl_inventory_batch_t *batch, const column_t *column, 
     return ok;
 }
 
+/* Checks every value of a row, reporting each bad one; true when all are good. */
+static bool check_row(wl_inventory_batch_t *batch, size_t label, const wl_span_t *values)
+{
+    bool ok = true;
+    for (size_t i = 0; i < KIND(batch)->column_count; i++)
+        ok &= validate_value(batch, &KIND(batch)->columns[i], values[i], label);
+    return ok;
+}
+
+bool wl_inventory_row_valid(wl_inventory_kind_t kind, size_t label, const wl_span_t *values,
+                            const wl_inventory_reporter_t *reporter)
+{
+    wl_inventory_batch_t batch = {.kind = &kinds[kind], .reporter = *reporter};
+    return check_row(&batch, label, values);
+}
+
 /* Appends a value in COPY text format: backslash, tab, newline and CR escaped. */
 static bool copy_append(wl_inventory_batch_t *batch, const char *s, size_t n)
 {
@@ -393,9 +443,7 @@ int wl_inventory_batch_add(wl_inventory_batch_t *batch, size_t label, const wl_s
                            wl_error_t *err)
 {
     const kind_t *kind = KIND(batch);
-    bool ok = true;
-    for (size_t i = 0; i < kind->column_count; i++)
-        ok &= validate_value(batch, &kind->columns[i], values[i], label);
+    bool ok = check_row(batch, label, values);
     /* Valid rows are staged even after a bad one, so that the SQL checks (references,
      * duplicate keys) can report every bad row; nothing is written unless all are good. */
     if (!ok)
@@ -487,6 +535,19 @@ static int check_duplicates(wl_inventory_batch_t *batch, wl_error_t *err)
 {
     const kind_t *kind = KIND(batch);
     char sql[512];
+    /* The usual answer is "none", found by one hash aggregate; the ordered report below sorts
+     * every row, so it runs only when there is something to report. */
+    snprintf(sql, sizeof(sql),
+             "SELECT 1 FROM import_rows GROUP BY %s HAVING count(*) > 1 LIMIT 1",
+             kind->key_columns);
+    PGresult *probe = NULL;
+    int found = wl_db_exec(batch->conn, sql, 0, NULL, &probe, err);
+    if (found != 0)
+        return found;
+    bool any = PQntuples(probe) > 0;
+    PQclear(probe);
+    if (!any)
+        return 0;
     /* Every row after the first with the same key is reported, naming the first. */
     snprintf(sql, sizeof(sql),
              "SELECT label, first_label FROM (SELECT label, min(label) OVER (PARTITION BY %s)"
@@ -546,12 +607,48 @@ static int check_refusals(wl_inventory_batch_t *batch, const char *sql, wl_error
     return rc;
 }
 
+/*
+ * Above this many rows a batch is planned for bulk: the staged rows get statistics, and joins
+ * are hash joins. Inside the batch's transaction the tables' statistics describe them before
+ * the batch (often empty, after a first import of a big file), and nested loops planned on
+ * such estimates go quadratic.
+ */
+#define BULK_ROWS 5000
+
+/*
+ * Batches of one organization run one at a time, from their checks to their commit: the
+ * transaction-scoped advisory lock that the availability refresh takes too (migration 0002),
+ * so a batch's checks and writes see every batch that committed before it.
+ */
+static int lock_organization(wl_inventory_batch_t *batch, wl_error_t *err)
+{
+    const char *params[] = {batch->org};
+    return wl_db_exec(batch->conn,
+                      "SELECT pg_advisory_xact_lock(2002872684,"
+                      " ($1::bigint % 2147483647)::integer)",
+                      1, params, NULL, err);
+}
+
+static int plan_for_bulk(wl_inventory_batch_t *batch, wl_error_t *err)
+{
+    if (batch->rows <= BULK_ROWS)
+        return 0;
+    int rc = wl_db_exec(batch->conn, "ANALYZE import_rows", 0, NULL, NULL, err);
+    if (rc == 0)
+        rc = wl_db_exec(batch->conn, "SET LOCAL enable_nestloop = off", 0, NULL, NULL, err);
+    return rc;
+}
+
 int wl_inventory_batch_finish(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *err)
 {
     const kind_t *kind = KIND(batch);
     const char *params[] = {batch->org};
     *rows = 0;
     int rc = end_copy(batch, false, err);
+    if (rc == 0)
+        rc = lock_organization(batch, err);
+    if (rc == 0)
+        rc = plan_for_bulk(batch, err);
     if (rc == 0)
         rc = check_duplicates(batch, err);
     for (size_t i = 0; rc == 0 && i < MAX_CHECKS && kind->checks[i] != NULL; i++)
@@ -572,11 +669,12 @@ int wl_inventory_batch_finish(wl_inventory_batch_t *batch, size_t *rows, wl_erro
         rc = wl_db_exec(batch->conn, kind->upsert[i], 1, params, NULL, err);
     if (rc == 0)
         rc = check_refusals(batch, kind->refusals_after, err);
+    if (rc == 0 && kind->analyze != NULL && batch->rows > BULK_ROWS)
+        rc = wl_db_exec(batch->conn, kind->analyze, 0, NULL, NULL, err);
     if (rc == 0 && kind->affected_skus != NULL)
         rc = wl_db_exec(batch->conn,
-                        "SELECT wl_refresh_availability($1,"
-                        " array(SELECT sku FROM import_affected))",
-                        1, params, NULL, err);
+                        "SELECT wl_refresh_availability_from($1, 'pg_temp.import_affected')", 1,
+                        params, NULL, err);
     if (rc == 0)
         rc = wl_db_commit(batch->conn, err);
     if (rc == 0)

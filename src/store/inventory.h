@@ -114,6 +114,13 @@ int wl_inventory_batch_add(wl_inventory_batch_t *batch, size_t label, const wl_s
                            wl_error_t *err) WL_CHECK_RESULT;
 
 /**
+ * Checks one row's values as wl_inventory_batch_add does (the shape of each value; no
+ * database), reporting each bad value through reporter. True when every value is good.
+ */
+bool wl_inventory_row_valid(wl_inventory_kind_t kind, size_t label, const wl_span_t *values,
+                            const wl_inventory_reporter_t *reporter);
+
+/**
  * Reports a problem the caller found itself (a CSV row with too few fields, a
  * bad list element): it counts like the batch's own, so nothing is written.
  */

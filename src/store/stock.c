@@ -1,13 +1,13 @@
 /* Reading the stock export from one snapshot, batch by batch, happens here. */
 #include "store/stock.h"
 
+#include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/db.h"
 
-/* Rows per FETCH: a few hundred kilobytes of text at most, and few round trips. */
-#define EXPORT_BATCH_ROWS "1000"
 
 int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_id, wl_error_t *err)
 {
@@ -38,59 +38,233 @@ int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_i
     return 0;
 }
 
-/* Declares the cursor on first use and fetches the next batch into export->batch. */
-static int fetch_batch(wl_stock_export_t *export, wl_error_t *err)
+int wl_stock_export_version(PGconn *conn, int64_t org_id, int64_t *version, wl_error_t *err)
 {
-    PQclear(export->batch);
-    export->batch = NULL;
-    export->batch_row = 0;
-    int rc = 0;
-    if (!export->declared) {
-        char org[24];
-        snprintf(org, sizeof(org), "%lld", (long long)export->org_id);
-        const char *params[] = {org};
-        /* The primary key (org_id, sku) delivers the rows in order, without a sort. */
-        rc = wl_db_exec(export->conn,
-                        "DECLARE wl_export NO SCROLL CURSOR FOR"
-                        " SELECT sku, qty, location FROM stock_availability"
-                        " WHERE org_id = $1 ORDER BY sku",
-                        1, params, NULL, err);
-        if (rc != 0)
-            return rc;
-        export->declared = true;
+    char org[24];
+    snprintf(org, sizeof(org), "%lld", (long long)org_id);
+    const char *params[] = {org};
+    PGresult *res = NULL;
+    int rc = wl_db_exec(conn,
+                        "SELECT coalesce((SELECT version FROM export_versions WHERE org_id = $1), 0)",
+                        1, params, &res, err);
+    if (rc != 0)
+        return rc;
+    *version = wl_db_int64(res, 0, 0);
+    PQclear(res);
+    return 0;
+}
+
+/* Starts the ordered read. The org id is a number formatted here: COPY takes no parameters. */
+static int start_copy(wl_stock_export_t *export, wl_error_t *err)
+{
+    char sql[256];
+    /* The primary key (org_id, sku) delivers the rows in order, without a sort. */
+    snprintf(sql, sizeof(sql),
+             "COPY (SELECT sku, qty, location FROM stock_availability WHERE org_id = %lld"
+             " ORDER BY sku) TO STDOUT",
+             (long long)export->org_id);
+    PGresult *res = PQexec(export->conn, sql);
+    int rc = PQresultStatus(res) == PGRES_COPY_OUT ? 0 : wl_db_fail(export->conn, res, err);
+    PQclear(res);
+    export->copying = rc == 0;
+    return rc;
+}
+
+/*
+ * Decodes one field of COPY's text format in place: backslash escapes (\\, \t, \n, \r, \b, \f,
+ * \v, octal \ooo and hex \xhh) become their bytes. Returns the end of the decoded text.
+ */
+static char *decode_field(char *start, char *end)
+{
+    char *out = start;
+    for (char *p = start; p < end; p++) {
+        if (*p != '\\' || p + 1 == end) {
+            *out++ = *p;
+            continue;
+        }
+        char c = *++p;
+        switch (c) {
+        case 'b': *out++ = '\b'; break;
+        case 'f': *out++ = '\f'; break;
+        case 'n': *out++ = '\n'; break;
+        case 'r': *out++ = '\r'; break;
+        case 't': *out++ = '\t'; break;
+        case 'v': *out++ = '\v'; break;
+        case 'x': {
+            int value = 0, digits = 0;
+            while (digits < 2 && p + 1 < end &&
+                   ((p[1] >= '0' && p[1] <= '9') || ((p[1] | 0x20) >= 'a' && (p[1] | 0x20) <= 'f'))) {
+                char h = *++p;
+                value = value * 16 + (h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
+                digits++;
+            }
+            *out++ = digits ? (char)value : 'x';
+            break;
+        }
+        default:
+            if (c >= '0' && c <= '7') {
+                int value = c - '0';
+                for (int digits = 1; digits < 3 && p + 1 < end && p[1] >= '0' && p[1] <= '7';
+                     digits++)
+                    value = value * 8 + (*++p - '0');
+                *out++ = (char)value;
+            } else {
+                *out++ = c;
+            }
+        }
     }
-    return wl_db_exec(export->conn, "FETCH FORWARD " EXPORT_BATCH_ROWS " FROM wl_export", 0, NULL,
-                      &export->batch, err);
+    return out;
+}
+
+/* Splits "sku\tqty\tlocation\n" into the row, decoding in place. */
+static int parse_line(char *line, int len, wl_export_row_t *row, wl_error_t *err)
+{
+    char *end = line + len;
+    if (len > 0 && end[-1] == '\n')
+        end--;
+    char *tab1 = memchr(line, '\t', (size_t)(end - line));
+    char *tab2 = tab1 ? memchr(tab1 + 1, '\t', (size_t)(end - tab1 - 1)) : NULL;
+    if (tab2 == NULL)
+        return wl_error_set(err, WL_EINTERNAL, "unexpected export row");
+    *decode_field(line, tab1) = '\0';
+    row->sku = line;
+    int64_t qty = 0;
+    bool negative = tab1[1] == '-';
+    for (char *p = tab1 + 1 + negative; p < tab2; p++)
+        qty = qty * 10 + (*p - '0');
+    row->qty = negative ? -qty : qty;
+    char *location = tab2 + 1;
+    if (end - location == 2 && location[0] == '\\' && location[1] == 'N') {
+        row->location = NULL;
+    } else {
+        *decode_field(location, end) = '\0';
+        row->location = location;
+    }
+    return 0;
+}
+
+/* After the last row: the COPY's own result tells whether it really completed. */
+static int finish_copy(wl_stock_export_t *export, wl_error_t *err)
+{
+    int rc = 0;
+    PGresult *res;
+    export->copying = false;
+    while ((res = PQgetResult(export->conn)) != NULL) {
+        if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0)
+            rc = wl_db_fail(export->conn, res, err);
+        PQclear(res);
+    }
+    return rc;
 }
 
 int wl_stock_export_next(wl_stock_export_t *export, wl_export_row_t *row, wl_error_t *err)
 {
     if (export->finished)
         return 0;
-    if (export->batch == NULL || export->batch_row >= PQntuples(export->batch)) {
-        int rc = fetch_batch(export, err);
+    if (export->line != NULL) {
+        PQfreemem(export->line);
+        export->line = NULL;
+    }
+    if (!export->copying) {
+        int rc = start_copy(export, err);
         if (rc != 0)
             return rc;
-        if (PQntuples(export->batch) == 0) {
-            export->finished = true;
-            return 0;
-        }
     }
-    PGresult *res = export->batch;
-    int i = export->batch_row++;
-    row->sku = PQgetvalue(res, i, 0);
-    row->qty = wl_db_int64(res, i, 1);
-    row->location = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2);
-    return 1;
+    int len = PQgetCopyData(export->conn, &export->line, 0);
+    if (len == -1) {
+        export->finished = true;
+        return finish_copy(export, err);
+    }
+    if (len < 0) {
+        int rc = wl_db_fail(export->conn, NULL, err);
+        export->copying = false;
+        return rc;
+    }
+    return parse_line(export->line, len, row, err) == 0 ? 1 : err->code;
+}
+
+/* A COPY abandoned half way: cancel it and read what is still in flight, so the connection
+ * can be used again (the pool drops it if that fails). */
+static void abandon_copy(wl_stock_export_t *export)
+{
+    PGcancel *cancel = PQgetCancel(export->conn);
+    if (cancel != NULL) {
+        char message[256];
+        (void)PQcancel(cancel, message, sizeof(message));
+        PQfreeCancel(cancel);
+    }
+    char *line = NULL;
+    while (PQgetCopyData(export->conn, &line, 0) >= 0) {
+        PQfreemem(line);
+        line = NULL;
+    }
+    PGresult *res;
+    while ((res = PQgetResult(export->conn)) != NULL)
+        PQclear(res);
+    export->copying = false;
 }
 
 void wl_stock_export_end(wl_stock_export_t *export)
 {
-    PQclear(export->batch);
-    export->batch = NULL;
+    if (export->line != NULL)
+        PQfreemem(export->line);
+    export->line = NULL;
     export->finished = true;
-    /* Read only: rolling back ends the transaction and closes the cursor with it. */
+    if (export->conn != NULL && export->copying)
+        abandon_copy(export);
+    /* Read only: rolling back ends the transaction. */
     if (export->conn != NULL)
         wl_db_rollback(export->conn);
     export->conn = NULL;
+}
+
+int wl_stock_changes_listen(const char *conninfo, PGconn **out, wl_error_t *err)
+{
+    *out = NULL;
+    const char *keys[] = {"dbname", "application_name", "connect_timeout", NULL};
+    const char *values[] = {conninfo, "walklistd-export-watch", "5", NULL};
+    PGconn *conn = PQconnectdbParams(keys, values, 1);
+    if (PQstatus(conn) != CONNECTION_OK) {
+        PQfinish(conn);
+        return wl_error_set(err, WL_EUNAVAILABLE, "export watch: cannot connect");
+    }
+    PGresult *res = PQexec(conn, "LISTEN wl_export_changed");
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    PQclear(res);
+    if (!ok) {
+        PQfinish(conn);
+        return wl_error_set(err, WL_EUNAVAILABLE, "export watch: LISTEN failed");
+    }
+    *out = conn;
+    return 0;
+}
+
+int wl_stock_changes_wait(PGconn *conn, int timeout_ms, void (*changed)(int64_t org_id, void *data),
+                          void *data, wl_error_t *err)
+{
+    struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
+    if (pfd.fd < 0)
+        return wl_error_set(err, WL_EUNAVAILABLE, "export watch: no connection");
+    int ready = poll(&pfd, 1, timeout_ms);
+    if (ready < 0)
+        return 0; /* interrupted: nothing read, nothing missed */
+    if (ready > 0 && PQconsumeInput(conn) == 0)
+        return wl_error_set(err, WL_EUNAVAILABLE, "export watch: connection lost");
+    if (ready == 0) {
+        /* Quiet for a while: make sure the connection is still there, since a connection
+         * lost without a word would otherwise let the cache trust it for ever. */
+        PGresult *res = PQexec(conn, "SELECT 1");
+        bool alive = PQresultStatus(res) == PGRES_TUPLES_OK;
+        PQclear(res);
+        if (!alive)
+            return wl_error_set(err, WL_EUNAVAILABLE, "export watch: connection lost");
+    }
+    PGnotify *notice;
+    while ((notice = PQnotifies(conn)) != NULL) {
+        changed(strtoll(notice->extra, NULL, 10), data);
+        PQfreemem(notice);
+    }
+    if (PQstatus(conn) != CONNECTION_OK)
+        return wl_error_set(err, WL_EUNAVAILABLE, "export watch: connection lost");
+    return 0;
 }

@@ -1,8 +1,10 @@
 /*
  * Stock reads: the per-SKU export is one ordered read of stock_availability
- * (kept current by every write), pulled in batches through a cursor inside
- * one REPEATABLE READ, READ ONLY transaction, so memory stays flat however
- * large the catalogue and a slow reader holds no statement open.
+ * (kept current by every write), streamed with COPY .. TO STDOUT inside one
+ * REPEATABLE READ, READ ONLY transaction. COPY is the fastest way PostgreSQL
+ * has to hand rows out (no per-batch round trips, no result sets); libpq
+ * hands over one row at a time and TCP flow control pauses the server while
+ * the reader is slow, so memory stays flat however large the catalogue.
  */
 #ifndef WALKLIST_STORE_STOCK_H
 #define WALKLIST_STORE_STOCK_H
@@ -25,9 +27,8 @@ typedef struct {
     int64_t org_id;
     int64_t version;      /* export_versions.version in the snapshot; 0 when never changed */
     int64_t generated_ms; /* the snapshot's clock, milliseconds since the epoch */
-    PGresult *batch;
-    int batch_row;
-    bool declared; /* the rows' cursor is open */
+    char *line;    /* the current COPY row (libpq memory), decoded in place */
+    bool copying;  /* the COPY is under way */
     bool finished; /* every row was read */
 } wl_stock_export_t;
 
@@ -57,5 +58,23 @@ int wl_stock_export_next(wl_stock_export_t *export, wl_export_row_t *row,
  * broken, which the pool notices). Calling it again does nothing.
  */
 void wl_stock_export_end(wl_stock_export_t *export);
+
+/** The organization's current export version (0 when never changed), in one statement. */
+int wl_stock_export_version(PGconn *conn, int64_t org_id, int64_t *version,
+                            wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * Opens a connection of its own to conninfo and LISTENs for export changes
+ * (channel wl_export_changed, payload the organization id). On failure *out
+ * is NULL and the result WL_EUNAVAILABLE.
+ */
+int wl_stock_changes_listen(const char *conninfo, PGconn **out, wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * Waits up to timeout_ms on a listening connection and calls changed for
+ * every notification that arrived. WL_EUNAVAILABLE when the connection broke.
+ */
+int wl_stock_changes_wait(PGconn *conn, int timeout_ms, void (*changed)(int64_t org_id, void *data),
+                          void *data, wl_error_t *err) WL_CHECK_RESULT;
 
 #endif

@@ -168,7 +168,7 @@ e2e_cleanup() {
 }
 
 stop_daemon() {
-  kill -TERM "$DAEMON_PID" 2>/dev/null || return 0
+  kill -TERM "$DAEMON_PID" 2>/dev/null || true # gone already: wait still reads its status
   local i
   for ((i = 0; i < 100; i++)); do
     kill -0 "$DAEMON_PID" 2>/dev/null || break
@@ -178,8 +178,18 @@ stop_daemon() {
     log "walklistd did not stop within 10 s of SIGTERM; killing it"
     kill -KILL "$DAEMON_PID" 2>/dev/null || true
   fi
-  wait "$DAEMON_PID" 2>/dev/null || true
+  local status=0
+  wait "$DAEMON_PID" 2>/dev/null || status=$?
   DAEMON_PID=
+  # A sanitizer build's report (on walklistd's stderr, the log) fails the run like its exit
+  # status does.
+  if ((status == 0)) && grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$RUN/walklistd.log"; then
+    status=99
+  fi
+  if ((status != 0)); then
+    log "walklistd exited with status $status"
+  fi
+  return "$status"
 }
 
 ctl() {
@@ -290,7 +300,7 @@ cmd_e2e() {
 
   local status=0
   node --test --test-reporter=spec "$CLIENT/test/connect.test.mjs" || status=$?
-  stop_daemon
+  stop_daemon || status=1
   return "$status"
 }
 

@@ -10,12 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "connect.h"
 #include "e2e.h"
 #include "fixture.h"
 #include "google/rpc/error_details.pb-c.h"
 #include "service.h"
 #include "testdb.h"
 #include "walklist/core.h"
+#include "walklist/v1/inventory.pb-c.h"
 #include "walklist/v1/locate_list.pb-c.h"
 #include "walklist/v1/scanner.pb-c.h"
 #include "walklist/v1/stock.pb-c.h"
@@ -28,6 +30,7 @@ static PGconn *db;
 static uint16_t port;
 static char key_all[WL_KEY_TOKEN_SIZE], key_lists[WL_KEY_TOKEN_SIZE], key_b[WL_KEY_TOKEN_SIZE];
 static char key_every_scope[WL_KEY_TOKEN_SIZE], key_c[WL_KEY_TOKEN_SIZE];
+static char key_inventory[WL_KEY_TOKEN_SIZE];
 
 /* --- Requests ----------------------------------------------------------------------------- */
 
@@ -469,6 +472,207 @@ static void test_scanner(void)
     http_response_free(&res);
 }
 
+/* The {"count":N} answer of an InventoryService method, binary: N, or -1 with a failure. */
+static int32_t inventory_count_binary(const char *method, const ProtobufCMessage *request)
+{
+    char procedure[128];
+    snprintf(procedure, sizeof(procedure), "walklist.v1.InventoryService/%s", method);
+    http_response_t res = call_proto(procedure, key_inventory, request, NULL);
+    const ProtobufCMethodDescriptor *rpc = protobuf_c_service_descriptor_get_method_by_name(
+        &walklist__v1__inventory_service__descriptor, method);
+    ProtobufCMessage *reply = proto_reply(&res, rpc->output);
+    int32_t count = -1;
+    if (reply != NULL) {
+        /* Every inventory reply is {int32 count = 1}. */
+        const ProtobufCFieldDescriptor *field =
+            protobuf_c_message_descriptor_get_field_by_name(reply->descriptor, "count");
+        count = *(const int32_t *)((const char *)reply + field->offset);
+        protobuf_c_message_free_unpacked(reply, NULL);
+    }
+    http_response_free(&res);
+    return count;
+}
+
+static long long inventory_count_json(const char *method, const char *body)
+{
+    char procedure[128];
+    snprintf(procedure, sizeof(procedure), "walklist.v1.InventoryService/%s", method);
+    http_response_t res = call_json(procedure, key_inventory, body);
+    if (res.status != 200)
+        FAIL("%s: %d %s", method, res.status, res.body);
+    long long count =
+        res.status == 200 ? json_integer_value(json_object_get(res.json, "count")) : -1;
+    http_response_free(&res);
+    return count;
+}
+
+/* SKU's qty in the stock export (through Connect), or -1 when it is not exported. */
+static long long exported_qty(const char *key, const char *sku, char *location, size_t size)
+{
+    http_response_t res = call_json("walklist.v1.StockService/ExportStock", key, "{}");
+    long long qty = -1;
+    size_t i;
+    json_t *item;
+    json_array_foreach(json_object_get(res.json, "items"), i, item)
+    {
+        if (strcmp(e2e_str(item, "sku", NULL), sku) == 0) {
+            qty = json_integer_value(json_object_get(item, "qty"));
+            snprintf(location, size, "%s",
+                     e2e_str(item, "location", NULL) ? e2e_str(item, "location", NULL) : "");
+        }
+    }
+    http_response_free(&res);
+    return qty;
+}
+
+/* Every InventoryService method, alternately binary and JSON, on an organization of its own. */
+static void test_inventory(void)
+{
+    Walklist__V1__Warehouse main_wh = WALKLIST__V1__WAREHOUSE__INIT;
+    Walklist__V1__Warehouse supplier = WALKLIST__V1__WAREHOUSE__INIT;
+    main_wh.code = "WH1";
+    main_wh.name = "Main";
+    main_wh.kind = "own";
+    supplier.code = "SUP";
+    supplier.name = "Supplier";
+    supplier.kind = "supplier";
+    Walklist__V1__Warehouse *warehouses[] = {&main_wh, &supplier};
+    Walklist__V1__UpsertWarehousesRequest upsert_warehouses =
+        WALKLIST__V1__UPSERT_WAREHOUSES_REQUEST__INIT;
+    upsert_warehouses.warehouses = warehouses;
+    upsert_warehouses.n_warehouses = 2;
+    CHECK_INT(inventory_count_binary("UpsertWarehouses", &upsert_warehouses.base), 2);
+
+    CHECK_INT(inventory_count_json("UpsertLocations",
+                                   "{\"locations\":[{\"warehouse\":\"WH1\",\"code\":\"A-1\"},"
+                                   "{\"warehouse\":\"WH1\",\"code\":\"DOCK\",\"staging\":true}]}"),
+              2);
+
+    char *eans[] = {"4006381333931"};
+    Walklist__V1__Product first = WALKLIST__V1__PRODUCT__INIT;
+    Walklist__V1__Product second = WALKLIST__V1__PRODUCT__INIT;
+    first.sku = "INV-1";
+    first.name = "Inventory one";
+    first.eans = eans;
+    first.n_eans = 1;
+    second.sku = "INV-2";
+    second.name = "Inventory two";
+    Walklist__V1__Product *products[] = {&first, &second};
+    Walklist__V1__UpsertProductsRequest upsert_products =
+        WALKLIST__V1__UPSERT_PRODUCTS_REQUEST__INIT;
+    upsert_products.products = products;
+    upsert_products.n_products = 2;
+    CHECK_INT(inventory_count_binary("UpsertProducts", &upsert_products.base), 2);
+
+    CHECK_INT(inventory_count_json("SetStock",
+                                   "{\"items\":["
+                                   "{\"sku\":\"INV-1\",\"warehouse\":\"WH1\",\"onHand\":10},"
+                                   "{\"sku\":\"INV-2\",\"warehouse\":\"WH1\",\"onHand\":\"5\"}]}"),
+              2);
+
+    Walklist__V1__LocationStockLevel rack = WALKLIST__V1__LOCATION_STOCK_LEVEL__INIT;
+    rack.sku = "INV-1";
+    rack.warehouse = "WH1";
+    rack.location = "A-1";
+    rack.quantity = 10;
+    Walklist__V1__LocationStockLevel *racks[] = {&rack};
+    Walklist__V1__SetLocationStockRequest set_racks =
+        WALKLIST__V1__SET_LOCATION_STOCK_REQUEST__INIT;
+    set_racks.items = racks;
+    set_racks.n_items = 1;
+    CHECK_INT(inventory_count_binary("SetLocationStock", &set_racks.base), 1);
+
+    char location[64] = "";
+    CHECK_INT(exported_qty(key_inventory, "INV-1", location, sizeof(location)), 10);
+    CHECK_STR(location, "A-1");
+
+    const char *reservations =
+        "{\"reservations\":["
+        "{\"ref\":\"R1\",\"sku\":\"INV-1\",\"warehouse\":\"WH1\",\"quantity\":3},"
+        "{\"ref\":\"R2\",\"sku\":\"INV-2\",\"warehouse\":\"WH1\",\"quantity\":5}]}";
+    CHECK_INT(inventory_count_json("CreateReservations", reservations), 2);
+    CHECK_INT(exported_qty(key_inventory, "INV-1", location, sizeof(location)), 7);
+    /* A retry of the same reservations is accepted; R1 with another quantity already exists. */
+    CHECK_INT(inventory_count_json("CreateReservations", reservations), 2);
+    http_response_t res =
+        call_json("walklist.v1.InventoryService/CreateReservations", key_inventory,
+                  "{\"reservations\":[{\"ref\":\"R1\",\"sku\":\"INV-1\","
+                  "\"warehouse\":\"WH1\",\"quantity\":4}]}");
+    CHECK_CONNECT_ERROR(res, 409, "already_exists");
+    http_response_free(&res);
+
+    char *refs[] = {"R1"};
+    Walklist__V1__ReleaseReservationsRequest release =
+        WALKLIST__V1__RELEASE_RESERVATIONS_REQUEST__INIT;
+    release.refs = refs;
+    release.n_refs = 1;
+    CHECK_INT(inventory_count_binary("ReleaseReservations", &release.base), 1);
+    CHECK_INT(exported_qty(key_inventory, "INV-1", location, sizeof(location)), 10);
+    res = call_proto("walklist.v1.InventoryService/ReleaseReservations", key_inventory,
+                     &release.base, NULL);
+    CHECK_CONNECT_ERROR(res, 400, "failed_precondition");
+    http_response_free(&res);
+    res = call_json("walklist.v1.InventoryService/ConsumeReservations", key_inventory,
+                    "{\"refs\":[\"NOPE\"]}");
+    CHECK_CONNECT_ERROR(res, 404, "not_found");
+    http_response_free(&res);
+    CHECK_INT(inventory_count_json("ConsumeReservations", "{\"refs\":[\"R2\"]}"), 1);
+
+    /* Validation names the item's field; the detail decodes from binary. */
+    Walklist__V1__Warehouse bad = WALKLIST__V1__WAREHOUSE__INIT;
+    bad.code = "WH9";
+    bad.name = "Bad";
+    bad.kind = "rented";
+    Walklist__V1__Warehouse *bad_list[] = {&main_wh, &bad};
+    upsert_warehouses.warehouses = bad_list;
+    res = call_proto("walklist.v1.InventoryService/UpsertWarehouses", key_inventory,
+                     &upsert_warehouses.base, NULL);
+    CHECK_CONNECT_ERROR(res, 400, "invalid_argument");
+    Google__Rpc__BadRequest *details = bad_request(&res);
+    CHECK(has_violation(details, "warehouses[1].kind"));
+    if (details != NULL)
+        google__rpc__bad_request__free_unpacked(details, NULL);
+    http_response_free(&res);
+
+    /* inventory:write is needed. */
+    res = call_json("walklist.v1.InventoryService/ConsumeReservations", key_all,
+                    "{\"refs\":[\"R2\"]}");
+    CHECK_CONNECT_ERROR(res, 403, "permission_denied");
+    http_response_free(&res);
+}
+
+/*
+ * A full batch at the character limits: 1,000 products with 64-character SKUs and
+ * 200-character names, every character 4 bytes of UTF-8. About 1.1 MB as JSON (and as
+ * binary), over 1 MiB: the body limit takes it.
+ */
+static void test_largest_batch(void)
+{
+    const char *glyph = "\xf0\x9f\x93\xa6"; /* U+1F4E6 PACKAGE */
+    size_t cap = 1000 * (64 * 4 + 200 * 4 + 64) + 64;
+    char *body = malloc(cap);
+    size_t used = (size_t)snprintf(body, cap, "{\"products\":[");
+    for (int i = 0; i < 1000; i++) {
+        used += (size_t)snprintf(body + used, cap - used, "%s{\"sku\":\"%04d", i ? "," : "", i);
+        for (int c = 0; c < 60; c++)
+            used += (size_t)snprintf(body + used, cap - used, "%s", glyph);
+        used += (size_t)snprintf(body + used, cap - used, "\",\"name\":\"");
+        for (int c = 0; c < 200; c++)
+            used += (size_t)snprintf(body + used, cap - used, "%s", glyph);
+        used += (size_t)snprintf(body + used, cap - used, "\",\"eans\":[]}");
+    }
+    used += (size_t)snprintf(body + used, cap - used, "]}");
+    CHECK(used > 1024 * 1024 && used <= WL_CONNECT_BODY_LIMIT);
+    http_response_t res =
+        call("walklist.v1.InventoryService/UpsertProducts", key_inventory, JSON, body, used, NULL);
+    CHECK_INT(res.status, 200);
+    CHECK_INT(json_integer_value(json_object_get(res.json, "count")), 1000);
+    if (res.status != 200)
+        fprintf(stderr, "%.300s\n", res.body);
+    http_response_free(&res);
+    free(body);
+}
+
 /* Every procedure of the core registry is routed, whatever services it holds by now. */
 static void test_every_procedure_routed(const char *conninfo)
 {
@@ -737,8 +941,8 @@ static void test_body_limits(void)
     http_response_free(&res);
     free(body);
 
-    /* Over 1 MiB: announced, answered before the body; chunked, answered after it. */
-    size_t big = 1024 * 1024 + 1;
+    /* Over the limit: announced, answered before the body; chunked, answered after it. */
+    size_t big = WL_CONNECT_BODY_LIMIT + 1;
     body = malloc(big);
     memset(body, ' ', big);
     res = call("walklist.v1.StockService/ExportStock", key_all, JSON, body, big, NULL);
@@ -746,8 +950,9 @@ static void test_body_limits(void)
     CHECK(header_of(&res, "Retry-After") == NULL);
     http_response_free(&res);
 
-    size_t chunk = 600 * 1024;
-    size_t request_cap = 2 * chunk + 1024;
+    /* 4200 KiB in 7 chunks: past the limit, but not so far that the server cuts it off. */
+    size_t chunk = 600 * 1024, chunks = 7;
+    size_t request_cap = chunks * (chunk + 16) + 1024;
     char *request = malloc(request_cap);
     int n = snprintf(request, request_cap,
                      "POST /walklist.v1.StockService/ExportStock HTTP/1.1\r\nHost: localhost\r\n"
@@ -755,7 +960,7 @@ static void test_body_limits(void)
                      "Connect-Protocol-Version: 1\r\nTransfer-Encoding: chunked\r\n"
                      "Connection: close\r\n\r\n",
                      key_all);
-    for (int i = 0; i < 2; i++) {
+    for (size_t i = 0; i < chunks; i++) {
         n += snprintf(request + n, request_cap - (size_t)n, "%zx\r\n", chunk);
         memset(request + n, ' ', chunk);
         n += (int)chunk;
@@ -781,6 +986,7 @@ int main(void)
     fixture_key(db, org_b, "lists:write,scanner", key_b);
     fixture_key(db, org_b, "lists:write,stock:read,scanner,inventory:write", key_every_scope);
     fixture_key(db, fixture_org(db, "connect-c"), "stock:read", key_c);
+    fixture_key(db, fixture_org(db, "connect-d"), "inventory:write,stock:read", key_inventory);
     load_inventory(org_a);
     service_start(&service, conninfo, NULL);
     port = service.port;
@@ -796,6 +1002,8 @@ int main(void)
     test_protocol_headers();
     test_routes();
     test_body_limits();
+    test_inventory();
+    test_largest_batch();
     test_every_procedure_routed(conninfo);
 
     /* Keys never reach the log, not even from a query string. */

@@ -679,13 +679,15 @@ static void test_large(void)
 
 static void kill_export_backend(void)
 {
-    /* Between two FETCHes the export's connection waits idle in its transaction. */
+    /* The export's connection is in its COPY (waiting for walklistd to take more rows), or
+     * idle in its transaction just before it. */
     long long killed = 0;
     for (int attempt = 0; attempt < 100 && killed == 0; attempt++) {
         killed =
             testdb_count(db, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
                              " WHERE datname = current_database() AND application_name = 'walklist'"
-                             " AND state LIKE 'idle in transaction%'");
+                             " AND (state LIKE 'idle in transaction%'"
+                             " OR (state = 'active' AND query LIKE 'COPY %'))");
         if (killed == 0) {
             struct timespec pause = {0, 10 * 1000 * 1000};
             nanosleep(&pause, NULL);
@@ -724,7 +726,11 @@ static void test_interrupted(void)
     wire_free(&res);
 
     /* The database goes away after the first bytes: the body is cut off, never closed
-     * into a complete-looking document. */
+     * into a complete-looking document. (A new version first, so that the export is read
+     * from the database rather than from walklistd's cache of the unchanged one.) */
+    testdb_exec(db, "INSERT INTO export_versions AS v (org_id, version)"
+                    " SELECT org_id, 1 FROM organizations"
+                    " ON CONFLICT (org_id) DO UPDATE SET version = v.version + 1");
     CHECK_INT(wire_get("HTTP/1.1", "/api/v1/stock-export", large_key, NULL, 64 * 1024,
                        kill_export_backend, &res),
               0);

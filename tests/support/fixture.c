@@ -1,9 +1,11 @@
 /* Creating test organizations, keys and inventory happens here. */
 #include "fixture.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/import.h"
 #include "store/orgs.h"
@@ -30,6 +32,23 @@ void fixture_key(PGconn *conn, int64_t org_id, const char *scopes, char token[WL
         fprintf(stderr, "fixture_key: %s\n", err.message);
         exit(1);
     }
+    fixture_record_token(token);
+}
+
+void fixture_record_token(const char *token)
+{
+    const char *path = getenv("WALKLIST_TEST_TOKENS");
+    char line[WL_KEY_TOKEN_SIZE + 1];
+    int len = snprintf(line, sizeof(line), "%s\n", token);
+    /* One write with O_APPEND: lines of concurrent test processes never interleave. */
+    int fd = open(path && path[0] ? path : FIXTURE_TOKENS_FILE,
+                  O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0 || len <= 0 || len >= (int)sizeof(line) || write(fd, line, (size_t)len) != len) {
+        fprintf(stderr, "fixture_key: cannot record the token in %s\n",
+                path && path[0] ? path : FIXTURE_TOKENS_FILE);
+        exit(1);
+    }
+    close(fd);
 }
 
 static void print_problem(size_t line, const char *column, const char *description, void *data)

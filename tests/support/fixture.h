@@ -10,8 +10,19 @@
 /** Creates an organization; exits on failure. */
 int64_t fixture_org(PGconn *conn, const char *slug);
 
-/** Creates a key with the scopes ("a,b") into token; exits on failure. */
+/*
+ * Every key a test issues is recorded, one a line, in this file of the working directory
+ * (ctest runs tests in build/tests, next to the walklistd logs), or in $WALKLIST_TEST_TOKENS.
+ * The last test of the suite (tests/token_scan.sh) fails when any of them appears in a log.
+ */
+#define FIXTURE_TOKENS_FILE "issued-tokens.txt"
+
+/** Creates a key with the scopes ("a,b") into token and records it; exits on failure. */
 void fixture_key(PGconn *conn, int64_t org_id, const char *scopes, char token[WL_KEY_TOKEN_SIZE]);
+
+/** Records a token issued some other way (e.g. by walklistctl) for the log scan; exits on failure.
+ */
+void fixture_record_token(const char *token);
 
 /** Imports CSV text of a kind; exits (printing every problem) on failure. */
 void fixture_import(PGconn *conn, int64_t org_id, const char *kind, const char *csv);

@@ -2,6 +2,7 @@
 #include "http_client.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,8 @@ int http_raw(uint16_t port, const char *request, size_t len, http_response_t *ou
     size_t sent = 0;
     while (sent < len) {
         ssize_t n = send(fd, request + sent, len - sent, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             break; /* the server may answer early (413, 401) and close */
         sent += (size_t)n;
@@ -73,6 +76,11 @@ int http_raw(uint16_t port, const char *request, size_t len, http_response_t *ou
             buf = realloc(buf, cap);
         }
         ssize_t n = recv(fd, buf + used, cap - used - 1, 0);
+        /* With SO_RCVTIMEO set, recv fails with EINTR on any signal, even one ignored by
+         * default: SIGCHLD of a system() that another thread of the test runs (system()
+         * blocks SIGCHLD in its thread, so the signal is queued and wakes this one). */
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n <= 0)
             break;
         used += (size_t)n;

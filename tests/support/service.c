@@ -80,6 +80,27 @@ void service_start(service_t *service, const char *conninfo, const char *const *
     exit(1);
 }
 
+/*
+ * A sanitizer report in walklistd's log (a sanitizer build writes them to stderr, which is the
+ * log) fails the stop even when the exit status would not show it; the report is printed.
+ */
+static int sanitizer_report(const service_t *service, int status)
+{
+    static const char *const markers[] = {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                                          "runtime error:"};
+    char *log = service_log(service);
+    for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++) {
+        const char *report = strstr(log, markers[i]);
+        if (report != NULL) {
+            fprintf(stderr, "walklistd (%s) reported:\n%.8000s\n", service->log_path, report);
+            status = status != 0 ? status : 99;
+            break;
+        }
+    }
+    free(log);
+    return status;
+}
+
 int service_stop(service_t *service)
 {
     if (service->pid <= 0)
@@ -89,7 +110,7 @@ int service_stop(service_t *service)
     for (int attempt = 0; attempt < 200; attempt++) {
         if (waitpid(service->pid, &status, WNOHANG) == service->pid) {
             service->pid = 0;
-            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            return sanitizer_report(service, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
         }
         struct timespec pause = {0, 50 * 1000 * 1000};
         nanosleep(&pause, NULL);

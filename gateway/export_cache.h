@@ -1,0 +1,93 @@
+/*
+ * The stock export's snapshot cache: per organization, the export version
+ * last seen and the bodies already made for it (plain and gzip), so that an
+ * unchanged export costs no export query. A conditional request that
+ * matches is answered 304; a full one gets the cached body from a file the
+ * kernel sends (page cache, not process memory).
+ *
+ * By default each request still reads the organization's current version
+ * (one single-row statement, wl_core_export_version): a body cached under
+ * that version is exactly what the export would read, so the cache is never
+ * stale, across any number of processes.
+ *
+ * With WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=1 that statement is skipped too:
+ * the version is trusted from memory until a write announces a change of the
+ * organization at commit (NOTIFY wl_export_changed, migration 0005), which a
+ * thread of this process listens for on a connection of its own
+ * (wl_export_watch_t). While that connection is down nothing is trusted, and
+ * when it drops everything is forgotten (announcements may have been
+ * missed); an entry is stored only when no change was announced between its
+ * ticket (taken before the snapshot) and the store. The price is staleness
+ * of up to the announcement's delivery delay (milliseconds, as for a read
+ * replica): a client that writes and at once exports through another
+ * process may see the previous version.
+ *
+ * Bodies are kept byte for byte as first sent, generatedAt included: a
+ * strong ETag promises the same bytes, and generatedAt remains the time of
+ * the snapshot they show (nothing changed since).
+ *
+ * Limits: at most 64 organizations and WALKLIST_EXPORT_CACHE_MB megabytes of
+ * bodies (default 1024; 0 keeps no bodies), least recently used first out.
+ * Files live, unlinked, in TMPDIR (default /tmp).
+ */
+#ifndef WALKLIST_GATEWAY_EXPORT_CACHE_H
+#define WALKLIST_GATEWAY_EXPORT_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "walklist/core.h"
+
+typedef struct wl_export_cache wl_export_cache_t;
+
+/**
+ * The process's cache, created with its watch thread on first use (for the
+ * core of that first use); NULL when it cannot be (then every export is read
+ * from the database, as without a cache).
+ */
+wl_export_cache_t *wl_export_cache_shared(wl_core_t *core);
+
+/** Taken before an export's snapshot; stores made with it are refused after a change. */
+typedef struct {
+    uint64_t epoch;
+    uint64_t generation;
+    bool valid; /* the watch was listening */
+} wl_export_ticket_t;
+
+wl_export_ticket_t wl_export_cache_ticket(wl_export_cache_t *cache, int64_t org_id);
+
+/** The organization's current export version, when trusted from memory (see above). */
+bool wl_export_cache_version(wl_export_cache_t *cache, int64_t org_id, int64_t *version);
+
+/** Remembers the version read in a snapshot taken after ticket. */
+void wl_export_cache_remember(wl_export_cache_t *cache, int64_t org_id, wl_export_ticket_t ticket,
+                              int64_t version);
+
+/**
+ * The cached body of (org_id, version, gzip): a new file descriptor the
+ * caller closes, positioned anywhere (read it with pread), and its size in
+ * *size; -1 when there is none.
+ */
+int wl_export_cache_open_body(wl_export_cache_t *cache, int64_t org_id, int64_t version, bool gzip,
+                              uint64_t *size);
+
+/** A body being recorded while it is sent. */
+typedef struct wl_export_body wl_export_body_t;
+
+/** Starts recording a body; NULL when it will not be cached (no room, no watch, no file). */
+wl_export_body_t *wl_export_cache_body_begin(wl_export_cache_t *cache, int64_t org_id,
+                                             int64_t version, bool gzip,
+                                             wl_export_ticket_t ticket);
+
+/** Appends bytes; on a write failure the recording is given up quietly. */
+void wl_export_body_write(wl_export_body_t *body, const char *data, size_t len);
+
+/**
+ * Ends the recording: with complete, the body becomes the cached body of
+ * its (organization, version, encoding) unless a change was announced since
+ * its ticket. Frees body either way; NULL is fine.
+ */
+void wl_export_body_finish(wl_export_body_t *body, bool complete);
+
+#endif
