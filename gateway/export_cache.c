@@ -1,4 +1,5 @@
-/* Keeping each organization's export version and bodies until a write announces a change happens here. */
+/* Keeping each organization's export version and bodies until a write announces a change happens
+ * here. */
 #include "export_cache.h"
 
 #include <pthread.h>
@@ -7,10 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_ENTRIES     64
-#define GENERATIONS     1024 /* organizations hash into these change counters */
-#define WATCH_WAIT_MS   1000
-#define DEFAULT_MB      1024
+#define MAX_ENTRIES   64
+#define GENERATIONS   1024 /* organizations hash into these change counters */
+#define WATCH_WAIT_MS 1000
+#define DEFAULT_MB    1024
 
 typedef struct {
     int fd; /* -1: none */

@@ -77,8 +77,7 @@ typedef struct wl_export_body wl_export_body_t;
 
 /** Starts recording a body; NULL when it will not be cached (no room, no watch, no file). */
 wl_export_body_t *wl_export_cache_body_begin(wl_export_cache_t *cache, int64_t org_id,
-                                             int64_t version, bool gzip,
-                                             wl_export_ticket_t ticket);
+                                             int64_t version, bool gzip, wl_export_ticket_t ticket);
 
 /** Appends bytes; on a write failure the recording is given up quietly. */
 void wl_export_body_write(wl_export_body_t *body, const char *data, size_t len);

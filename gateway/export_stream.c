@@ -39,8 +39,8 @@ typedef struct {
     bool gzip;
     bool deflating; /* z needs deflateEnd */
     z_stream z;
-    buffer_t text; /* JSON: sent as is, or compressed into wire */
-    buffer_t wire; /* gzip bytes */
+    buffer_t text;               /* JSON: sent as is, or compressed into wire */
+    buffer_t wire;               /* gzip bytes */
     wl_export_body_t *recording; /* a copy for the cache, NULL when not kept */
     char request_id[65];
 } export_stream_t;

@@ -683,10 +683,15 @@ static bool decode_floating(decoder_t *d, const json_t *value, bool is_float, do
         violation(d, "must be a number");
         return false;
     }
-    if (is_float && isfinite(x) && fabs(x) > FLT_MAX) {
+    /* Within float range is what rounds to a finite float: below the midpoint between FLT_MAX
+     * and 2^128 (where ties-to-even goes up). So the decimal a float is encoded as, such as
+     * 3.4028235e38 for FLT_MAX, is read back, although as a double it is just above FLT_MAX. */
+    if (is_float && isfinite(x) && fabs(x) >= 0x1.ffffffp127) {
         violation(d, "must be a number within float range");
         return false;
     }
+    if (is_float && isfinite(x) && fabs(x) > FLT_MAX)
+        x = copysign(FLT_MAX, x);
     *out = x;
     return true;
 }

@@ -7,7 +7,10 @@
 #
 #   scripts/bench.sh                 100,000 and 1,000,000 SKUs (about 15 minutes on 2 cores)
 #   scripts/bench.sh --quick         2,000 and 10,000 SKUs, short runs (about a minute)
-#   options: --no-install (use what is there), --out FILE, --keep (leave the cluster running)
+#   scripts/bench.sh --tiny          300 and 1,000 SKUs, 1 s runs: keeps the script working (ctest)
+#   options: --no-install (use what is there), --no-build (use the binaries in the build dir),
+#            --out FILE, --keep (leave the cluster running), --skip-if-missing (exit 77 when
+#            wrk or pgbench is missing, for ctest)
 #
 # Environment: WALKLIST_BUILD_DIR (default build-release), WALKLIST_JOBS (2).
 set -euo pipefail
@@ -16,19 +19,24 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$WL_ROOT"
 
-QUICK=0 INSTALL=1 KEEP=0 OUT=$WL_ROOT/BENCHMARKS.md
+QUICK=0 TINY=0 INSTALL=1 BUILD_IT=1 KEEP=0 SKIP_IF_MISSING=0 OUT=$WL_ROOT/BENCHMARKS.md
 while (($#)); do
   case $1 in
   --quick) QUICK=1 ;;
+  --tiny) TINY=1 ;;
   --no-install) INSTALL=0 ;;
+  --no-build) BUILD_IT=0 ;;
+  --skip-if-missing) SKIP_IF_MISSING=1 ;;
   --keep) KEEP=1 ;;
   --out) OUT=$2; shift ;;
-  *) die "unknown option $1 (--quick, --no-install, --out FILE, --keep)" ;;
+  *) die "unknown option $1 (--quick, --tiny, --no-install, --no-build, --out FILE, --keep)" ;;
   esac
   shift
 done
 
-if ((QUICK)); then
+if ((TINY)); then
+  SIZES=(300 1000) DURATION=1 ORGS=40 LOADS=3
+elif ((QUICK)); then
   SIZES=(2000 10000) DURATION=3 ORGS=300 LOADS=10
 else
   SIZES=(100000 1000000) DURATION=15 ORGS=3000 LOADS=100
@@ -40,14 +48,14 @@ export WALKLIST_BUILD_DIR=${WALKLIST_BUILD_DIR:-build-release}
 BUILD=$(build_dir)
 STATE=$BUILD/benchpg
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/walklist-bench.XXXXXX")
-PORT=0 WALKLISTD_PID= DB= ADMIN=
+PORT=0 WALKLISTD_PID= DB= ADMIN= WALKLISTD_RECORDED=0
 declare -a COMMANDS=() ROWS=()
 
 # --- Helpers ---------------------------------------------------------------------------------
 
 # Runs a command and records it for the report.
 record() {
-  COMMANDS+=("$*")
+  COMMANDS+=("$(printf '%q ' "$@")")
   "$@"
 }
 
@@ -83,8 +91,11 @@ start_walklistd() {
   # limiter's per-organization rows stay small, as they are in production.
   # As many worker threads (and pooled connections) as wrk has connections, as pgbench has
   # backends: libmicrohttpd's workers wait for the database, so threads bound concurrency.
+  ((WALKLISTD_RECORDED++)) ||
+    COMMANDS+=("walklistd --database-url \$DB --listen 127.0.0.1:0 --threads $CONNECTIONS --db-pool-size $((CONNECTIONS + 2)) --max-connections-per-ip 1000 --rate-limit-locate-lists 1000000 --rate-limit-stock-export 1000000 --rate-limit-shared 1000000   (restarted before each cold export)")
   "$BUILD/bin/walklistd" --database-url "$DB" --listen 127.0.0.1:0 \
     --threads "$CONNECTIONS" --db-pool-size "$((CONNECTIONS + 2))" \
+    --max-connections-per-ip 1000 \
     --rate-limit-locate-lists 1000000 --rate-limit-stock-export 1000000 \
     --rate-limit-shared 1000000 2>"$log_file" &
   WALKLISTD_PID=$!
@@ -176,27 +187,38 @@ CONF
   "$BUILD/bin/walklistctl" migrate --database-url "$DB" 2>/dev/null
 }
 
-# The catalogue of SIZE SKUs for organization cat-SIZE: written as CSV by `generate --csv`,
-# then imported file by file (the import is timed), as an operator would load it.
+# The catalogue of SIZE SKUs: made by `walklistctl generate` straight into organization
+# cat-SIZE (timed; the exports read it), and the same catalogue written as the six CSV files and
+# imported file by file into organization imp-SIZE (timed), as an operator would load it.
 load_catalogue() {
-  local size=$1 org=cat-$1 csv=$WORK/csv-$1 start end total=0 kind t rows=0
+  local size=$1 csv=$WORK/csv-$1 start end seconds kind rows=0
+  "$BUILD/bin/walklistctl" org create "cat-$size" --database-url "$DB" 2>/dev/null
+  "$BUILD/bin/walklistctl" org create "imp-$size" --database-url "$DB" 2>/dev/null
+  start=$(now)
+  record "$BUILD/bin/walklistctl" generate --org "cat-$size" --skus "$size" --seed "$SEED" \
+    --database-url "$DB" 2>>"$WORK/generate.log"
+  end=$(now)
+  seconds=$(elapsed "$start" "$end")
+  row "generate, $size SKUs, into the database" "$seconds s" "-" "-" "-"
+  GENERATE_SECONDS[$size]=$seconds
+
   mkdir -p "$csv"
-  "$BUILD/bin/walklistctl" org create "$org" --database-url "$DB" 2>/dev/null
   record "$BUILD/bin/walklistctl" generate --csv "$csv" --skus "$size" --seed "$SEED" 2>/dev/null
   for kind in warehouses locations products stock location-stock reservations; do
     rows=$((rows + $(wc -l <"$csv/$kind.csv") - 1))
   done
   start=$(now)
   for kind in warehouses locations products stock location-stock reservations; do
-    record "$BUILD/bin/walklistctl" import "$kind" "$csv/$kind.csv" --org "$org" \
+    record "$BUILD/bin/walklistctl" import "$kind" "$csv/$kind.csv" --org "imp-$size" \
       --database-url "$DB" 2>>"$WORK/import.log"
   done
   end=$(now)
-  total=$(elapsed "$start" "$end")
+  seconds=$(elapsed "$start" "$end")
   rm -rf -- "$csv"
-  row "import, $size SKUs ($rows rows, six files)" "$total s" "-" "-" "-"
-  IMPORT_SECONDS[$size]=$total
+  row "import, $size SKUs ($rows rows, six CSV files)" "$seconds s" "-" "-" "-"
+  IMPORT_SECONDS[$size]=$seconds
   # As autovacuum would soon after a load this size: the export reads settled pages.
+  COMMANDS+=("psql -c 'VACUUM ANALYZE'")
   sql -c 'VACUUM ANALYZE' >/dev/null
 }
 
@@ -208,6 +230,7 @@ bench_export() {
   KEY[$size]=$key
 
   # The floors: the service's own export SQL, and a plain table of the same rows.
+  COMMANDS+=("psql -c 'CREATE TABLE bench_narrow AS SELECT sku, qty, location FROM stock_availability WHERE org_id = $org_id ORDER BY sku' -c 'VACUUM ANALYZE bench_narrow'")
   sql -c 'SET client_min_messages = warning' -c 'DROP TABLE IF EXISTS bench_narrow' \
     -c "CREATE TABLE bench_narrow AS
           SELECT sku, qty, location FROM stock_availability WHERE org_id = $org_id ORDER BY sku" \
@@ -249,15 +272,17 @@ bench_export() {
     -H "Authorization: Bearer $key" -H "If-None-Match: $etag" \
     "http://127.0.0.1:$PORT/api/v1/stock-export"
   read -r rps p50 p99 transfer bad <<<"$(wrk_figures "$WORK/304-$size.txt")"
-  row "unchanged export, If-None-Match (304), $size SKUs (wrk $CONNECTIONS connections)" \
-    "$rps req/s, p50 $p50 ms, p99 $p99 ms" "-" "-" "non-3xx: $bad"
+  row "unchanged export, If-None-Match (304), $size SKUs, one organization (wrk $CONNECTIONS connections)" \
+    "$rps req/s, p50 $p50 ms, p99 $p99 ms" "-" "-" \
+    "non-3xx: $bad; every request waits for the one rate-limit row of this organization"
   NOT_MODIFIED[$size]=$rps
 }
 
 bench_create() {
   local keys=$WORK/keys.txt rps p50 p99 transfer bad floor_rps sync
-  record pg_psql "$DB" -tA -F ' ' -v orgs="$ORGS" -f "$BENCH_DIR/setup_orgs.sql" |
-    grep '^wlk_' >"$keys"
+  COMMANDS+=("psql -tA -F ' ' -v orgs=$ORGS -f scripts/bench/setup_orgs.sql \$DB > keys.txt")
+  pg_psql "$DB" -tA -F ' ' -v orgs="$ORGS" -f "$BENCH_DIR/setup_orgs.sql" | grep '^wlk_' >"$keys"
+  COMMANDS+=("export WALKLIST_BENCH_KEYS=keys.txt WALKLIST_BENCH_DIR=scripts/bench")
   export WALKLIST_BENCH_KEYS=$keys WALKLIST_BENCH_DIR=$BENCH_DIR
   # The organizations rotate, but one organization per request: a second round of 304s over
   # the empty exports of every benchmark organization measures the key check plus the cache.
@@ -266,6 +291,26 @@ bench_create() {
   read -r rps p50 p99 transfer bad <<<"$(wrk_figures "$WORK/304-rotating.txt")"
   row "unchanged export, 304, rotating over $ORGS organizations" \
     "$rps req/s, p50 $p50 ms, p99 $p99 ms" "-" "-" "non-3xx: $bad"
+  NOT_MODIFIED_ROTATING=$rps
+
+  # Again with versions trusted from memory (WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=1): the key
+  # check is then the request's only round trip. A first pass fills the cache.
+  stop_walklistd
+  export WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=1
+  start_walklistd
+  unset WALKLIST_EXPORT_CACHE_TRUST_NOTIFY
+  sleep 2
+  wrk -t 2 -c "$CONNECTIONS" -d 2s -s "$BENCH_DIR/not_modified.lua" "http://127.0.0.1:$PORT" \
+    >/dev/null 2>&1 || true
+  COMMANDS+=("WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=1 walklistd ...   (then, after a 2 s warm-up:)")
+  run_wrk "$WORK/304-trusting.txt" -t 2 -c "$CONNECTIONS" -d "${DURATION}s" \
+    -s "$BENCH_DIR/not_modified.lua" "http://127.0.0.1:$PORT"
+  read -r rps p50 p99 transfer bad <<<"$(wrk_figures "$WORK/304-trusting.txt")"
+  row "unchanged export, 304, rotating, versions trusted from NOTIFY" \
+    "$rps req/s, p50 $p50 ms, p99 $p99 ms" "-" "-" "non-3xx: $bad"
+  NOT_MODIFIED_TRUSTING=$rps
+  stop_walklistd
+  start_walklistd
 
   run_wrk "$WORK/create.txt" -t 2 -c "$CONNECTIONS" -d "${DURATION}s" \
     -s "$BENCH_DIR/create.lua" "http://127.0.0.1:$PORT"
@@ -321,6 +366,51 @@ bench_load_list() {
     "p50 $p50 ms, p99 $p99 ms" "-" "-" "non-200: $bad"
 }
 
+# "met" or "missed", and by how much, for VALUE against a LIMIT that is a maximum or minimum.
+verdict() {
+  awk -v v="$1" -v limit="$2" -v kind="$3" 'BEGIN {
+    if (v == "" || v == "-") { print "not measured"; exit }
+    if (kind == "max") ok = v + 0 <= limit + 0; else ok = v + 0 >= limit + 0
+    if (ok) { print "met"; exit }
+    if (kind == "max") printf "missed by %.0f%% (%.2f over)\n", (v / limit - 1) * 100, v - limit
+    else printf "missed by %.0f%% (%.2f short)\n", (1 - v / limit) * 100, limit - v
+  }'
+}
+
+# wrk's Transfer/sec ("1.23GB", "512.00MB", "900KB") in MB/s.
+to_mb() {
+  awk -v t="$1" 'BEGIN {
+    n = t + 0
+    if (t ~ /GB$/) n *= 1024; else if (t ~ /KB$/) n /= 1024; else if (t ~ /B$/ && t !~ /MB$/) n /= 1048576
+    printf "%.0f", n
+  }'
+}
+
+targets() {
+  local large=${SIZES[-1]} full_mb
+  full_mb=$(to_mb "${FULL_BODY[$large]:-}")
+  printf '\n## Targets (measured in this run, largest size %s SKUs)\n\n' "$large"
+  printf '| target | measured | verdict |\n|---|---|---|\n'
+  printf '| cold export at most 2.5 x the narrow floor | x%s | %s |\n' "${EXPORT_RATIO[$large]}" \
+    "$(verdict "${EXPORT_RATIO[$large]}" 2.5 max)"
+  printf '| walklistd RSS grows by under 32 MiB during the cold export | +%s MiB | %s |\n' \
+    "${RSS_GROWTH[$large]}" "$(verdict "${RSS_GROWTH[$large]}" 31.99 max)"
+  printf '| unchanged export, 304, over 10,000 requests/s (rotating over %s organizations) | %s req/s | %s |\n' \
+    "$ORGS" "$NOT_MODIFIED_ROTATING" "$(verdict "$NOT_MODIFIED_ROTATING" 10000 min)"
+  printf '| the same, versions trusted from NOTIFY | %s req/s | %s |\n' \
+    "$NOT_MODIFIED_TRUSTING" "$(verdict "$NOT_MODIFIED_TRUSTING" 10000 min)"
+  printf '| unchanged export, full body, over 500 MB/s | %s MB/s | %s |\n' "$full_mb" \
+    "$(verdict "$full_mb" 500 min)"
+  printf '| creation at least 0.7 x the pgbench floor | x%s | %s |\n' "$CREATE_RATIO" \
+    "$(verdict "$CREATE_RATIO" 0.7 min)"
+  printf '| creation p99 under 25 ms at %s connections | %s ms | %s |\n' "$CONNECTIONS" \
+    "$CREATE_P99" "$(verdict "$CREATE_P99" 24.99 max)"
+  printf '| generate %s SKUs in under 2 minutes | %s s | %s |\n' "$large" \
+    "${GENERATE_SECONDS[$large]}" "$(verdict "${GENERATE_SECONDS[$large]}" 120 max)"
+  printf '| import of the %s-SKU catalogue under 60 s | %s s | %s |\n' "$large" \
+    "${IMPORT_SECONDS[$large]}" "$(verdict "${IMPORT_SECONDS[$large]}" 60 max)"
+}
+
 write_report() {
   local cores mem commit
   cores=$(nproc)
@@ -329,17 +419,28 @@ write_report() {
   {
     printf '# Benchmarks\n\n'
     printf 'Written by `scripts/bench.sh%s` on %s (commit %s, plus the working tree).\n\n' \
-      "$( ((QUICK)) && echo ' --quick')" "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit"
+      "$( ((TINY)) && echo ' --tiny'; ((QUICK)) && echo ' --quick')" \
+      "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit"
     printf 'Machine: %s cores (%s), %s memory, load average before the run: %s.\n' "$cores" \
       "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)" "$mem" "$LOAD_BEFORE"
     printf 'PostgreSQL %s, private cluster, durable (fsync on, synchronous_commit on),\n' \
       "$(pg_psql "$DB" -tAc 'SHOW server_version')"
-    printf 'shared_buffers 2GB, work_mem 64MB; walklistd %s build, default threads and pool.\n\n' \
-      "$(grep -s '^CMAKE_BUILD_TYPE' "$BUILD/CMakeCache.txt" | cut -d= -f2)"
+    printf 'shared_buffers 2GB, work_mem 64MB; walklistd %s build, %s worker threads, %s pooled\n' \
+      "$(grep -s '^CMAKE_BUILD_TYPE' "$BUILD/CMakeCache.txt" | cut -d= -f2)" "$CONNECTIONS" \
+      "$((CONNECTIONS + 2))"
+    printf 'connections, rate limits 1,000,000 a minute (requests still rotate over organizations).\n\n'
+
     printf '| measurement | walklistd | floor | ratio | notes |\n|---|---|---|---|---|\n'
     printf '%s\n' "${ROWS[@]}"
+    targets
+    if [[ -f $BENCH_DIR/analysis.md ]]; then
+      printf '\n'
+      cat "$BENCH_DIR/analysis.md"
+    fi
     printf '\n## Commands\n\n```sh\n'
-    printf '%s\n' "${COMMANDS[@]}" | sed "s#$WL_ROOT/##g; s#$WORK#\$WORK#g"
+    # Keys and the cluster's socket path are of this run only: placeholders instead.
+    printf '%s\n' "${COMMANDS[@]}" | sed "s#$WL_ROOT/##g; s#$WORK#\$WORK#g; s#$DB#\$DB#g;
+      s#wlk_[A-Za-z0-9]*_[A-Za-z0-9]*#KEY#g; s#127.0.0.1:$PORT#127.0.0.1:PORT#g"
     printf '```\n'
   } >"$OUT.tmp"
   mv -f "$OUT.tmp" "$OUT"
@@ -348,14 +449,24 @@ write_report() {
 main() {
   trap cleanup EXIT
   LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+  if ((SKIP_IF_MISSING)) && ! { command -v wrk && command -v pgbench; } >/dev/null; then
+    log "wrk or pgbench is missing: skipped (scripts/bench.sh installs them)"
+    trap - EXIT
+    rm -rf -- "$WORK"
+    exit 77
+  fi
   ((INSTALL)) && install_tools
   command -v wrk >/dev/null || die "wrk is missing (apt-get install wrk)"
   command -v pgbench >/dev/null || die "pgbench is missing (apt-get install postgresql-contrib)"
-  # Release, and only the two programs: the benchmark needs no test binaries.
-  cmake -S "$WL_ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DWL_BUILD_TESTS=OFF >/dev/null
-  cmake --build "$BUILD" -j "${WALKLIST_JOBS:-2}" --target walklistd walklistctl >/dev/null
+  if ((BUILD_IT)); then
+    # Release, and only the two programs: the benchmark needs no test binaries.
+    cmake -S "$WL_ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DWL_BUILD_TESTS=OFF >/dev/null
+    cmake --build "$BUILD" -j "${WALKLIST_JOBS:-2}" --target walklistd walklistctl >/dev/null
+  fi
+  [[ -x $BUILD/bin/walklistd && -x $BUILD/bin/walklistctl ]] || die "no walklistd in $BUILD/bin"
   start_postgres
-  declare -gA IMPORT_SECONDS=() EXPORT_RATIO=() RSS_GROWTH=() FULL_BODY=() NOT_MODIFIED=() KEY=()
+  declare -gA GENERATE_SECONDS=() IMPORT_SECONDS=() EXPORT_RATIO=() RSS_GROWTH=() FULL_BODY=() NOT_MODIFIED=() KEY=()
+  NOT_MODIFIED_ROTATING= NOT_MODIFIED_TRUSTING= CREATE_RATIO= CREATE_P99=
   local size
   for size in "${SIZES[@]}"; do
     log "catalogue of $size SKUs"

@@ -7,7 +7,7 @@
 # NAME is a harness of tests/fuzz (tests/fuzz/fuzz_NAME.c). Configures build-fuzz (clang,
 # -DWL_FUZZ=ON: ASan, UBSan and libFuzzer; WALKLIST_FUZZ_BUILD_DIR overrides), builds that
 # harness, and runs it for SECONDS seeded with the committed corpus tests/fuzz/corpus/NAME,
-# which is only read. New inputs go to a scratch corpus, build-fuzz/corpus/NAME (kept between
+# which is only read (and with the dictionary tests/fuzz/NAME.dict when there is one). New inputs go to a scratch corpus, build-fuzz/corpus/NAME (kept between
 # runs, so a later run goes on from there), and crashes, leaks and timeouts to
 # build-fuzz/findings/NAME/. To keep a finding as a regression input, minimize it
 #   build-fuzz/tests/fuzz/fuzz_NAME -minimize_crash=1 -runs=100000 FILE
@@ -49,5 +49,8 @@ scratch=$build/corpus/$name findings=$build/findings/$name
 mkdir -p "$scratch" "$findings"
 log "fuzzing $name for ${seconds}s (new inputs: $scratch, findings: $findings)"
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+dict=()
+[[ -f tests/fuzz/$name.dict ]] && dict=(-dict="$WL_ROOT/tests/fuzz/$name.dict")
 exec "$build/tests/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 -artifact_prefix="$findings/" "$@" "$scratch" "$WL_ROOT/tests/fuzz/corpus/$name"
+  -print_final_stats=1 -artifact_prefix="$findings/" "${dict[@]}" "$@" "$scratch" \
+  "$WL_ROOT/tests/fuzz/corpus/$name"

@@ -1,4 +1,5 @@
-/* walklistctl: migrations, organizations, API keys, CSV imports and demo data from the command line happen here. */
+/* walklistctl: migrations, organizations, API keys, CSV imports and demo data from the command line
+ * happen here. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,8 +177,8 @@ static void print_problem(size_t line, const char *column, const char *descripti
         fprintf(stderr, "%s:%zu: %s\n", file, line, description);
 }
 
-static int import_file(PGconn *conn, int64_t org_id, const char *kind, const char *path,
-                       FILE *in, wl_error_t *err)
+static int import_file(PGconn *conn, int64_t org_id, const char *kind, const char *path, FILE *in,
+                       wl_error_t *err)
 {
     size_t rows = 0;
     int rc = wl_import_csv(conn, org_id, kind, in, print_problem, (void *)path, &rows, err);
@@ -259,8 +260,7 @@ static int parse_count(const char *text, const char *name, uint64_t max, uint64_
     char *end = NULL;
     errno = 0;
     unsigned long long value = text ? strtoull(text, &end, 10) : 0;
-    if (text == NULL || end == text || *end != '\0' || errno != 0 || text[0] == '-' ||
-        value > max)
+    if (text == NULL || end == text || *end != '\0' || errno != 0 || text[0] == '-' || value > max)
         return wl_error_set(err, WL_EINVAL, "%s must be a whole number from 0 to %llu", name,
                             (unsigned long long)max);
     *out = value;
@@ -338,11 +338,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    bool known = command_is(&args, "migrate", NULL, 1) ||
-                 command_is(&args, "org", "create", 3) || command_is(&args, "key", "create", 2) ||
-                 command_is(&args, "key", "list", 2) || command_is(&args, "key", "revoke", 3) ||
-                 command_is(&args, "import", NULL, 3) || command_is(&args, "demo", NULL, 1) ||
-                 command_is(&args, "generate", NULL, 1);
+    bool known = command_is(&args, "migrate", NULL, 1) || command_is(&args, "org", "create", 3) ||
+                 command_is(&args, "key", "create", 2) || command_is(&args, "key", "list", 2) ||
+                 command_is(&args, "key", "revoke", 3) || command_is(&args, "import", NULL, 3) ||
+                 command_is(&args, "demo", NULL, 1) || command_is(&args, "generate", NULL, 1);
     if (!known) {
         usage(stderr);
         return 2;

@@ -36,18 +36,18 @@ static const struct {
 };
 
 static const char *const adjectives[] = {
-    "Cordless", "Heavy-duty", "Compact", "Stainless", "Galvanised", "Insulated", "Folding",
-    "Magnetic", "Reinforced", "Waterproof", "Adjustable", "Precision", "Industrial", "Soft-grip",
-    "Extra long", "Low-profile",
+    "Cordless",   "Heavy-duty", "Compact",    "Stainless",   "Galvanised", "Insulated",
+    "Folding",    "Magnetic",   "Reinforced", "Waterproof",  "Adjustable", "Precision",
+    "Industrial", "Soft-grip",  "Extra long", "Low-profile",
 };
 static const char *const nouns[] = {
-    "drill",        "hammer",     "screwdriver set", "tape measure", "work light",
-    "safety gloves", "ladder",    "extension cord",  "spirit level", "socket set",
-    "wrench",       "pliers",     "utility knife",   "cable ties",   "wood screws",
-    "wall plugs",   "hinge",      "padlock",         "sealant",      "paint roller",
-    "brush",        "sandpaper",  "clamp",           "saw blade",    "drill bits",
-    "tool box",     "workbench",  "respirator",      "ear defenders", "hose reel",
-    "wheelbarrow",  "shelf bracket",
+    "drill",         "hammer",        "screwdriver set", "tape measure",  "work light",
+    "safety gloves", "ladder",        "extension cord",  "spirit level",  "socket set",
+    "wrench",        "pliers",        "utility knife",   "cable ties",    "wood screws",
+    "wall plugs",    "hinge",         "padlock",         "sealant",       "paint roller",
+    "brush",         "sandpaper",     "clamp",           "saw blade",     "drill bits",
+    "tool box",      "workbench",     "respirator",      "ear defenders", "hose reel",
+    "wheelbarrow",   "shelf bracket",
 };
 #define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -453,8 +453,7 @@ static int emit_stock(sink_t *sink, const wl_generate_options_t *options, wl_err
     return rc;
 }
 
-static int emit_location_stock(sink_t *sink, const wl_generate_options_t *options,
-                               wl_error_t *err)
+static int emit_location_stock(sink_t *sink, const wl_generate_options_t *options, wl_error_t *err)
 {
     int rc = 0;
     char sku[32], code[48], quantity[24];
@@ -483,10 +482,10 @@ static int emit_reservations(sink_t *sink, const wl_generate_options_t *options,
         sku_code(options->skus, i, sku, sizeof(sku));
         for (int k = 0; rc == 0 && k < plan.reservation_count; k++) {
             snprintf(ref, sizeof(ref), "RES-%s-%d", sku + 4, k + 1);
-            wl_span_t values[] = {
-                text(ref), text(sku), text(warehouses[plan.reservation_warehouse[k]].code),
-                number(quantity, sizeof(quantity), plan.reservation_quantity[k]),
-                text(plan.reservation_status[k])};
+            wl_span_t values[] = {text(ref), text(sku),
+                                  text(warehouses[plan.reservation_warehouse[k]].code),
+                                  number(quantity, sizeof(quantity), plan.reservation_quantity[k]),
+                                  text(plan.reservation_status[k])};
             rc = emit(sink, values, err);
         }
     }

@@ -41,8 +41,7 @@ extern const char *const wl_generate_kinds[6];
  * same options changes nothing.
  */
 int wl_generate_load(PGconn *conn, int64_t org_id, const wl_generate_options_t *options,
-                     FILE *progress, wl_generate_counts_t *counts, wl_error_t *err)
-    WL_CHECK_RESULT;
+                     FILE *progress, wl_generate_counts_t *counts, wl_error_t *err) WL_CHECK_RESULT;
 
 /**
  * Writes the catalogue as DIR/warehouses.csv, locations.csv, products.csv,

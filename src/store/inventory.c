@@ -537,8 +537,7 @@ static int check_duplicates(wl_inventory_batch_t *batch, wl_error_t *err)
     char sql[512];
     /* The usual answer is "none", found by one hash aggregate; the ordered report below sorts
      * every row, so it runs only when there is something to report. */
-    snprintf(sql, sizeof(sql),
-             "SELECT 1 FROM import_rows GROUP BY %s HAVING count(*) > 1 LIMIT 1",
+    snprintf(sql, sizeof(sql), "SELECT 1 FROM import_rows GROUP BY %s HAVING count(*) > 1 LIMIT 1",
              kind->key_columns);
     PGresult *probe = NULL;
     int found = wl_db_exec(batch->conn, sql, 0, NULL, &probe, err);

@@ -8,7 +8,6 @@
 
 #include "store/db.h"
 
-
 int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_id, wl_error_t *err)
 {
     memset(export, 0, sizeof(*export));
@@ -44,9 +43,9 @@ int wl_stock_export_version(PGconn *conn, int64_t org_id, int64_t *version, wl_e
     snprintf(org, sizeof(org), "%lld", (long long)org_id);
     const char *params[] = {org};
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn,
-                        "SELECT coalesce((SELECT version FROM export_versions WHERE org_id = $1), 0)",
-                        1, params, &res, err);
+    int rc = wl_db_exec(
+        conn, "SELECT coalesce((SELECT version FROM export_versions WHERE org_id = $1), 0)", 1,
+        params, &res, err);
     if (rc != 0)
         return rc;
     *version = wl_db_int64(res, 0, 0);
@@ -84,16 +83,29 @@ static char *decode_field(char *start, char *end)
         }
         char c = *++p;
         switch (c) {
-        case 'b': *out++ = '\b'; break;
-        case 'f': *out++ = '\f'; break;
-        case 'n': *out++ = '\n'; break;
-        case 'r': *out++ = '\r'; break;
-        case 't': *out++ = '\t'; break;
-        case 'v': *out++ = '\v'; break;
+        case 'b':
+            *out++ = '\b';
+            break;
+        case 'f':
+            *out++ = '\f';
+            break;
+        case 'n':
+            *out++ = '\n';
+            break;
+        case 'r':
+            *out++ = '\r';
+            break;
+        case 't':
+            *out++ = '\t';
+            break;
+        case 'v':
+            *out++ = '\v';
+            break;
         case 'x': {
             int value = 0, digits = 0;
-            while (digits < 2 && p + 1 < end &&
-                   ((p[1] >= '0' && p[1] <= '9') || ((p[1] | 0x20) >= 'a' && (p[1] | 0x20) <= 'f'))) {
+            while (
+                digits < 2 && p + 1 < end &&
+                ((p[1] >= '0' && p[1] <= '9') || ((p[1] | 0x20) >= 'a' && (p[1] | 0x20) <= 'f'))) {
                 char h = *++p;
                 value = value * 16 + (h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
                 digits++;

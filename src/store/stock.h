@@ -27,9 +27,9 @@ typedef struct {
     int64_t org_id;
     int64_t version;      /* export_versions.version in the snapshot; 0 when never changed */
     int64_t generated_ms; /* the snapshot's clock, milliseconds since the epoch */
-    char *line;    /* the current COPY row (libpq memory), decoded in place */
-    bool copying;  /* the COPY is under way */
-    bool finished; /* every row was read */
+    char *line;           /* the current COPY row (libpq memory), decoded in place */
+    bool copying;         /* the COPY is under way */
+    bool finished;        /* every row was read */
 } wl_stock_export_t;
 
 /**

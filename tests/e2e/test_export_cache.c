@@ -134,7 +134,8 @@ int main(void)
     }
     CHECK(strstr(t1.body, "\"qty\":25") != NULL);
     char sql[256];
-    snprintf(sql, sizeof(sql), "UPDATE export_versions SET version = version + 1 WHERE org_id = %lld",
+    snprintf(sql, sizeof(sql),
+             "UPDATE export_versions SET version = version + 1 WHERE org_id = %lld",
              (long long)org);
     testdb_exec(db, sql); /* no announcement: the trusting service keeps its version */
     answer_t t2 = export(trusting.port, NULL);
@@ -151,8 +152,8 @@ int main(void)
     }
     CHECK(seen);
 
-    answer_t *all[] = {&first, &again, &not_modified, &gz1, &gz2, &after_one, &after_two,
-                       &stale,  &t1,    &t2};
+    answer_t *all[] = {&first,     &again,     &not_modified, &gz1, &gz2,
+                       &after_one, &after_two, &stale,        &t1,  &t2};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         free(all[i]->body);
     CHECK_INT(service_stop(&trusting), 0);

@@ -134,8 +134,8 @@ static void check_distribution(int64_t org)
     CHECK(reserved > SKUS * 15 / 100 && reserved < SKUS * 25 / 100);
 
     /* The export is refreshed: most SKUs are in it (the rest have only supplier stock). */
-    long long exported = count_for("SELECT count(*) FROM stock_availability WHERE org_id = %lld",
-                                   o);
+    long long exported =
+        count_for("SELECT count(*) FROM stock_availability WHERE org_id = %lld", o);
     CHECK(exported > SKUS * 8 / 10 && exported <= SKUS);
     CHECK(count_for("SELECT count(*) FROM stock_availability WHERE org_id = %lld"
                     " AND location IS NOT NULL",
@@ -228,8 +228,8 @@ int main(void)
              " WHERE org_id = %lld)) d",
              (long long)a, (long long)b);
     CHECK_INT(testdb_count(conn, sql), 0);
-    snprintf(sql, sizeof(sql),
-             "SELECT count(*) FROM stock_availability WHERE org_id = %lld", (long long)b);
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM stock_availability WHERE org_id = %lld",
+             (long long)b);
     CHECK_INT(testdb_count(conn, sql),
               count_for("SELECT count(*) FROM stock_availability WHERE org_id = %lld", a));
 

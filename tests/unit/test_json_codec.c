@@ -5,6 +5,7 @@
  */
 #include "json_codec.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -491,6 +492,24 @@ static void test_floats(void)
         const Scalars *back = decode_ok(SCALARS, text);
         CHECK(back != NULL && back->f_float == 0.1f && back->f_double == 0.1);
     }
+    /* FLT_MAX goes out as the double nearest its shortest decimal, 3.4028235e38, which is just
+     * above FLT_MAX, and reads back (found by tests/fuzz/fuzz_json.c): what rounds to a finite
+     * float is in range, up to the midpoint between FLT_MAX and 2^128, which rounds to
+     * infinity. */
+    m = decode_ok(SCALARS, "{\"fFloat\":3.4028234663852886e38}");
+    if (m != NULL) {
+        CHECK(m->f_float == FLT_MAX);
+        const char *text = encode(m);
+        CHECK(text != NULL && strstr(text, "\"fFloat\":3.4028234999999999e38") != NULL);
+        const Scalars *back = text ? decode_ok(SCALARS, text) : NULL;
+        CHECK(back != NULL && back->f_float == FLT_MAX);
+    }
+    m = decode_ok(SCALARS, "{\"fFloat\":\"-3.40282356e38\"}");
+    CHECK(m != NULL && m->f_float == -FLT_MAX);
+    expect_violation(SCALARS, "{\"fFloat\":3.40282357e38}", "fFloat",
+                     "must be a number within float range");
+    expect_violation(SCALARS, "{\"fFloat\":\"-3.4028236e38\"}", "fFloat",
+                     "must be a number within float range");
 }
 
 static void test_enums(void)
