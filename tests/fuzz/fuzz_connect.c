@@ -1,15 +1,18 @@
 /*
  * Connect requests (gateway/connect.c): the first byte picks a method of the core's services
- * and a codec, the rest is the body, decoded as wl_connect_finish does (protobuf-c with the
- * request's arena, or the JSON codec); one more choice of the first byte reads the rest as a
- * Connect-Timeout-Ms value instead. Decoded messages are complete (no NULL strings or
- * messages), pack, and encode as JSON (their strings may be any bytes).
+ * and a codec, the rest is the body, decoded as wl_connect_finish does (the JSON codec; or
+ * wl_proto_check_strings of gateway/proto_strings.c, then protobuf-c with the request's arena);
+ * one more choice of the first byte reads the rest as a Connect-Timeout-Ms value instead.
+ * Decoded messages are complete (no NULL strings or messages), hold only UTF-8 strings, pack,
+ * and encode as JSON.
  */
 #include <string.h>
 
 #include "connect.h"
 #include "fuzz.h"
 #include "json_codec.h"
+#include "proto_strings.h"
+#include "walklist/utf8.h"
 #include "walklist/v1/inventory.pb-c.h"
 #include "walklist/v1/locate_list.pb-c.h"
 #include "walklist/v1/scanner.pb-c.h"
@@ -34,6 +37,33 @@ static void timeout(const uint8_t *data, size_t size)
                    ms * 1000000LL);
     }
     free(value);
+}
+
+/* Every string of m, nested messages included, is valid UTF-8. */
+static void strings_valid(const ProtobufCMessage *m)
+{
+    for (unsigned f = 0; f < m->descriptor->n_fields; f++) {
+        const ProtobufCFieldDescriptor *field = &m->descriptor->fields[f];
+        if (field->type != PROTOBUF_C_TYPE_STRING && field->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
+        const char *slot = (const char *)m + field->offset,
+                   *quantifier = (const char *)m + field->quantifier_offset;
+        size_t n = 1;
+        if (field->label == PROTOBUF_C_LABEL_REPEATED) {
+            n = *(const size_t *)quantifier;
+            slot = *(const char *const *)slot;
+        } else if ((field->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+                   *(const uint32_t *)quantifier != field->id) {
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const void *item = *(const void *const *)(slot + i * sizeof(void *));
+            if (field->type == PROTOBUF_C_TYPE_STRING)
+                FUZZ_CHECK(item != NULL && wl_utf8_count(wl_span_str(item)) >= 0);
+            else if (field->type == PROTOBUF_C_TYPE_MESSAGE && item != NULL)
+                strings_valid(item);
+        }
+    }
 }
 
 static const ProtobufCMessageDescriptor *input_type(unsigned pick, size_t *count)
@@ -66,10 +96,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ProtobufCMessage *msg = NULL;
     if (json)
         (void)!wl_json_decode(desc, (const char *)body, len, &arena, &msg, &err);
-    else
+    else if (wl_proto_check_strings(desc, body, len, &err) == 0)
         msg = protobuf_c_message_unpack(desc, &arena.allocator, len, body);
+    else
+        FUZZ_CHECK(err.code == WL_EINVAL && err.violation_count > 0);
     if (msg != NULL) {
         FUZZ_CHECK(protobuf_c_message_check(msg));
+        strings_valid(msg);
         size_t packed_len = protobuf_c_message_get_packed_size(msg);
         uint8_t *packed = wl_arena_alloc(&arena, packed_len + 1);
         FUZZ_CHECK(packed != NULL && protobuf_c_message_pack(msg, packed) == packed_len);
