@@ -8,6 +8,7 @@
 
 #include "e2e.h"
 #include "fixture.h"
+#include "private_pg.h"
 #include "service.h"
 #include "testdb.h"
 
@@ -18,12 +19,7 @@ static char key[WL_KEY_TOKEN_SIZE];
 
 static int cluster(const char *action)
 {
-    char command[1400];
-    snprintf(command, sizeof(command), "%s/tests/pg_cluster.sh %s %s %s >&2",
-             getenv("WALKLIST_SOURCE_DIR"), action, state_dir,
-             strcmp(action, "create") == 0 ? getenv("WALKLISTCTL") : "");
-    int status = system(command);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return private_pg(state_dir, action);
 }
 
 /* Whatever happens, the private cluster does not outlive the test. */
@@ -34,19 +30,11 @@ static void remove_cluster(void)
     cluster("remove");
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static http_response_t create_list(const char *name)
 {
     char body[256];
     snprintf(body, sizeof(body), "{\"name\":\"%s\",\"codes\":[\"A\",\"B\"]}", name);
-    return e2e_request(service.port, "POST", "/api/v1/locate-lists", key, "application/json",
-                       body);
+    return e2e_request(service.port, "POST", "/api/v1/locate-lists", key, "application/json", body);
 }
 
 /* Polls until a creation succeeds again; returns its status. */
@@ -65,14 +53,14 @@ static int wait_for_recovery(void)
 
 static void check_outage(void)
 {
-    double started = now_s();
+    double started = test_now_s();
     http_response_t res = create_list("during");
     CHECK_ERROR(res, 503, "UNAVAILABLE", NULL);
     char retry[16];
     CHECK(http_header(&res, "Retry-After", retry, sizeof(retry)) != NULL);
     http_response_free(&res);
     /* --db-timeout-ms is 1000: the answer must not hang far past it. */
-    CHECK(now_s() - started < 8.0);
+    CHECK(test_now_s() - started < 8.0);
     res = e2e_request(service.port, "GET", "/api/v1/stock-export", key, NULL, NULL);
     CHECK_ERROR(res, 503, "UNAVAILABLE", NULL);
     http_response_free(&res);

@@ -22,6 +22,7 @@
 
 #include "e2e.h"
 #include "fixture.h"
+#include "private_pg.h"
 #include "service.h"
 #include "testdb.h"
 
@@ -58,12 +59,7 @@ static atomic_int port_in_use;
 
 static int cluster(const char *action)
 {
-    char command[1400];
-    snprintf(command, sizeof(command), "%s/tests/pg_cluster.sh %s %s %s >&2",
-             getenv("WALKLIST_SOURCE_DIR"), action, state_dir,
-             strcmp(action, "create") == 0 ? getenv("WALKLISTCTL") : "");
-    int status = system(command);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return private_pg(state_dir, action);
 }
 
 static void remove_cluster(void)
@@ -71,13 +67,6 @@ static void remove_cluster(void)
     if (service.pid > 0)
         service_stop(&service);
     cluster("remove");
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void pause_ms(int ms)
@@ -144,15 +133,16 @@ static http_response_t create(char phase, int loader, int n, bool keyed, const c
 static void *load(void *arg)
 {
     loader_t *l = arg;
-    double deadline = now_s() + PHASE_SECONDS;
-    for (int n = 0; n < ATTEMPTS_PER_RUN && !atomic_load(&stop_load) && now_s() < deadline; n++) {
+    double deadline = test_now_s() + PHASE_SECONDS;
+    for (int n = 0; n < ATTEMPTS_PER_RUN && !atomic_load(&stop_load) && test_now_s() < deadline;
+         n++) {
         attempt_t *a = &l->attempts[l->count++];
         a->keyed = n % 2 == 0;
         snprintf(a->name, sizeof(a->name), "f%c t%d n%d c%d %c", l->phase, l->loader, n,
                  codes_count_of(n), a->keyed ? 'k' : '-');
-        double started = now_s();
+        double started = test_now_s();
         http_response_t res = create(l->phase, l->loader, n, a->keyed, a->name);
-        a->seconds = now_s() - started;
+        a->seconds = test_now_s() - started;
         a->status = res.status;
         if (res.status == 201) {
             const char *id = e2e_str(res.json, "id", NULL);
@@ -193,8 +183,8 @@ static void stop_load_and_join(void)
 static int wait_created(int n, double seconds)
 {
     int from = atomic_load(&created);
-    double deadline = now_s() + seconds;
-    while (atomic_load(&created) < from + n && now_s() < deadline)
+    double deadline = test_now_s() + seconds;
+    while (atomic_load(&created) < from + n && test_now_s() < deadline)
         pause_ms(20);
     return atomic_load(&created) - from;
 }
@@ -344,11 +334,11 @@ static void test_database_crash(void)
     atomic_store(&port_in_use, service.port);
     start_load('a');
     CHECK(wait_created(40, 10) >= 40);
-    double killed = now_s();
+    double killed = test_now_s();
     CHECK_INT(cluster("kill"), 0);
     pause_ms(1500); /* the outage, under load */
     CHECK_INT(cluster("start"), 0);
-    double restarted = now_s();
+    double restarted = test_now_s();
     CHECK(wait_created(40, 15) >= 40);
     stop_load_and_join();
     fprintf(stderr, "database down for %.1f s\n", restarted - killed);
@@ -418,7 +408,7 @@ static void test_service_crash(void)
 
 int main(void)
 {
-    double started = now_s();
+    double started = test_now_s();
     snprintf(state_dir, sizeof(state_dir), "%s/faults-pg-%d", getenv("WALKLIST_TEST_PGDIR"),
              (int)getpid());
     atexit(remove_cluster);
@@ -443,6 +433,6 @@ int main(void)
     test_database_crash();
     test_service_crash();
     CHECK_INT(service_stop(&service), 0);
-    fprintf(stderr, "took %.1f s\n", now_s() - started);
+    fprintf(stderr, "took %.1f s\n", test_now_s() - started);
     return test_exit();
 }
