@@ -1,0 +1,185 @@
+-- The availability refresh at catalogue scale (BENCHMARKS.md, "Generate and import"). A file of
+-- a 1,000,000-SKU catalogue touches most of the organization's export rows, and the refresh of
+-- 0005 then updated them one by one: each UPDATE writes a new heap tuple and a new entry in the
+-- covering primary key (qty and location are in it, so nothing is HOT), in hash order, and the
+-- affected SKUs were first made distinct and joined to every source table.
+--
+-- Now:
+-- * p_parts says what the writing batch can change, and only that is computed: 'qty' (stock,
+--   reservations: on hand and reserved), 'location' (rack assignments: the primary location),
+--   or 'all' (warehouse kinds, staging flags, anything else). A part that is not computed is
+--   taken from the SKU's current export row, which every writer keeps current in its own
+--   transaction (the point of this table): a SKU without a row has no stock record in an own
+--   warehouse (so 0 on hand) and no non-staging own location (so no location). Stock and rack
+--   assignments are never deleted and a stock or rack batch cannot make a location staging, so
+--   such a batch can add SKUs to the export but never remove one.
+-- * When the affected rows are at least half as many as the organization's export rows (its
+--   first import of stock, a whole file again), the computation covers the whole
+--   organization, driven by its products (every SKU with stock or a rack assignment is one, as
+--   the batches check), without making the affected SKUs distinct.
+-- * When at least half of the organization's export rows change (or it had none), they are
+--   replaced: the organization's rows deleted and the new ones inserted in SKU order, one
+--   sequential pass over the heap and the key, instead of an UPDATE per row. Inside the
+--   writer's transaction, so readers see the old rows until the commit, then the new ones.
+--   The new heap is in SKU order, which suits the export's index-only scan; the replaced rows
+--   and their index entries are dead at the commit and left to (auto)vacuum, which also sets
+--   the visibility map the index-only scan needs (VACUUM cannot run in a transaction).
+-- * Otherwise only the rows whose values change are written, as in 0005.
+--
+-- The rules are those of 0001 (CONTRACT section 4); the lock and the version bump (only when a
+-- row really changes) those of 0002.
+CREATE FUNCTION wl_refresh_availability_from(p_org bigint, p_skus regclass, p_parts text)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_existing bigint;
+    v_affected bigint;
+    v_whole boolean;
+    v_changed bigint := 0;
+    v_settings text[] := ARRAY[current_setting('enable_nestloop'), current_setting('work_mem')];
+    v_qty text;
+    v_location text;
+    v_included text;
+    v_skus text;
+    v_filter text := '';
+BEGIN
+    IF p_parts NOT IN ('all', 'qty', 'location') THEN
+        RAISE EXCEPTION 'wl_refresh_availability_from: unknown parts %', p_parts;
+    END IF;
+    PERFORM pg_advisory_xact_lock(2002872684, (p_org % 2147483647)::integer);
+    EXECUTE format('SELECT count(*) FROM %s', p_skus) INTO v_affected;
+    -- Only compared with twice the affected rows (or the changed ones, fewer), so counted no
+    -- further: the rows of a freshly replaced organization are not all-visible yet, and each
+    -- costs a heap visit.
+    SELECT count(*) INTO v_existing
+      FROM (SELECT 1 FROM stock_availability WHERE org_id = p_org LIMIT 2 * v_affected + 1) e;
+    v_whole := v_affected > 5000 AND v_affected * 2 >= v_existing;
+    IF v_affected > 5000 THEN
+        -- Inside the writing transaction the tables' statistics may still describe them
+        -- before the batch (often empty): nested loops planned on that go quadratic. The
+        -- sorts and hashes of a catalogue (about 200 MB at 1,000,000 SKUs) stay in memory.
+        PERFORM set_config('enable_nestloop', 'off', true);
+        PERFORM set_config('work_mem', '256MB', true);
+    END IF;
+
+    IF v_whole THEN
+        v_skus := 'products a';
+        v_filter := 'AND a.org_id = $1';
+    ELSE
+        EXECUTE format('CREATE TEMP TABLE wl_availability_skus ON COMMIT DROP AS'
+                       ' SELECT DISTINCT sku COLLATE "C" AS sku FROM %s', p_skus);
+        IF v_affected > 5000 THEN
+            ANALYZE pg_temp.wl_availability_skus;
+        END IF;
+        v_skus := 'pg_temp.wl_availability_skus a';
+    END IF;
+
+    v_qty := CASE WHEN p_parts = 'location' THEN 'coalesce(sa.qty, 0)'
+                  ELSE 'greatest(0, coalesce(o.on_hand, 0) - coalesce(r.reserved, 0))' END;
+    v_location := CASE WHEN p_parts = 'qty' THEN 'sa.location' ELSE 'p.location' END;
+    v_included := CASE p_parts WHEN 'qty' THEN 'sa.sku IS NOT NULL OR o.sku IS NOT NULL'
+                               WHEN 'location' THEN 'sa.sku IS NOT NULL OR p.sku IS NOT NULL'
+                               ELSE 'o.sku IS NOT NULL OR p.sku IS NOT NULL' END;
+
+    -- Each part joins the SKUs it is computed for only when they are a subset (not v_whole).
+    EXECUTE format($sql$
+    CREATE TEMP TABLE wl_availability_computed ON COMMIT DROP AS
+    WITH on_hand AS (
+        SELECT st.sku, sum(st.on_hand) AS on_hand
+        FROM stock st %1$s
+        JOIN warehouses w ON w.org_id = st.org_id AND w.code = st.warehouse AND w.kind = 'own'
+        WHERE st.org_id = $1 AND %2$L <> 'location'
+        GROUP BY st.sku
+    ), reserved AS (
+        SELECT r.sku, sum(r.quantity) AS reserved
+        FROM reservations r %3$s
+        JOIN warehouses w ON w.org_id = r.org_id AND w.code = r.warehouse AND w.kind = 'own'
+        WHERE r.org_id = $1 AND r.status = 'active' AND %2$L <> 'location'
+        GROUP BY r.sku
+    ), primary_location AS (
+        SELECT DISTINCT ON (ls.sku) ls.sku, ls.location
+        FROM location_stock ls %4$s
+        JOIN warehouses w ON w.org_id = ls.org_id AND w.code = ls.warehouse AND w.kind = 'own'
+        JOIN locations l ON l.org_id = ls.org_id AND l.warehouse = ls.warehouse
+                        AND l.code = ls.location AND NOT l.staging
+        WHERE ls.org_id = $1 AND %2$L <> 'qty'
+        ORDER BY ls.sku, ls.quantity DESC, l.sort_key, ls.location, ls.warehouse
+    ), computed AS (
+        SELECT a.sku, %5$s AS qty, %6$s AS location, (%7$s) AS included,
+               sa.sku IS NOT NULL AS existed, sa.qty AS old_qty, sa.location AS old_location
+          FROM %8$s
+          LEFT JOIN stock_availability sa ON sa.org_id = $1 AND sa.sku = a.sku
+          LEFT JOIN on_hand o ON o.sku = a.sku
+          LEFT JOIN reserved r ON r.sku = a.sku
+          LEFT JOIN primary_location p ON p.sku = a.sku
+         WHERE true %9$s
+    )
+    SELECT sku, qty, location, included, existed,
+           included <> existed
+           OR (included AND (old_qty, old_location) IS DISTINCT FROM (qty, location)) AS changed
+      FROM computed
+    $sql$,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = st.sku' END,
+    p_parts,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = r.sku' END,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = ls.sku' END,
+    v_qty, v_location, v_included, v_skus, v_filter) USING p_org;
+
+    SELECT count(*) INTO v_changed FROM pg_temp.wl_availability_computed WHERE changed;
+
+    IF v_changed = 0 THEN
+        NULL;
+    ELSIF v_whole AND v_changed > 5000 AND v_changed * 2 >= v_existing THEN
+        -- Only refreshers write stock_availability, one at a time per organization (the lock
+        -- above): the plain INSERT cannot meet a concurrent insert of the same SKU.
+        DELETE FROM stock_availability WHERE org_id = p_org;
+        INSERT INTO stock_availability (org_id, sku, qty, location)
+        SELECT p_org, c.sku, c.qty, c.location
+          FROM pg_temp.wl_availability_computed c
+         WHERE c.included
+         ORDER BY c.sku;
+        -- The next batch of the organization (usually the next file of the same catalogue)
+        -- plans its refresh on these rows, not on statistics that predate them.
+        ANALYZE stock_availability;
+    ELSE
+        IF v_changed > 5000 THEN
+            ANALYZE pg_temp.wl_availability_computed;
+        END IF;
+        DELETE FROM stock_availability sa
+         USING pg_temp.wl_availability_computed c
+         WHERE sa.org_id = p_org AND sa.sku = c.sku AND c.changed AND NOT c.included;
+        UPDATE stock_availability sa
+           SET qty = c.qty, location = c.location
+          FROM pg_temp.wl_availability_computed c
+         WHERE sa.org_id = p_org AND sa.sku = c.sku AND c.changed AND c.included AND c.existed;
+        INSERT INTO stock_availability (org_id, sku, qty, location)
+        SELECT p_org, c.sku, c.qty, c.location
+          FROM pg_temp.wl_availability_computed c
+         WHERE c.changed AND c.included AND NOT c.existed
+         ORDER BY c.sku;
+    END IF;
+
+    PERFORM set_config('enable_nestloop', v_settings[1], true);
+    PERFORM set_config('work_mem', v_settings[2], true);
+    DROP TABLE pg_temp.wl_availability_computed;
+    DROP TABLE IF EXISTS pg_temp.wl_availability_skus;
+    IF v_changed > 0 THEN
+        INSERT INTO export_versions AS v (org_id, version, changed_at)
+        VALUES (p_org, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, clock_timestamp())
+        ON CONFLICT (org_id) DO UPDATE
+            SET version = greatest(v.version + 1, excluded.version),
+                changed_at = excluded.changed_at;
+        -- Tells every walklistd that listens to drop its cached export of the organization
+        -- (delivered at commit, never for a rollback).
+        PERFORM pg_notify('wl_export_changed', p_org::text);
+    END IF;
+    RETURN v_changed;
+END;
+$$;
+
+-- The two-argument form (0005, and the array form that calls it) computes everything.
+CREATE OR REPLACE FUNCTION wl_refresh_availability_from(p_org bigint, p_skus regclass)
+RETURNS bigint
+LANGUAGE sql AS $$
+    SELECT wl_refresh_availability_from(p_org, p_skus, 'all')
+$$;
