@@ -8,8 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_ENTRIES   64
-#define GENERATIONS   1024 /* organizations hash into these change counters */
+#define MAX_ENTRIES   16384 /* organizations whose version is kept; a power of two */
+#define PROBE         16    /* an organization lives in one of the slots after its home */
+#define GENERATIONS   1024  /* organizations hash into these change counters */
 #define WATCH_WAIT_MS 1000
 #define DEFAULT_MB    1024
 
@@ -33,7 +34,7 @@ struct wl_export_cache {
     uint64_t generations[GENERATIONS];
     uint64_t clock; /* for least recently used */
     uint64_t body_bytes, body_limit;
-    bool trust_notify; /* WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=1: versions known from memory */
+    bool trust_notify; /* versions known from memory (WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=0: off) */
     entry_t entries[MAX_ENTRIES];
 };
 
@@ -63,11 +64,19 @@ static void drop_entry(wl_export_cache_t *cache, entry_t *entry)
     entry->org_id = 0;
 }
 
+static entry_t *slot(wl_export_cache_t *cache, int64_t org_id, size_t i)
+{
+    uint64_t home = (uint64_t)org_id * 11400714819323198485ull; /* Fibonacci hashing */
+    return &cache->entries[((size_t)(home >> 32) + i) & (MAX_ENTRIES - 1)];
+}
+
 static entry_t *find(wl_export_cache_t *cache, int64_t org_id)
 {
-    for (size_t i = 0; i < MAX_ENTRIES; i++)
-        if (cache->entries[i].org_id == org_id)
-            return &cache->entries[i];
+    for (size_t i = 0; i < PROBE; i++) {
+        entry_t *e = slot(cache, org_id, i);
+        if (e->org_id == org_id)
+            return e;
+    }
     return NULL;
 }
 
@@ -77,9 +86,9 @@ static entry_t *find_or_add(wl_export_cache_t *cache, int64_t org_id)
     entry_t *entry = find(cache, org_id);
     if (entry != NULL)
         return entry;
-    entry_t *victim = &cache->entries[0];
-    for (size_t i = 0; i < MAX_ENTRIES; i++) {
-        entry_t *e = &cache->entries[i];
+    entry_t *victim = slot(cache, org_id, 0);
+    for (size_t i = 0; i < PROBE; i++) {
+        entry_t *e = slot(cache, org_id, i);
         if (e->org_id == 0) {
             victim = e;
             break;
@@ -162,8 +171,10 @@ static void create_shared(void)
         cache->entries[i].body[0].fd = cache->entries[i].body[1].fd = -1;
     const char *mb = getenv("WALKLIST_EXPORT_CACHE_MB");
     cache->body_limit = (uint64_t)(mb != NULL ? strtoull(mb, NULL, 10) : DEFAULT_MB) << 20;
+    /* Versions are trusted from memory unless told otherwise: a write announces itself at
+     * commit, and this process's own writes drop their organization before they are answered. */
     const char *trust = getenv("WALKLIST_EXPORT_CACHE_TRUST_NOTIFY");
-    cache->trust_notify = trust != NULL && strcmp(trust, "1") == 0;
+    cache->trust_notify = trust == NULL || strcmp(trust, "0") != 0;
     wl_error_t err;
     wl_error_init(&err);
     pthread_t thread;
@@ -184,6 +195,7 @@ static void create_shared(void)
         return;
     }
     pthread_attr_destroy(&attr);
+    wl_core_on_export_change(shared_core, on_changed, cache);
     shared_cache = cache;
 }
 

@@ -5,28 +5,30 @@
  * matches is answered 304; a full one gets the cached body from a file the
  * kernel sends (page cache, not process memory).
  *
- * By default each request still reads the organization's current version
- * (one single-row statement, wl_core_export_version): a body cached under
- * that version is exactly what the export would read, so the cache is never
- * stale, across any number of processes.
- *
- * With WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=1 that statement is skipped too:
- * the version is trusted from memory until a write announces a change of the
+ * The version is trusted from memory until a write announces a change of the
  * organization at commit (NOTIFY wl_export_changed, migration 0005), which a
  * thread of this process listens for on a connection of its own
- * (wl_export_watch_t). While that connection is down nothing is trusted, and
- * when it drops everything is forgotten (announcements may have been
- * missed); an entry is stored only when no change was announced between its
- * ticket (taken before the snapshot) and the store. The price is staleness
- * of up to the announcement's delivery delay (milliseconds, as for a read
- * replica): a client that writes and at once exports through another
- * process may see the previous version.
+ * (wl_export_watch_t); this process's own writes drop their organization
+ * before they are answered (wl_core_on_export_change). While that connection
+ * is down nothing is trusted and each request reads the version (one
+ * single-row statement), and when it drops everything is forgotten
+ * (announcements may have been missed); an entry is stored only when no
+ * change was announced between its ticket (taken before the snapshot) and
+ * the store. The price is staleness of up to the announcement's delivery
+ * delay (milliseconds, as for a read replica): a client that writes through
+ * another process (or walklistctl) and exports at once may see the previous
+ * version.
+ *
+ * With WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=0 each request reads the current
+ * version instead: a body cached under that version is exactly what the
+ * export would read, so the cache is never stale, across any number of
+ * processes, for one short statement per request.
  *
  * Bodies are kept byte for byte as first sent, generatedAt included: a
  * strong ETag promises the same bytes, and generatedAt remains the time of
  * the snapshot they show (nothing changed since).
  *
- * Limits: at most 64 organizations and WALKLIST_EXPORT_CACHE_MB megabytes of
+ * Limits: versions of at most 16384 organizations and WALKLIST_EXPORT_CACHE_MB megabytes of
  * bodies (default 1024; 0 keeps no bodies), least recently used first out.
  * Files live, unlinked, in TMPDIR (default /tmp).
  */

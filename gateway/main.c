@@ -30,6 +30,8 @@ typedef struct {
     int rate_shared;
     int rate_anonymous;
     int shutdown_timeout_ms;
+    int key_cache_ttl_ms;
+    int rate_lease_ms;
 } config_t;
 
 static void usage(FILE *out)
@@ -64,6 +66,13 @@ static void usage(FILE *out)
         "  --rate-limit-anonymous N      per client address without a valid key, default 120\n"
         "                            (env: WALKLIST_RATE_LIMIT_LOCATE_LISTS, ..._STOCK_EXPORT,\n"
         "                            ..._SHARED, ..._ANONYMOUS)\n"
+        "  --key-cache-ttl-ms N      checked API keys are kept in memory this long, default\n"
+        "                            60000; 0: check every request in the database. A revoked\n"
+        "                            key is refused once PostgreSQL announces it (milliseconds)\n"
+        "                            (WALKLIST_KEY_CACHE_TTL_MS)\n"
+        "  --rate-lease-ms N         busy buckets lease rate-limit permits for at most N ms,\n"
+        "                            default 5000; 0: one database round trip per request\n"
+        "                            (WALKLIST_RATE_LEASE_MS)\n"
         "  --shutdown-timeout-ms N   on SIGTERM, how long requests in flight may finish,\n"
         "                            default 10000 (WALKLIST_SHUTDOWN_TIMEOUT_MS)\n");
 }
@@ -106,8 +115,13 @@ static int read_config(int argc, char **argv, config_t *config)
     config->rate_shared = 60;
     config->rate_anonymous = 120;
     config->shutdown_timeout_ms = 10000;
+    config->key_cache_ttl_ms = 60000;
+    config->rate_lease_ms = 5000;
     if (env_int("WALKLIST_SHUTDOWN_TIMEOUT_MS", "--shutdown-timeout-ms", 0, 600000,
-                &config->shutdown_timeout_ms) != 0)
+                &config->shutdown_timeout_ms) != 0 ||
+        env_int("WALKLIST_KEY_CACHE_TTL_MS", "--key-cache-ttl-ms", 0, 3600000,
+                &config->key_cache_ttl_ms) != 0 ||
+        env_int("WALKLIST_RATE_LEASE_MS", "--rate-lease-ms", 0, 60000, &config->rate_lease_ms) != 0)
         return -1;
     if (env_int("WALKLIST_RATE_LIMIT_LOCATE_LISTS", "--rate-limit-locate-lists", 1, 1000000,
                 &config->rate_locate_lists) != 0 ||
@@ -147,6 +161,8 @@ static int read_config(int argc, char **argv, config_t *config)
         {"rate-limit-shared", required_argument, NULL, 'S'},
         {"rate-limit-anonymous", required_argument, NULL, 'A'},
         {"shutdown-timeout-ms", required_argument, NULL, 'T'},
+        {"key-cache-ttl-ms", required_argument, NULL, 'k'},
+        {"rate-lease-ms", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -205,6 +221,12 @@ static int read_config(int argc, char **argv, config_t *config)
         case 'T':
             rc =
                 parse_int(optarg, "--shutdown-timeout-ms", 0, 600000, &config->shutdown_timeout_ms);
+            break;
+        case 'k':
+            rc = parse_int(optarg, "--key-cache-ttl-ms", 0, 3600000, &config->key_cache_ttl_ms);
+            break;
+        case 'R':
+            rc = parse_int(optarg, "--rate-lease-ms", 0, 60000, &config->rate_lease_ms);
             break;
         case 'h':
             usage(stdout);
@@ -321,6 +343,9 @@ int main(int argc, char **argv)
         .rate_locate_lists = config.rate_locate_lists,
         .rate_stock_export = config.rate_stock_export,
         .rate_shared = config.rate_shared,
+        /* 0 on the command line means off; in the core it means the default. */
+        .key_cache_ttl_ms = config.key_cache_ttl_ms > 0 ? config.key_cache_ttl_ms : -1,
+        .rate_lease_ms = config.rate_lease_ms > 0 ? config.rate_lease_ms : -1,
     };
     if (wl_core_create(&core_config, &core, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);

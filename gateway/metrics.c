@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SERIES 256
-#define MAX_ROUTES 64
+#define MAX_SERIES  256
+#define MAX_ROUTES  64
 #define MAX_BUCKETS 8
 
 static const double latency_bounds[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,
@@ -66,8 +66,8 @@ static bool same_label(const char *a, const char *b)
     return a == b || strcmp(a, b) == 0;
 }
 
-void wl_metrics_record(wl_metrics_t *metrics, const char *route, unsigned status,
-                       double seconds, const char *rate_bucket)
+void wl_metrics_record(wl_metrics_t *metrics, const char *route, unsigned status, double seconds,
+                       const char *rate_bucket)
 {
     if (metrics == NULL)
         return;
@@ -133,8 +133,9 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *aren
     if (out == NULL)
         return NULL;
     pthread_mutex_lock(&metrics->lock);
-    fprintf(out, "# HELP walklist_http_requests_total HTTP requests answered, by route and status.\n"
-                 "# TYPE walklist_http_requests_total counter\n");
+    fprintf(out,
+            "# HELP walklist_http_requests_total HTTP requests answered, by route and status.\n"
+            "# TYPE walklist_http_requests_total counter\n");
     for (size_t i = 0; i < metrics->request_count; i++)
         fprintf(out, "walklist_http_requests_total{route=\"%s\",status=\"%u\"} %llu\n",
                 metrics->requests[i].route, metrics->requests[i].status,
@@ -176,6 +177,24 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *aren
             "# TYPE walklist_db_pool_size gauge\n"
             "walklist_db_pool_size %d\n",
             in_use, open > in_use ? open - in_use : 0, size_total);
+    wl_core_access_stats_t access;
+    wl_core_access_stats(core, &access);
+    fprintf(
+        out,
+        "# HELP walklist_key_checks_total API key checks, by where they were answered.\n"
+        "# TYPE walklist_key_checks_total counter\n"
+        "walklist_key_checks_total{source=\"cache\"} %llu\n"
+        "walklist_key_checks_total{source=\"database\"} %llu\n"
+        "# HELP walklist_key_watch_up Whether key revocations are heard (1), so keys are kept.\n"
+        "# TYPE walklist_key_watch_up gauge\n"
+        "walklist_key_watch_up %d\n"
+        "# HELP walklist_rate_limit_decisions_total Counted requests, by where decided.\n"
+        "# TYPE walklist_rate_limit_decisions_total counter\n"
+        "walklist_rate_limit_decisions_total{source=\"lease\"} %llu\n"
+        "walklist_rate_limit_decisions_total{source=\"database\"} %llu\n",
+        (unsigned long long)access.key_cache_hits, (unsigned long long)access.key_cache_misses,
+        access.key_watch_listening ? 1 : 0, (unsigned long long)access.rate_local,
+        (unsigned long long)access.rate_round_trips);
     if (fclose(out) != 0) {
         free(text);
         return NULL;

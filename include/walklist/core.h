@@ -19,24 +19,45 @@
 typedef struct wl_core wl_core_t;
 
 typedef struct {
-    const char *database_url;  /* libpq conninfo or URI */
+    const char *database_url;      /* libpq conninfo or URI */
     const char *read_database_url; /* optional replica for the export and breakdown (NULL: none) */
-    int db_pool_size;          /* default 8 */
-    int db_acquire_timeout_ms; /* default 5000: wait for a free connection */
-    int db_connect_timeout_s;  /* default 3 */
-    int statement_timeout_ms;  /* default 30000 */
-    int rate_window_ms;        /* default 60000: the rolling window of every bucket */
-    int rate_locate_lists;     /* default 30 per window */
-    int rate_stock_export;     /* default 30 per window */
-    int rate_shared;           /* default 60 per window */
+    int db_pool_size;              /* default 8 */
+    int db_acquire_timeout_ms;     /* default 5000: wait for a free connection */
+    int db_connect_timeout_s;      /* default 3 */
+    int statement_timeout_ms;      /* default 30000 */
+    int rate_window_ms;            /* default 60000: the rolling window of every bucket */
+    int rate_locate_lists;         /* default 30 per window */
+    int rate_stock_export;         /* default 30 per window */
+    int rate_shared;               /* default 60 per window */
+    int key_cache_ttl_ms;          /* default 60000: checked keys kept this long; < 0: no cache */
+    int rate_lease_ms;             /* default 5000: leased permits held this long; < 0: no leases */
 } wl_core_config_t;
 
-int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *err)
-    WL_CHECK_RESULT;
+int wl_core_create(const wl_core_config_t *config, wl_core_t **out,
+                   wl_error_t *err) WL_CHECK_RESULT;
 void wl_core_destroy(wl_core_t *core);
 
 /** Database pool figures for metrics: the size, connections lent out, connections open. */
 void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open);
+
+/**
+ * Registers the function called after this process commits a write that may
+ * have changed an organization's export (before the write is answered), so
+ * that a cache of exports in this process never outlives it, even before
+ * PostgreSQL's announcement arrives. Call it once, before serving.
+ */
+void wl_core_on_export_change(wl_core_t *core, void (*changed)(int64_t org_id, void *data),
+                              void *data);
+
+/** How requests were let in: keys from the cache or the database, rate decisions from leased
+ * permits or a round trip (a key checked in the database counts its request there too). */
+typedef struct {
+    uint64_t key_cache_hits, key_cache_misses;
+    uint64_t rate_local, rate_round_trips;
+    bool key_watch_listening;
+} wl_core_access_stats_t;
+
+void wl_core_access_stats(wl_core_t *core, wl_core_access_stats_t *out);
 
 /** 0 when the database answers and its schema is current; WL_EUNAVAILABLE otherwise. */
 int wl_core_ready(wl_core_t *core, wl_error_t *err) WL_CHECK_RESULT;
@@ -73,16 +94,16 @@ typedef struct {
  * malformed, unknown or revoked key; WL_EUNAVAILABLE when the database is down.
  * Keys are compared by their SHA-256, so timing tells nothing about the secret.
  */
-int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out, wl_error_t *err)
-    WL_CHECK_RESULT;
+int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out,
+                         wl_error_t *err) WL_CHECK_RESULT;
 
 /** A rate-limit decision for one request (CONTRACT section 8). */
 typedef struct {
     const char *bucket; /* "locate-lists", "stock-export" or "shared" */
     int limit;          /* requests per window */
     int window_s;
-    int remaining;      /* after this request */
-    int reset_s;        /* until the oldest counted request leaves the window */
+    int remaining; /* after this request */
+    int reset_s;   /* until the oldest counted request leaves the window */
     bool accepted;
 } wl_rate_t;
 
@@ -173,8 +194,8 @@ typedef struct wl_export_cursor wl_export_cursor_t;
  *         write_item(&item);
  *     wl_export_cursor_close(cursor); // rc < 0: the export broke off half way
  */
-int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal,
-                        wl_export_cursor_t **out, wl_error_t *err) WL_CHECK_RESULT;
+int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal, wl_export_cursor_t **out,
+                        wl_error_t *err) WL_CHECK_RESULT;
 
 /**
  * The organization's current export data version (as wl_export_cursor_version

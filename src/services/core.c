@@ -1,10 +1,12 @@
 /* Creating the core, checking keys and invoking service methods happens here. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "services/services.h"
 #include "store/keys.h"
+#include "store/rate_limits.h"
 #include "store/migrate.h"
 
 const wl_method_policy_t wl__locate_list_policies[] = {
@@ -38,47 +40,47 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     wl_core_t *core = calloc(1, sizeof(*core));
     if (core == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
+    pthread_mutex_init(&core->hook_lock, NULL);
     wl_pool_config_t pool_config = {
         .conninfo = config->database_url,
         .size = config->db_pool_size > 0 ? config->db_pool_size : 8,
-        .acquire_timeout_ms = config->db_acquire_timeout_ms > 0 ? config->db_acquire_timeout_ms
-                                                                : 5000,
+        .acquire_timeout_ms =
+            config->db_acquire_timeout_ms > 0 ? config->db_acquire_timeout_ms : 5000,
         .connect_timeout_s = config->db_connect_timeout_s > 0 ? config->db_connect_timeout_s : 3,
-        .statement_timeout_ms = config->statement_timeout_ms > 0 ? config->statement_timeout_ms
-                                                                 : 30000,
+        .statement_timeout_ms =
+            config->statement_timeout_ms > 0 ? config->statement_timeout_ms : 30000,
     };
     int rc = wl_pool_create(&pool_config, &core->pool, err);
-    if (rc != 0) {
-        free(core);
-        return rc;
-    }
-    if (config->read_database_url != NULL && config->read_database_url[0] != '\0') {
+    if (rc == 0 && config->read_database_url != NULL && config->read_database_url[0] != '\0') {
         pool_config.conninfo = config->read_database_url;
         rc = wl_pool_create(&pool_config, &core->read_pool, err);
-        if (rc != 0) {
-            wl_pool_destroy(core->pool);
-            free(core);
-            return rc;
-        }
     }
-    core->database_url = strdup(config->database_url);
-    if (core->database_url == NULL) {
-        wl_pool_destroy(core->read_pool);
-        wl_pool_destroy(core->pool);
-        free(core);
-        return wl_error_set(err, WL_ENOMEM, NULL);
+    if (rc == 0 && (core->database_url = strdup(config->database_url)) == NULL)
+        rc = wl_error_set(err, WL_ENOMEM, NULL);
+    if (rc != 0) {
+        wl_core_destroy(core);
+        return rc;
     }
     core->rate_window_ms = config->rate_window_ms > 0 ? config->rate_window_ms : 60000;
     core->rate_locate_lists = config->rate_locate_lists > 0 ? config->rate_locate_lists : 30;
     core->rate_stock_export = config->rate_stock_export > 0 ? config->rate_stock_export : 30;
     core->rate_shared = config->rate_shared > 0 ? config->rate_shared : 60;
+    int key_ttl_ms = config->key_cache_ttl_ms != 0 ? config->key_cache_ttl_ms : 60000;
+    int lease_ms = config->rate_lease_ms != 0 ? config->rate_lease_ms : 5000;
+    rc = wl_rate_leases_create(lease_ms > 0 ? lease_ms : 0, &core->leases, err);
+    if (rc == 0 && key_ttl_ms > 0)
+        rc = wl_key_cache_create(config->database_url, key_ttl_ms, &core->keys, err);
+    if (rc != 0) {
+        wl_core_destroy(core);
+        return rc;
+    }
     wl__locate_list_service_init(&core->locate_list, core);
     wl__stock_service_init(&core->stock, core);
     wl__scanner_service_init(&core->scanner, core);
     wl__inventory_service_init(&core->inventory, core);
-    core->services[0] = (wl_service_entry_t){&walklist__v1__locate_list_service__descriptor,
-                                             &core->locate_list.base.base,
-                                             wl__locate_list_policies};
+    core->services[0] =
+        (wl_service_entry_t){&walklist__v1__locate_list_service__descriptor,
+                             &core->locate_list.base.base, wl__locate_list_policies};
     core->services[1] = (wl_service_entry_t){&walklist__v1__stock_service__descriptor,
                                              &core->stock.base.base, wl__stock_policies};
     core->services[2] = (wl_service_entry_t){&walklist__v1__scanner_service__descriptor,
@@ -93,10 +95,30 @@ void wl_core_destroy(wl_core_t *core)
 {
     if (core == NULL)
         return;
+    wl_key_cache_destroy(core->keys);
+    wl_rate_leases_destroy(core->leases);
     wl_pool_destroy(core->read_pool);
     wl_pool_destroy(core->pool);
     free(core->database_url);
+    pthread_mutex_destroy(&core->hook_lock);
     free(core);
+}
+
+void wl_core_on_export_change(wl_core_t *core, void (*changed)(int64_t org_id, void *data),
+                              void *data)
+{
+    pthread_mutex_lock(&core->hook_lock);
+    core->export_changed = changed;
+    core->export_changed_data = data;
+    pthread_mutex_unlock(&core->hook_lock);
+}
+
+void wl__core_export_may_have_changed(wl_core_t *core, int64_t org_id)
+{
+    pthread_mutex_lock(&core->hook_lock);
+    if (core->export_changed != NULL)
+        core->export_changed(org_id, core->export_changed_data);
+    pthread_mutex_unlock(&core->hook_lock);
 }
 
 wl_pool_t *wl__core_read_pool(wl_core_t *core)
@@ -111,6 +133,22 @@ void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open)
     *size = stats.size;
     *in_use = stats.in_use;
     *open = stats.open;
+}
+
+void wl_core_access_stats(wl_core_t *core, wl_core_access_stats_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (core->keys != NULL) {
+        wl_key_cache_stats_t keys;
+        wl_key_cache_stats(core->keys, &keys);
+        out->key_cache_hits = keys.hits;
+        out->key_cache_misses = keys.misses;
+        out->key_watch_listening = keys.listening;
+    }
+    wl_rate_leases_stats_t leases;
+    wl_rate_leases_stats(core->leases, &leases);
+    out->rate_local = leases.local;
+    out->rate_round_trips = leases.fetched;
 }
 
 int wl_core_ready(wl_core_t *core, wl_error_t *err)
@@ -134,7 +172,32 @@ int wl_core_ready(wl_core_t *core, wl_error_t *err)
     return rc;
 }
 
-/* Key check (and, with rate, the count) in one round trip; malformed keys never reach the
+/* Counts one request of the organization against rate->bucket: from a leased permit when this
+ * process holds one, else with one round trip that may lease more. */
+static int count_request(wl_core_t *core, int64_t org_id, wl_rate_t *rate, wl_error_t *err)
+{
+    wl_rate_fetch_t fetch;
+    if (!wl_rate_leases_spend(core->leases, org_id, rate, &fetch)) {
+        PGconn *conn = NULL;
+        wl_rate_grant_t grant;
+        int rc = wl_pool_acquire(core->pool, &conn, err);
+        if (rc == 0) {
+            rc = wl_rate_take(conn, org_id, rate->bucket, rate->limit, core->rate_window_ms,
+                              &fetch.ask, &grant, err);
+            wl_pool_release(core->pool, conn);
+        }
+        wl_rate_leases_fetched(core->leases, org_id, &fetch, rc == 0 ? &grant : NULL, rate);
+        if (rc != 0)
+            return rc;
+    }
+    if (!rate->accepted)
+        return wl_error_set(err, WL_EEXHAUSTED, "rate limit of %d requests per %d s exceeded",
+                            rate->limit, rate->window_s);
+    return 0;
+}
+
+/* The key check: from the cache of checked keys when it knows the key, else in the database,
+ * where a request to count is counted in the same round trip. Malformed keys never reach the
  * database. */
 static int check_key(wl_core_t *core, wl_span_t token, wl_principal_t *out, wl_rate_t *rate,
                      wl_error_t *err)
@@ -142,12 +205,21 @@ static int check_key(wl_core_t *core, wl_span_t token, wl_principal_t *out, wl_r
     char prefix[WL_KEY_PREFIX_LEN + 1];
     if (!wl_keys_parse(token, prefix))
         return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
+    unsigned char digest[WL_KEY_DIGEST_SIZE];
+    wl_keys_digest(token, digest);
+    if (core->keys != NULL && wl_key_cache_find(core->keys, prefix, digest, out))
+        return rate != NULL ? count_request(core, out->org_id, rate, err) : 0;
+    wl_key_ticket_t ticket = {0, false};
+    if (core->keys != NULL)
+        ticket = wl_key_cache_ticket(core->keys);
     PGconn *conn = NULL;
     int rc = wl_pool_acquire(core->pool, &conn, err);
     if (rc != 0)
         return rc;
     rc = wl_keys_authorize(conn, token, out, rate, err);
     wl_pool_release(core->pool, conn);
+    if ((rc == 0 || rc == WL_EEXHAUSTED) && core->keys != NULL)
+        wl_key_cache_remember(core->keys, ticket, digest, out);
     return rc;
 }
 

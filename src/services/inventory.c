@@ -230,6 +230,8 @@ static int run_batch(Walklist__V1__InventoryService_Service *base, wl_call_t *ca
     if (rc == 0)
         rc = wl_inventory_batch_finish(&batch, &written, call->err);
     wl_pool_release(core->pool, conn);
+    if (rc == 0)
+        wl__core_export_may_have_changed(core, call->principal->org_id);
     *count = (int32_t)written;
     return rc;
 }

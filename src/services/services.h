@@ -7,8 +7,11 @@
 #ifndef WALKLIST_SERVICES_H
 #define WALKLIST_SERVICES_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
+#include "services/key_cache.h"
+#include "services/rate_lease.h"
 #include "store/pool.h"
 #include "store/secrets.h"
 #include "walklist/core.h"
@@ -54,6 +57,11 @@ struct wl_core {
     wl_pool_t *read_pool; /* a replica for the export and the breakdown; NULL: use pool */
     int rate_window_ms;
     int rate_locate_lists, rate_stock_export, rate_shared;
+    wl_key_cache_t *keys; /* NULL: every key checked in the database */
+    wl_rate_leases_t *leases;
+    pthread_mutex_t hook_lock; /* the hook may be set while requests are served */
+    void (*export_changed)(int64_t org_id, void *data); /* see wl_core_on_export_change */
+    void *export_changed_data;
     wl_locate_list_service_t locate_list;
     wl_stock_service_t stock;
     wl_scanner_service_t scanner;
@@ -70,6 +78,9 @@ extern const wl_method_policy_t wl__locate_list_policies[];
 extern const wl_method_policy_t wl__stock_policies[];
 extern const wl_method_policy_t wl__scanner_policies[];
 extern const wl_method_policy_t wl__inventory_policies[];
+
+/** After a commit that may have changed the organization's export, before the answer. */
+void wl__core_export_may_have_changed(wl_core_t *core, int64_t org_id);
 
 /** The pool for stock reads: the replica's when configured, else the primary's. */
 wl_pool_t *wl__core_read_pool(wl_core_t *core);

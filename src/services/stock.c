@@ -7,6 +7,7 @@
 
 #include "services/services.h"
 #include "store/breakdown.h"
+#include "store/listen.h"
 #include "store/secrets.h"
 #include "store/stock.h"
 #include "walklist/page_token.h"
@@ -102,7 +103,16 @@ void wl_export_cursor_close(wl_export_cursor_t *cursor)
 struct wl_export_watch {
     char *conninfo;
     PGconn *conn; /* listening when not NULL */
+    void (*changed)(int64_t org_id, void *data);
+    void *data;
 };
+
+/* The announcement's payload is the organization id (migration 0002). */
+static void export_changed(const char *payload, void *data)
+{
+    wl_export_watch_t *watch = data;
+    watch->changed(strtoll(payload, NULL, 10), watch->data);
+}
 
 int wl_core_export_watch_create(wl_core_t *core, wl_export_watch_t **out, wl_error_t *err)
 {
@@ -120,11 +130,14 @@ int wl_export_watch_wait(wl_export_watch_t *watch, int timeout_ms,
                          void (*changed)(int64_t org_id, void *data), void *data, wl_error_t *err)
 {
     if (watch->conn == NULL) {
-        int rc = wl_stock_changes_listen(watch->conninfo, &watch->conn, err);
+        int rc = wl_listen_open(watch->conninfo, "wl_export_changed", "walklistd-export-watch",
+                                &watch->conn, err);
         if (rc != 0)
             return rc;
     }
-    int rc = wl_stock_changes_wait(watch->conn, timeout_ms, changed, data, err);
+    watch->changed = changed;
+    watch->data = data;
+    int rc = wl_listen_wait(watch->conn, -1, timeout_ms, export_changed, watch, err);
     if (rc != 0) {
         PQfinish(watch->conn);
         watch->conn = NULL;

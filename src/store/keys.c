@@ -30,10 +30,15 @@ bool wl_keys_parse(wl_span_t token, char prefix[WL_KEY_PREFIX_LEN + 1])
     return true;
 }
 
+void wl_keys_digest(wl_span_t token, unsigned char digest[WL_KEY_DIGEST_SIZE])
+{
+    SHA256((const unsigned char *)token.base, token.len, digest);
+}
+
 static void hash_hex(wl_span_t token, char hex[65])
 {
-    unsigned char digest[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)token.base, token.len, digest);
+    unsigned char digest[WL_KEY_DIGEST_SIZE];
+    wl_keys_digest(token, digest);
     for (size_t i = 0; i < sizeof(digest); i++)
         snprintf(hex + 2 * i, 3, "%02x", digest[i]);
 }
@@ -60,11 +65,12 @@ int wl_keys_create(PGconn *conn, int64_t org_id, unsigned scopes, const char *na
         snprintf(token, WL_KEY_TOKEN_SIZE, "wlk_%s_%s", prefix, secret);
         hash_hex(wl_span_str(token), hex);
         const char *params[] = {prefix, org, hex, scope_text, name ? name : ""};
-        PGresult *res = PQexecParams(conn,
-                                     "INSERT INTO api_keys (prefix, org_id, token_hash, scopes, name)"
-                                     " VALUES ($1, $2, decode($3, 'hex'), $4::text[], $5)"
-                                     " ON CONFLICT (prefix) DO NOTHING",
-                                     5, NULL, params, NULL, NULL, 0);
+        PGresult *res =
+            PQexecParams(conn,
+                         "INSERT INTO api_keys (prefix, org_id, token_hash, scopes, name)"
+                         " VALUES ($1, $2, decode($3, 'hex'), $4::text[], $5)"
+                         " ON CONFLICT (prefix) DO NOTHING",
+                         5, NULL, params, NULL, NULL, 0);
         if (PQresultStatus(res) != PGRES_COMMAND_OK) {
             int rc = wl_db_fail(conn, res, err);
             PQclear(res);

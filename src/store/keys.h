@@ -14,10 +14,11 @@
 #include "walklist/error.h"
 #include "walklist/span.h"
 
-#define WL_KEY_PREFIX_LEN 8
-#define WL_KEY_SECRET_LEN 40
-#define WL_KEY_SECRET_MIN 32
-#define WL_KEY_TOKEN_MAX 128
+#define WL_KEY_PREFIX_LEN  8
+#define WL_KEY_SECRET_LEN  40
+#define WL_KEY_SECRET_MIN  32
+#define WL_KEY_TOKEN_MAX   128
+#define WL_KEY_DIGEST_SIZE 32
 /* "wlk_" + prefix + "_" + secret + NUL */
 #define WL_KEY_TOKEN_SIZE (4 + WL_KEY_PREFIX_LEN + 1 + WL_KEY_SECRET_LEN + 1)
 
@@ -27,13 +28,16 @@
  */
 bool wl_keys_parse(wl_span_t token, char prefix[WL_KEY_PREFIX_LEN + 1]);
 
+/** The SHA-256 of the whole token: what is stored, and what a cache of checked keys keeps. */
+void wl_keys_digest(wl_span_t token, unsigned char digest[WL_KEY_DIGEST_SIZE]);
+
 /** Creates a key for the organization; token receives the whole token (shown once). */
 int wl_keys_create(PGconn *conn, int64_t org_id, unsigned scopes, const char *name,
                    char token[WL_KEY_TOKEN_SIZE], wl_error_t *err) WL_CHECK_RESULT;
 
 /** Looks a token up; WL_EUNAUTHENTICATED for unknown, revoked or malformed keys. */
-int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_error_t *err)
-    WL_CHECK_RESULT;
+int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out,
+                         wl_error_t *err) WL_CHECK_RESULT;
 
 /**
  * Looks a token up and, when it is valid, counts the request in the

@@ -1,7 +1,6 @@
 /* Reading the stock export from one snapshot, batch by batch, happens here. */
 #include "store/stock.h"
 
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,55 +227,4 @@ void wl_stock_export_end(wl_stock_export_t *export)
     if (export->conn != NULL)
         wl_db_rollback(export->conn);
     export->conn = NULL;
-}
-
-int wl_stock_changes_listen(const char *conninfo, PGconn **out, wl_error_t *err)
-{
-    *out = NULL;
-    const char *keys[] = {"dbname", "application_name", "connect_timeout", NULL};
-    const char *values[] = {conninfo, "walklistd-export-watch", "5", NULL};
-    PGconn *conn = PQconnectdbParams(keys, values, 1);
-    if (PQstatus(conn) != CONNECTION_OK) {
-        PQfinish(conn);
-        return wl_error_set(err, WL_EUNAVAILABLE, "export watch: cannot connect");
-    }
-    PGresult *res = PQexec(conn, "LISTEN wl_export_changed");
-    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
-    PQclear(res);
-    if (!ok) {
-        PQfinish(conn);
-        return wl_error_set(err, WL_EUNAVAILABLE, "export watch: LISTEN failed");
-    }
-    *out = conn;
-    return 0;
-}
-
-int wl_stock_changes_wait(PGconn *conn, int timeout_ms, void (*changed)(int64_t org_id, void *data),
-                          void *data, wl_error_t *err)
-{
-    struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
-    if (pfd.fd < 0)
-        return wl_error_set(err, WL_EUNAVAILABLE, "export watch: no connection");
-    int ready = poll(&pfd, 1, timeout_ms);
-    if (ready < 0)
-        return 0; /* interrupted: nothing read, nothing missed */
-    if (ready > 0 && PQconsumeInput(conn) == 0)
-        return wl_error_set(err, WL_EUNAVAILABLE, "export watch: connection lost");
-    if (ready == 0) {
-        /* Quiet for a while: make sure the connection is still there, since a connection
-         * lost without a word would otherwise let the cache trust it for ever. */
-        PGresult *res = PQexec(conn, "SELECT 1");
-        bool alive = PQresultStatus(res) == PGRES_TUPLES_OK;
-        PQclear(res);
-        if (!alive)
-            return wl_error_set(err, WL_EUNAVAILABLE, "export watch: connection lost");
-    }
-    PGnotify *notice;
-    while ((notice = PQnotifies(conn)) != NULL) {
-        changed(strtoll(notice->extra, NULL, 10), data);
-        PQfreemem(notice);
-    }
-    if (PQstatus(conn) != CONNECTION_OK)
-        return wl_error_set(err, WL_EUNAVAILABLE, "export watch: connection lost");
-    return 0;
 }

@@ -63,18 +63,4 @@ void wl_stock_export_end(wl_stock_export_t *export);
 int wl_stock_export_version(PGconn *conn, int64_t org_id, int64_t *version,
                             wl_error_t *err) WL_CHECK_RESULT;
 
-/**
- * Opens a connection of its own to conninfo and LISTENs for export changes
- * (channel wl_export_changed, payload the organization id). On failure *out
- * is NULL and the result WL_EUNAVAILABLE.
- */
-int wl_stock_changes_listen(const char *conninfo, PGconn **out, wl_error_t *err) WL_CHECK_RESULT;
-
-/**
- * Waits up to timeout_ms on a listening connection and calls changed for
- * every notification that arrived. WL_EUNAVAILABLE when the connection broke.
- */
-int wl_stock_changes_wait(PGconn *conn, int timeout_ms, void (*changed)(int64_t org_id, void *data),
-                          void *data, wl_error_t *err) WL_CHECK_RESULT;
-
 #endif

@@ -1,0 +1,53 @@
+/*
+ * Rate-limit permits this process leased from the database (CONTRACT section 8,
+ * migration 0006): a request spends a local permit when one is held, and only
+ * otherwise asks the database, for as many permits as the bucket's recent
+ * demand here suggests (never more than a sixteenth of the limit, so that one
+ * process cannot sit on a bucket), to be spent within the hold time. Permits
+ * not spent in time go back with the next ask. A full bucket is remembered for
+ * up to a second, so that a client hammering it costs no round trips.
+ *
+ * One thread at a time asks for a bucket's permits; the others wait for its answer.
+ */
+#ifndef WALKLIST_SERVICES_RATE_LEASE_H
+#define WALKLIST_SERVICES_RATE_LEASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/rate_limits.h"
+#include "walklist/core.h"
+
+typedef struct wl_rate_leases wl_rate_leases_t;
+
+/** hold_ms 0: no leases, every request asks the database for one permit. */
+int wl_rate_leases_create(int hold_ms, wl_rate_leases_t **out, wl_error_t *err) WL_CHECK_RESULT;
+void wl_rate_leases_destroy(wl_rate_leases_t *leases);
+
+/** What to ask the database for; filled by wl_rate_leases_spend. */
+typedef struct {
+    wl_rate_ask_t ask;
+    char return_at[WL_RATE_STAMP_SIZE];
+    int64_t sent_ns;
+    int slot; /* -1: not kept */
+} wl_rate_fetch_t;
+
+/**
+ * Decides locally when it can: true with rate filled (accepted, or refused
+ * because the bucket was full a moment ago). False: the caller must call
+ * wl_rate_take with fetch->ask and then, whatever happened, wl_rate_leases_fetched.
+ */
+bool wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *rate,
+                          wl_rate_fetch_t *fetch);
+
+/** Records the database's answer (NULL when the call failed) and decides the request. */
+void wl_rate_leases_fetched(wl_rate_leases_t *leases, int64_t org_id, wl_rate_fetch_t *fetch,
+                            const wl_rate_grant_t *grant, wl_rate_t *rate);
+
+typedef struct {
+    uint64_t local, fetched; /* requests decided here, and database round trips */
+} wl_rate_leases_stats_t;
+
+void wl_rate_leases_stats(wl_rate_leases_t *leases, wl_rate_leases_stats_t *out);
+
+#endif

@@ -1,0 +1,62 @@
+/* Listening for announcements from other processes happens here. */
+#include "store/listen.h"
+
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+int wl_listen_open(const char *conninfo, const char *channel, const char *application, PGconn **out,
+                   wl_error_t *err)
+{
+    *out = NULL;
+    const char *keys[] = {"dbname", "application_name", "connect_timeout", NULL};
+    const char *values[] = {conninfo, application, "5", NULL};
+    PGconn *conn = PQconnectdbParams(keys, values, 1);
+    if (PQstatus(conn) != CONNECTION_OK) {
+        PQfinish(conn);
+        return wl_error_set(err, WL_EUNAVAILABLE, "%s: cannot connect", application);
+    }
+    char *quoted = PQescapeIdentifier(conn, channel, strlen(channel));
+    char sql[128];
+    snprintf(sql, sizeof(sql), "LISTEN %s", quoted ? quoted : "");
+    PQfreemem(quoted);
+    PGresult *res = PQexec(conn, sql);
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    PQclear(res);
+    if (!ok) {
+        PQfinish(conn);
+        return wl_error_set(err, WL_EUNAVAILABLE, "%s: LISTEN failed", application);
+    }
+    *out = conn;
+    return 0;
+}
+
+int wl_listen_wait(PGconn *conn, int wake_fd, int timeout_ms,
+                   void (*each)(const char *payload, void *data), void *data, wl_error_t *err)
+{
+    struct pollfd fds[2] = {{.fd = PQsocket(conn), .events = POLLIN},
+                            {.fd = wake_fd, .events = POLLIN}};
+    if (fds[0].fd < 0)
+        return wl_error_set(err, WL_EUNAVAILABLE, "listen: no connection");
+    int ready = poll(fds, wake_fd >= 0 ? 2 : 1, timeout_ms);
+    if (ready < 0)
+        return 0; /* interrupted: nothing read, nothing missed */
+    if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) && PQconsumeInput(conn) == 0)
+        return wl_error_set(err, WL_EUNAVAILABLE, "listen: connection lost");
+    if (ready == 0) {
+        PGresult *res = PQexec(conn, "SELECT 1");
+        bool alive = PQresultStatus(res) == PGRES_TUPLES_OK;
+        PQclear(res);
+        if (!alive)
+            return wl_error_set(err, WL_EUNAVAILABLE, "listen: connection lost");
+    }
+    PGnotify *notice;
+    while ((notice = PQnotifies(conn)) != NULL) {
+        each(notice->extra, data);
+        PQfreemem(notice);
+    }
+    if (PQstatus(conn) != CONNECTION_OK)
+        return wl_error_set(err, WL_EUNAVAILABLE, "listen: connection lost");
+    return 0;
+}

@@ -1,0 +1,289 @@
+/*
+ * The key cache and the rate-limit permit leases, with two cores standing for two walklistd
+ * processes on one database: revoked keys are refused once announced, and leased permits never
+ * let more than the limit through, in total or in any rolling window.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fixture.h"
+#include "test.h"
+#include "testdb.h"
+#include "walklist/core.h"
+
+static const char *conninfo;
+static PGconn *db;
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static wl_core_t *core_new(int window_ms, int limit, int lease_ms)
+{
+    wl_core_config_t config = {.database_url = conninfo,
+                               .db_pool_size = 4,
+                               .rate_window_ms = window_ms,
+                               .rate_locate_lists = limit,
+                               .rate_lease_ms = lease_ms};
+    wl_core_t *core = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    if (wl_core_create(&config, &core, &err) != 0) {
+        fprintf(stderr, "core: %s\n", err.message);
+        exit(1);
+    }
+    return core;
+}
+
+static int authenticate(wl_core_t *core, const char *token)
+{
+    wl_principal_t principal;
+    wl_error_t err;
+    wl_error_init(&err);
+    return wl_core_authenticate(core, wl_span_str(token), &principal, &err);
+}
+
+/* The key watch connects in the background; keys are kept only once it listens. */
+static void wait_listening(wl_core_t *core)
+{
+    wl_core_access_stats_t stats;
+    int64_t give_up = now_ns() + 5000000000LL;
+    do {
+        wl_core_access_stats(core, &stats);
+        if (stats.key_watch_listening)
+            return;
+        struct timespec pause = {0, 10000000};
+        nanosleep(&pause, NULL);
+    } while (now_ns() < give_up);
+    FAIL("the key watch never listened");
+}
+
+static void test_revoked_key_leaves_the_cache(int64_t org)
+{
+    char token[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "lists:write", token);
+    wl_core_t *a = core_new(0, 0, 0), *b = core_new(0, 0, 0);
+    wait_listening(a);
+    wait_listening(b);
+
+    wl_core_access_stats_t before, after;
+    CHECK_INT(authenticate(a, token), 0); /* read from the database, then kept */
+    CHECK_INT(authenticate(b, token), 0);
+    wl_core_access_stats(a, &before);
+    CHECK_INT(authenticate(a, token), 0);
+    wl_core_access_stats(a, &after);
+    CHECK_INT(after.key_cache_hits, before.key_cache_hits + 1);
+
+    /* The same prefix with another secret is refused, cached or not. */
+    char forged[WL_KEY_TOKEN_SIZE];
+    snprintf(forged, sizeof(forged), "%s", token);
+    forged[strlen(forged) - 1] = forged[strlen(forged) - 1] == 'a' ? 'b' : 'a';
+    CHECK_INT(authenticate(a, forged), WL_EUNAUTHENTICATED);
+    CHECK_INT(authenticate(a, token), 0);
+
+    /* Revoked from elsewhere (walklistctl, another process): both cores learn of it. */
+    char sql[128];
+    snprintf(sql, sizeof(sql), "UPDATE api_keys SET revoked_at = now() WHERE prefix = '%.8s'",
+             token + 4);
+    testdb_exec(db, sql);
+    int64_t give_up = now_ns() + 3000000000LL;
+    int rc_a = 0, rc_b = 0;
+    while (now_ns() < give_up && (rc_a == 0 || rc_b == 0)) {
+        rc_a = authenticate(a, token);
+        rc_b = authenticate(b, token);
+    }
+    CHECK_INT(rc_a, WL_EUNAUTHENTICATED);
+    CHECK_INT(rc_b, WL_EUNAUTHENTICATED);
+    wl_core_destroy(a);
+    wl_core_destroy(b);
+}
+
+typedef struct {
+    wl_core_t *core;
+    const char *token;
+    int64_t stop_ns;   /* hammer until then, or */
+    int stop_refusals; /* until this many refusals in a row */
+    pthread_mutex_t *lock;
+    int64_t *starts, *ends; /* of accepted requests */
+    int *accepted, capacity;
+} hammer_t;
+
+static void *hammer(void *arg)
+{
+    hammer_t *h = arg;
+    int refusals = 0;
+    while ((h->stop_ns == 0 || now_ns() < h->stop_ns) &&
+           (h->stop_refusals == 0 || refusals < h->stop_refusals)) {
+        wl_principal_t principal;
+        wl_rate_t rate;
+        wl_error_t err;
+        wl_error_init(&err);
+        int64_t start = now_ns();
+        int rc = wl_core_authorize(h->core, wl_span_str(h->token), "locate-lists", &principal,
+                                   &rate, &err);
+        int64_t end = now_ns();
+        if (rc == WL_EEXHAUSTED) {
+            refusals++;
+            continue;
+        }
+        if (rc != 0) {
+            FAIL("authorize: %s", err.message);
+            return NULL;
+        }
+        refusals = 0;
+        pthread_mutex_lock(h->lock);
+        if (*h->accepted < h->capacity) {
+            h->starts[*h->accepted] = start;
+            h->ends[*h->accepted] = end;
+        }
+        (*h->accepted)++;
+        pthread_mutex_unlock(h->lock);
+    }
+    return NULL;
+}
+
+enum { THREADS = 6, CAPACITY = 100000 };
+
+typedef struct {
+    pthread_mutex_t lock;
+    int64_t starts[CAPACITY], ends[CAPACITY];
+    int accepted;
+} record_t;
+
+static void run_hammers(wl_core_t *cores[2], const char *token, int64_t stop_ns, int stop_refusals,
+                        record_t *record)
+{
+    pthread_t threads[THREADS];
+    hammer_t hammers[THREADS];
+    pthread_mutex_init(&record->lock, NULL);
+    record->accepted = 0;
+    for (int i = 0; i < THREADS; i++) {
+        hammers[i] = (hammer_t){cores[i % 2],  token,          stop_ns,      stop_refusals,
+                                &record->lock, record->starts, record->ends, &record->accepted,
+                                CAPACITY};
+        pthread_create(&threads[i], NULL, hammer, &hammers[i]);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(threads[i], NULL);
+    pthread_mutex_destroy(&record->lock);
+}
+
+static long long counted_in_database(int64_t org)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT coalesce(sum(c), 0) FROM rate_limits r,"
+             " unnest(r.hits, coalesce(r.counts, array_fill(1, ARRAY[cardinality(r.hits)])))"
+             " AS u(h, c) WHERE r.org_id = %lld AND r.bucket = 'locate-lists'",
+             (long long)org);
+    return testdb_count(db, sql);
+}
+
+/* Two processes hammering one bucket until it is full: exactly the limit is let in, the
+ * database counted exactly that, and most decisions cost no round trip. */
+static void test_leases_fill_the_bucket_exactly(int64_t org)
+{
+    enum { LIMIT = 640 };
+    char token[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "lists:write", token);
+    wl_core_t *cores[2] = {core_new(60000, LIMIT, 500), core_new(60000, LIMIT, 500)};
+    static record_t record;
+    run_hammers(cores, token, 0, 20, &record);
+    CHECK_INT(record.accepted, LIMIT);
+    CHECK_INT(counted_in_database(org), LIMIT);
+
+    uint64_t round_trips = 0, local = 0;
+    for (int i = 0; i < 2; i++) {
+        wl_core_access_stats_t stats;
+        wl_core_access_stats(cores[i], &stats);
+        round_trips += stats.rate_round_trips;
+        local += stats.rate_local;
+        wl_core_destroy(cores[i]);
+    }
+    /* Leases of up to LIMIT / 16 permits: far fewer round trips than requests. */
+    CHECK(round_trips * 4 < (uint64_t)LIMIT);
+    CHECK(local > round_trips);
+}
+
+/* Over several windows, with permits leased, expiring and returned: no rolling window ever
+ * holds more than the limit, and the limit is reached (the leases waste nothing for long). */
+static void test_leases_keep_every_rolling_window(int64_t org)
+{
+    enum { LIMIT = 96, WINDOW_MS = 1000, LEASE_MS = 300, RUN_MS = 3500 };
+    char token[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "lists:write", token);
+    wl_core_t *cores[2] = {core_new(WINDOW_MS, LIMIT, LEASE_MS),
+                           core_new(WINDOW_MS, LIMIT, LEASE_MS)};
+    static record_t record;
+    run_hammers(cores, token, now_ns() + (int64_t)RUN_MS * 1000000, 0, &record);
+    int n = record.accepted < CAPACITY ? record.accepted : CAPACITY;
+    int worst = 0;
+    /* A request was decided between its start and end: those starting at or after request i's
+     * start and ending within one window of it were all decided inside one window. */
+    for (int i = 0; i < n; i++) {
+        int inside = 0;
+        for (int j = 0; j < n; j++)
+            if (record.starts[j] >= record.starts[i] &&
+                record.ends[j] < record.starts[i] + (int64_t)WINDOW_MS * 1000000)
+                inside++;
+        if (inside > worst)
+            worst = inside;
+    }
+    CHECK(worst <= LIMIT);
+    CHECK(worst >= LIMIT / 2);
+    /* Three and a half windows: at least three windows' worth, give or take the lease time. */
+    CHECK(record.accepted >= 2 * LIMIT);
+    if (worst > LIMIT || record.accepted < 2 * LIMIT)
+        fprintf(stderr, "accepted %d, at most %d in one window\n", record.accepted, worst);
+    wl_core_destroy(cores[0]);
+    wl_core_destroy(cores[1]);
+}
+
+/* A full bucket is remembered for a moment: hammering it costs no round trips. */
+static void test_full_bucket_is_remembered(int64_t org)
+{
+    char token[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "lists:write", token);
+    wl_core_t *core = core_new(60000, 3, 0);
+    wl_principal_t principal;
+    wl_rate_t rate;
+    wl_error_t err;
+    for (int i = 0; i < 3; i++) {
+        wl_error_init(&err);
+        CHECK_INT(
+            wl_core_authorize(core, wl_span_str(token), "locate-lists", &principal, &rate, &err),
+            0);
+        CHECK_INT(rate.remaining, 2 - i);
+    }
+    wl_core_access_stats_t before, after;
+    wl_core_access_stats(core, &before);
+    for (int i = 0; i < 50; i++) {
+        wl_error_init(&err);
+        CHECK_INT(
+            wl_core_authorize(core, wl_span_str(token), "locate-lists", &principal, &rate, &err),
+            WL_EEXHAUSTED);
+        CHECK_INT(rate.remaining, 0);
+        CHECK(rate.reset_s >= 59 && rate.reset_s <= 60);
+    }
+    wl_core_access_stats(core, &after);
+    CHECK(after.rate_round_trips - before.rate_round_trips <= 1);
+    CHECK_INT(counted_in_database(org), 3);
+    wl_core_destroy(core);
+}
+
+int main(void)
+{
+    conninfo = testdb_create("integration_access");
+    db = testdb_connect(conninfo);
+    test_revoked_key_leaves_the_cache(fixture_org(db, "access-keys"));
+    test_leases_fill_the_bucket_exactly(fixture_org(db, "access-fill"));
+    test_leases_keep_every_rolling_window(fixture_org(db, "access-window"));
+    test_full_bucket_is_remembered(fixture_org(db, "access-full"));
+    PQfinish(db);
+    return test_exit();
+}
