@@ -457,6 +457,104 @@ static bool copy_append_eans(wl_inventory_batch_t *batch, wl_span_t eans)
     return true;
 }
 
+/*
+ * Most files come ordered by their natural key's first column (a catalogue export lists each
+ * SKU's rows together), and then a repeated key can only be within one group of rows sharing
+ * that column, so a batch can know it has no duplicate without asking PostgreSQL to hash every
+ * key (3.5 s for 2,000,000 rack assignments). Rows out of that order, a large group or a
+ * repeat found here send the batch to the SQL check, which also reports the lines.
+ */
+#define KEY_GROUP_MAX 64
+
+static bool key_buf_append(wl_inventory_batch_t *batch, const void *bytes, size_t n)
+{
+    if (batch->key_len + n > batch->key_cap) {
+        size_t grown = batch->key_cap ? batch->key_cap : 1024;
+        while (batch->key_len + n > grown)
+            grown *= 2;
+        char *p = realloc(batch->key_buf, grown);
+        if (p == NULL)
+            return false;
+        batch->key_buf = p;
+        batch->key_cap = grown;
+    }
+    memcpy(batch->key_buf + batch->key_len, bytes, n);
+    batch->key_len += n;
+    return true;
+}
+
+/* Byte order, as COLLATE "C" compares. */
+static int compare_bytes(wl_span_t a, wl_span_t b)
+{
+    int c = memcmp(a.base, b.base, a.len < b.len ? a.len : b.len);
+    return c != 0 ? c : (a.len > b.len) - (a.len < b.len);
+}
+
+/* Index of each natural key column of the kind, in key order; returns how many. */
+static size_t key_column_indexes(const kind_t *kind, size_t indexes[WL_INVENTORY_MAX_COLUMNS])
+{
+    size_t count = 0;
+    const char *name = kind->key_columns;
+    while (*name != '\0' && count < WL_INVENTORY_MAX_COLUMNS) {
+        size_t len = strcspn(name, ",");
+        for (size_t i = 0; i < kind->column_count; i++)
+            if (strlen(kind->columns[i].name) == len &&
+                strncmp(kind->columns[i].name, name, len) == 0)
+                indexes[count++] = i;
+        name += len;
+        name += strspn(name, ", ");
+    }
+    return count;
+}
+
+/* Records a staged row's key; false only when out of memory. */
+static bool note_key(wl_inventory_batch_t *batch, const wl_span_t *values)
+{
+    if (!batch->keys_distinct)
+        return true;
+    size_t key[WL_INVENTORY_MAX_COLUMNS];
+    size_t key_count = key_column_indexes(KIND(batch), key);
+    wl_span_t first = values[key[0]];
+    int order =
+        batch->rows == 0 ? 1 : compare_bytes(first, wl_span(batch->key_buf, batch->key_first_len));
+    if (order < 0 || (order == 0 && (key_count == 1 || batch->key_group_rows >= KEY_GROUP_MAX))) {
+        batch->keys_distinct = false;
+        return true;
+    }
+    if (order > 0) {
+        batch->key_len = 0;
+        batch->key_group_rows = 0;
+        batch->key_first_len = first.len;
+        if (!key_buf_append(batch, first.base, first.len))
+            return false;
+    }
+    /* The rest of the key, each column as its length then its bytes. */
+    size_t rest_start = batch->key_len;
+    for (size_t k = 1; k < key_count; k++) {
+        size_t len = values[key[k]].len;
+        if (!key_buf_append(batch, &len, sizeof(len)) ||
+            !key_buf_append(batch, values[key[k]].base, len))
+            return false;
+    }
+    size_t rest_len = batch->key_len - rest_start;
+    for (size_t at = batch->key_first_len; at < rest_start;) {
+        size_t entry_len = 0;
+        for (size_t k = 1; k < key_count; k++) {
+            size_t len;
+            memcpy(&len, batch->key_buf + at + entry_len, sizeof(len));
+            entry_len += sizeof(len) + len;
+        }
+        if (entry_len == rest_len &&
+            memcmp(batch->key_buf + at, batch->key_buf + rest_start, rest_len) == 0) {
+            batch->keys_distinct = false;
+            return true;
+        }
+        at += entry_len;
+    }
+    batch->key_group_rows++;
+    return true;
+}
+
 int wl_inventory_batch_begin(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
                              wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter,
                              wl_error_t *err)
@@ -465,6 +563,7 @@ int wl_inventory_batch_begin(wl_inventory_batch_t *batch, PGconn *conn, int64_t 
     batch->conn = conn;
     batch->kind = &kinds[kind];
     batch->reporter = *reporter;
+    batch->keys_distinct = true;
     snprintf(batch->org, sizeof(batch->org), "%" PRId64, org_id);
     char ddl[512];
     snprintf(ddl, sizeof(ddl),
@@ -519,7 +618,7 @@ int wl_inventory_batch_add(wl_inventory_batch_t *batch, size_t label, const wl_s
         batch->buf[batch->len++] = '\t';
         appended = copy_append(batch, hex, strlen(hex)) && key_len <= sizeof(key);
     }
-    if (!appended)
+    if (!appended || !note_key(batch, values))
         return wl_error_set(err, WL_ENOMEM, NULL);
     batch->buf[batch->len++] = '\n';
     if (PQputCopyData(batch->conn, batch->buf, (int)batch->len) != 1)
@@ -552,6 +651,9 @@ static void release(wl_inventory_batch_t *batch)
     free(batch->buf);
     batch->buf = NULL;
     batch->len = batch->cap = 0;
+    free(batch->key_buf);
+    batch->key_buf = NULL;
+    batch->key_len = batch->key_cap = 0;
 }
 
 void wl_inventory_batch_abort(wl_inventory_batch_t *batch)
@@ -584,6 +686,8 @@ static int run_check(wl_inventory_batch_t *batch, const char *sql, wl_error_t *e
 static int check_duplicates(wl_inventory_batch_t *batch, wl_error_t *err)
 {
     const kind_t *kind = KIND(batch);
+    if (batch->keys_distinct)
+        return 0;
     char sql[512];
     /* The usual answer is "none", found by one hash aggregate; the ordered report below sorts
      * every row, so it runs only when there is something to report. */

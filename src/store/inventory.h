@@ -93,6 +93,13 @@ typedef struct {
     bool copying;
     char *buf; /* one COPY line, malloc'd */
     size_t len, cap;
+    /* Natural keys seen so far, while rows come ordered by the key's first column: the
+     * current group of rows sharing it (see note_key in inventory.c). malloc'd. */
+    bool keys_distinct;    /* every staged key differs from the others, as far as known */
+    size_t key_group_rows; /* rows in the current group */
+    size_t key_first_len;  /* the group's first key column: key_buf[0, key_first_len) */
+    char *key_buf;
+    size_t key_len, key_cap;
 } wl_inventory_batch_t;
 
 /**
