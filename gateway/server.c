@@ -474,9 +474,11 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         (unsigned)(config->connection_limit ? config->connection_limit : 1000),
         MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)(config->per_ip_connection_limit ? config->per_ip_connection_limit : 64),
-        /* Room for the longest valid GET-form target: 200 codes of 64 characters, each
-         * percent-encoded as up to 12 bytes, plus headers. */
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024), MHD_OPTION_URI_LOG_CALLBACK,
+        /* Room for a 64 KiB header block, or a GET-form target of 200 codes of 64
+         * characters, every one percent-encoded (README). libmicrohttpd zeroes the whole of
+         * it after every request on a connection: at 256 KiB that was a fifth of walklistd's
+         * CPU per walk list (BENCHMARKS.md). */
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_URI_LOG_CALLBACK,
         on_uri, server, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_ARRAY,
         tls ? tls_options : &tls_options[3], MHD_OPTION_END);
     if (server->daemon == NULL) {

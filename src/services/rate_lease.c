@@ -121,19 +121,29 @@ static int reset_now(const lease_t *e, int64_t now)
     return seconds_up(e->reset_ms - (now - e->leased_ns) / 1000000);
 }
 
-/* How many permits to ask for: start with one, double while a lease runs out before its
- * hold time, else what the last lease actually served. */
+/* How many permits to ask for: one at first (an organization that sends one request wastes
+ * nothing), then what the recent demand would spend within the hold time, measured over the last
+ * lease (at least a fiftieth of the hold time, so that a burst does not ask for the world). */
 static int want_for(const wl_rate_leases_t *leases, const lease_t *e, int limit, int64_t now)
 {
     int most = limit / SHARE > 1 ? limit / SHARE : 1;
     if (leases->hold_ms == 0 || e->granted == 0)
         return 1;
-    int want;
-    if (e->permits == 0 && now - e->leased_ns < (int64_t)leases->hold_ms * 1000000)
-        want = e->granted * 2;
-    else
-        want = e->granted - e->permits;
-    return want < 1 ? 1 : want > most ? most : want;
+    int64_t hold_ns = (int64_t)leases->hold_ms * 1000000;
+    int64_t elapsed = now - e->leased_ns;
+    if (elapsed > hold_ns)
+        elapsed = hold_ns;
+    if (elapsed < hold_ns / 50)
+        elapsed = hold_ns / 50;
+    int64_t served = e->granted - e->permits;
+    int64_t want = (served * hold_ns + elapsed - 1) / elapsed;
+    if (want > most)
+        want = most;
+    /* Near the limit, leased permits would keep their places in the window for longer than
+     * needed and refuse requests that fit: count one request at a time there. */
+    if (want <= 1 || e->used + 2 * want > limit)
+        return 1;
+    return (int)want;
 }
 
 bool wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *rate,

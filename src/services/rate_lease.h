@@ -2,8 +2,10 @@
  * Rate-limit permits this process leased from the database (CONTRACT section 8,
  * migration 0006): a request spends a local permit when one is held, and only
  * otherwise asks the database, for as many permits as the bucket's recent
- * demand here suggests (never more than a sixteenth of the limit, so that one
- * process cannot sit on a bucket), to be spent within the hold time. Permits
+ * demand here would spend within the hold time (never more than a sixteenth
+ * of the limit, so that one process cannot sit on a bucket, and one at a time
+ * near the limit, where a leased permit's longer stay in the window would
+ * refuse requests that fit). Permits
  * not spent in time go back with the next ask. A full bucket is remembered for
  * up to a second, so that a client hammering it costs no round trips.
  *

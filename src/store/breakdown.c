@@ -125,7 +125,7 @@ int wl_breakdown_list(PGconn *conn, int64_t org_id, const wl_breakdown_query_t *
     const char *params[] = {org,        query->after_sku, query->after_warehouse,
                             query->sku, query->warehouse, limit};
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn, list_sql, 6, params, &res, err);
+    int rc = wl_db_exec_hot(conn, list_sql, 6, params, &res, err);
     if (rc != 0)
         return rc;
     rc = build_items(res, arena, items, count);

@@ -21,8 +21,17 @@ int wl_db_exec(PGconn *conn, const char *sql, int nparams, const char *const *va
 
 /** Like wl_db_exec with explicit lengths and formats (binary parameters). */
 int wl_db_exec_params(PGconn *conn, const char *sql, int nparams, const char *const *values,
-                      const int *lengths, const int *formats, PGresult **out, wl_error_t *err)
-    WL_CHECK_RESULT;
+                      const int *lengths, const int *formats, PGresult **out,
+                      wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * Like wl_db_exec for a statement run on every request: it is prepared once
+ * per connection (on first use; the connection keeps up to 32) and then only
+ * executed, which spares PostgreSQL the parsing and planning. sql must be a
+ * string constant: the same text always means the same statement.
+ */
+int wl_db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *const *values,
+                   PGresult **out, wl_error_t *err) WL_CHECK_RESULT;
 
 /** Maps a failed result (or NULL) to a WL_E* code recorded in err. */
 int wl_db_fail(PGconn *conn, const PGresult *res, wl_error_t *err);

@@ -116,10 +116,10 @@ int wl_keys_authorize(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_rat
     snprintf(window, sizeof(window), "%d", rate ? rate->window_s * 1000 : 0);
     const char *params[] = {prefix, hex, rate ? rate->bucket : NULL, limit, window};
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn,
-                        "SELECT org_id, slug, scopes, accepted, used, reset_ms"
-                        " FROM wl_authorize($1, decode($2, 'hex'), $3, $4, $5)",
-                        5, params, &res, err);
+    int rc = wl_db_exec_hot(conn,
+                            "SELECT org_id, slug, scopes, accepted, used, reset_ms"
+                            " FROM wl_authorize($1, decode($2, 'hex'), $3, $4, $5)",
+                            5, params, &res, err);
     if (rc != 0)
         return rc;
     if (PQntuples(res) != 1) {

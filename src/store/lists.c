@@ -46,11 +46,11 @@ int wl_lists_insert(PGconn *conn, int64_t org_id, const char *id, const char *na
         return wl_error_set(err, WL_ENOMEM, NULL);
     const char *params[] = {org, id, name, codes_array};
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn,
-                        "INSERT INTO locate_lists (org_id, id, name, codes)"
-                        " VALUES ($1, $2, $3, $4::text[])"
-                        " RETURNING floor(extract(epoch FROM created_at) * 1000)::bigint",
-                        4, params, &res, err);
+    int rc = wl_db_exec_hot(conn,
+                            "INSERT INTO locate_lists (org_id, id, name, codes)"
+                            " VALUES ($1, $2, $3, $4::text[])"
+                            " RETURNING floor(extract(epoch FROM created_at) * 1000)::bigint",
+                            4, params, &res, err);
     if (rc != 0)
         return rc;
     *created_ms = wl_db_int64(res, 0, 0);
@@ -62,15 +62,15 @@ int wl_lists_insert(PGconn *conn, int64_t org_id, const char *id, const char *na
 static int claim_key(PGconn *conn, const char *const params[4], bool *claimed, wl_error_t *err)
 {
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn,
-                        "INSERT INTO idempotency_keys AS k (org_id, key, request_hash, list_id)"
-                        " VALUES ($1, $2, decode($3, 'hex'), $4)"
-                        " ON CONFLICT (org_id, key) DO UPDATE"
-                        " SET request_hash = excluded.request_hash, list_id = excluded.list_id,"
-                        " created_at = now()"
-                        " WHERE k.created_at <= now() - interval '24 hours'"
-                        " RETURNING 1",
-                        4, params, &res, err);
+    int rc = wl_db_exec_hot(conn,
+                            "INSERT INTO idempotency_keys AS k (org_id, key, request_hash, list_id)"
+                            " VALUES ($1, $2, decode($3, 'hex'), $4)"
+                            " ON CONFLICT (org_id, key) DO UPDATE"
+                            " SET request_hash = excluded.request_hash, list_id = excluded.list_id,"
+                            " created_at = now()"
+                            " WHERE k.created_at <= now() - interval '24 hours'"
+                            " RETURNING 1",
+                            4, params, &res, err);
     if (rc != 0)
         return rc;
     *claimed = PQntuples(res) == 1;
@@ -83,13 +83,13 @@ static int replay(PGconn *conn, const char *const params[4], wl_arena_t *arena,
                   wl_list_created_t *out, wl_error_t *err)
 {
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn,
-                        "SELECT k.request_hash = decode($3, 'hex'), l.id, l.name,"
-                        " cardinality(l.codes)"
-                        " FROM idempotency_keys k JOIN locate_lists l"
-                        " ON l.org_id = k.org_id AND l.id = k.list_id"
-                        " WHERE k.org_id = $1 AND k.key = $2",
-                        3, params, &res, err);
+    int rc = wl_db_exec_hot(conn,
+                            "SELECT k.request_hash = decode($3, 'hex'), l.id, l.name,"
+                            " cardinality(l.codes)"
+                            " FROM idempotency_keys k JOIN locate_lists l"
+                            " ON l.org_id = k.org_id AND l.id = k.list_id"
+                            " WHERE k.org_id = $1 AND k.key = $2",
+                            3, params, &res, err);
     if (rc != 0)
         return rc;
     if (PQntuples(res) != 1) {
@@ -147,13 +147,13 @@ int wl_lists_get(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *arena
     snprintf(org, sizeof(org), "%lld", (long long)org_id);
     const char *params[] = {org, id};
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn,
-                        "SELECT l.name, l.state,"
-                        " floor(extract(epoch FROM l.created_at) * 1000)::bigint,"
-                        " floor(extract(epoch FROM l.loaded_at) * 1000)::bigint, c.code"
-                        " FROM locate_lists l, unnest(l.codes) WITH ORDINALITY AS c(code, n)"
-                        " WHERE l.org_id = $1 AND l.id = $2 ORDER BY c.n",
-                        2, params, &res, err);
+    int rc = wl_db_exec_hot(conn,
+                            "SELECT l.name, l.state,"
+                            " floor(extract(epoch FROM l.created_at) * 1000)::bigint,"
+                            " floor(extract(epoch FROM l.loaded_at) * 1000)::bigint, c.code"
+                            " FROM locate_lists l, unnest(l.codes) WITH ORDINALITY AS c(code, n)"
+                            " WHERE l.org_id = $1 AND l.id = $2 ORDER BY c.n",
+                            2, params, &res, err);
     if (rc != 0)
         return rc;
     int rows = PQntuples(res);
@@ -169,8 +169,8 @@ int wl_lists_get(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *arena
     out->codes = wl_arena_alloc(arena, sizeof(char *) * (size_t)rows);
     bool ok = out->name != NULL && out->state != NULL && out->codes != NULL;
     for (int i = 0; ok && i < rows; i++) {
-        out->codes[i] = wl_arena_strndup(arena, PQgetvalue(res, i, 4),
-                                         (size_t)PQgetlength(res, i, 4));
+        out->codes[i] =
+            wl_arena_strndup(arena, PQgetvalue(res, i, 4), (size_t)PQgetlength(res, i, 4));
         ok = out->codes[i] != NULL;
     }
     out->codes_count = (size_t)rows;

@@ -18,10 +18,10 @@ int wl_rate_take(PGconn *conn, int64_t org_id, const char *bucket, int limit, in
     snprintf(returned, sizeof(returned), "%d", ask->return_at ? ask->return_count : 0);
     const char *params[] = {org, bucket, limit_text, window, want, hold, ask->return_at, returned};
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn,
-                        "SELECT granted, used, reset_ms, counted_at"
-                        " FROM wl_rate_take($1, $2, $3, $4, $5, $6, $7, $8)",
-                        8, params, &res, err);
+    int rc = wl_db_exec_hot(conn,
+                            "SELECT granted, used, reset_ms, counted_at"
+                            " FROM wl_rate_take($1, $2, $3, $4, $5, $6, $7, $8)",
+                            8, params, &res, err);
     if (rc != 0)
         return rc;
     if (PQntuples(res) != 1) {

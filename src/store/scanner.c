@@ -18,12 +18,12 @@ int wl_scanner_pending(PGconn *conn, int64_t org_id, int limit, wl_arena_t *aren
     const char *params[] = {org, max_rows};
     PGresult *res = NULL;
     /* The WHERE and ORDER BY are those of the partial index locate_lists_queue. */
-    int rc =
-        wl_db_exec(conn,
-                   "SELECT id, name, cardinality(codes), " MS_OF(
-                       "created_at") " FROM locate_lists WHERE org_id = $1 AND state = 'pending'"
-                                     " ORDER BY created_at, id LIMIT $2",
-                   2, params, &res, err);
+    int rc = wl_db_exec_hot(
+        conn,
+        "SELECT id, name, cardinality(codes), " MS_OF(
+            "created_at") " FROM locate_lists WHERE org_id = $1 AND state = 'pending'"
+                          " ORDER BY created_at, id LIMIT $2",
+        2, params, &res, err);
     if (rc != 0)
         return rc;
     int rows = PQntuples(res);
@@ -53,13 +53,13 @@ static int claim(PGconn *conn, const char *const params[2], wl_arena_t *arena,
                  wl_loaded_list_t *out, wl_error_t *err)
 {
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn,
-                        "UPDATE locate_lists"
-                        " SET state = 'loaded',"
-                        " loaded_at = date_trunc('milliseconds', clock_timestamp())"
-                        " WHERE org_id = $1 AND id = $2 AND state = 'pending'"
-                        " RETURNING name, " MS_OF("loaded_at"),
-                        2, params, &res, err);
+    int rc = wl_db_exec_hot(conn,
+                            "UPDATE locate_lists"
+                            " SET state = 'loaded',"
+                            " loaded_at = date_trunc('milliseconds', clock_timestamp())"
+                            " WHERE org_id = $1 AND id = $2 AND state = 'pending'"
+                            " RETURNING name, " MS_OF("loaded_at"),
+                            2, params, &res, err);
     if (rc != 0)
         return rc;
     if (PQntuples(res) == 1) {
@@ -69,8 +69,8 @@ static int claim(PGconn *conn, const char *const params[2], wl_arena_t *arena,
         return out->name != NULL ? 0 : wl_error_set(err, WL_ENOMEM, NULL);
     }
     PQclear(res);
-    rc = wl_db_exec(conn, "SELECT 1 FROM locate_lists WHERE org_id = $1 AND id = $2", 2, params,
-                    &res, err);
+    rc = wl_db_exec_hot(conn, "SELECT 1 FROM locate_lists WHERE org_id = $1 AND id = $2", 2, params,
+                        &res, err);
     if (rc != 0)
         return rc;
     bool exists = PQntuples(res) == 1;
@@ -89,24 +89,24 @@ static int resolve(PGconn *conn, const char *const params[2], wl_arena_t *arena,
                    wl_resolution_t *out, wl_error_t *err)
 {
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn,
-                        "WITH code AS ("
-                        "  SELECT c.code, c.n"
-                        "  FROM locate_lists l, unnest(l.codes) WITH ORDINALITY AS c(code, n)"
-                        "  WHERE l.org_id = $1 AND l.id = $2"
-                        "), candidate AS ("
-                        "  SELECT c.n, 's' AS kind, p.sku, p.name"
-                        "  FROM code c JOIN products p ON p.org_id = $1 AND p.sku = c.code"
-                        "  UNION ALL"
-                        "  SELECT c.n, 'e', p.sku, p.name"
-                        "  FROM code c"
-                        "  JOIN product_eans e ON e.org_id = $1 AND e.ean = c.code"
-                        "  JOIN products p ON p.org_id = e.org_id AND p.sku = e.sku"
-                        ")"
-                        " SELECT c.n, c.code, m.kind, m.sku, m.name"
-                        " FROM code c LEFT JOIN candidate m ON m.n = c.n"
-                        " ORDER BY c.n",
-                        2, params, &res, err);
+    int rc = wl_db_exec_hot(conn,
+                            "WITH code AS ("
+                            "  SELECT c.code, c.n"
+                            "  FROM locate_lists l, unnest(l.codes) WITH ORDINALITY AS c(code, n)"
+                            "  WHERE l.org_id = $1 AND l.id = $2"
+                            "), candidate AS ("
+                            "  SELECT c.n, 's' AS kind, p.sku, p.name"
+                            "  FROM code c JOIN products p ON p.org_id = $1 AND p.sku = c.code"
+                            "  UNION ALL"
+                            "  SELECT c.n, 'e', p.sku, p.name"
+                            "  FROM code c"
+                            "  JOIN product_eans e ON e.org_id = $1 AND e.ean = c.code"
+                            "  JOIN products p ON p.org_id = e.org_id AND p.sku = e.sku"
+                            ")"
+                            " SELECT c.n, c.code, m.kind, m.sku, m.name"
+                            " FROM code c LEFT JOIN candidate m ON m.n = c.n"
+                            " ORDER BY c.n",
+                            2, params, &res, err);
     if (rc != 0)
         return rc;
     int rows = PQntuples(res);
@@ -169,15 +169,16 @@ static int find_stops(PGconn *conn, const char *org, const wl_resolution_t *reso
         return wl_error_set(err, WL_ENOMEM, NULL);
     const char *params[] = {org, sku_array};
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn,
-                        "SELECT ls.location, ls.warehouse, ls.sku, ls.quantity"
-                        " FROM location_stock ls"
-                        " JOIN warehouses w ON w.org_id = ls.org_id AND w.code = ls.warehouse"
-                        "  AND w.kind = 'own'"
-                        " JOIN locations l ON l.org_id = ls.org_id AND l.warehouse = ls.warehouse"
-                        "  AND l.code = ls.location AND NOT l.staging"
-                        " WHERE ls.org_id = $1 AND ls.sku = ANY ($2::text[])",
-                        2, params, &res, err);
+    int rc =
+        wl_db_exec_hot(conn,
+                       "SELECT ls.location, ls.warehouse, ls.sku, ls.quantity"
+                       " FROM location_stock ls"
+                       " JOIN warehouses w ON w.org_id = ls.org_id AND w.code = ls.warehouse"
+                       "  AND w.kind = 'own'"
+                       " JOIN locations l ON l.org_id = ls.org_id AND l.warehouse = ls.warehouse"
+                       "  AND l.code = ls.location AND NOT l.staging"
+                       " WHERE ls.org_id = $1 AND ls.sku = ANY ($2::text[])",
+                       2, params, &res, err);
     if (rc != 0)
         return rc;
     int rows = PQntuples(res);

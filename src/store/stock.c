@@ -22,10 +22,11 @@ int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_i
     PGresult *res = NULL;
     /* The first statement takes the snapshot: the version it reads is the version of the
      * rows read later, and its clock is the snapshot's time. */
-    rc = wl_db_exec(conn,
-                    "SELECT coalesce((SELECT version FROM export_versions WHERE org_id = $1), 0),"
-                    " floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
-                    1, params, &res, err);
+    rc = wl_db_exec_hot(
+        conn,
+        "SELECT coalesce((SELECT version FROM export_versions WHERE org_id = $1), 0),"
+        " floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+        1, params, &res, err);
     if (rc != 0) {
         wl_stock_export_end(export);
         return rc;
@@ -42,7 +43,7 @@ int wl_stock_export_version(PGconn *conn, int64_t org_id, int64_t *version, wl_e
     snprintf(org, sizeof(org), "%lld", (long long)org_id);
     const char *params[] = {org};
     PGresult *res = NULL;
-    int rc = wl_db_exec(
+    int rc = wl_db_exec_hot(
         conn, "SELECT coalesce((SELECT version FROM export_versions WHERE org_id = $1), 0)", 1,
         params, &res, err);
     if (rc != 0)

@@ -61,8 +61,7 @@ static void test_create_json(void)
     CHECK_STR(http_header(&res, "Location", location, sizeof(location)), expected);
     CHECK_INT(list_count(), before + 1);
     /* Trimmed, deduplicated exactly (case-sensitive), first appearance kept. */
-    CHECK_STR(stored_codes(id, codes, sizeof(codes)),
-              "{SKU-1001,4006381333931,NOPE-1,sku-1001}");
+    CHECK_STR(stored_codes(id, codes, sizeof(codes)), "{SKU-1001,4006381333931,NOPE-1,sku-1001}");
 
     /* The same request twice makes two lists. */
     http_response_t again = post(key_a, "{\"name\":\"Aisle 3 recount\",\"codes\":[\" SKU-1001 \","
@@ -330,6 +329,24 @@ static void test_get_form(void)
     char location[128];
     CHECK(http_header(&res, "Location", location, sizeof(location)) != NULL);
     http_response_free(&res);
+
+    /* The longest GET form documented (README): 200 codes of 64 characters, every character
+     * percent-encoded (about 38 KB of target), fits in libmicrohttpd's connection memory. */
+    char *code = repeat("%41", 61, "");
+    char *coded = calloc(1, 200 * 200);
+    for (int i = 0; i < 200; i++)
+        sprintf(coded + strlen(coded), "%s%s%%3%d%%3%d%%3%d", i ? "," : "", code, i / 100,
+                i / 10 % 10, i % 10);
+    char *long_target = calloc(1, strlen(coded) + 64);
+    sprintf(long_target, "/api/v1/locate-lists?name=Long&codes=%s", coded);
+    res = e2e_request(port, "GET", long_target, key_a, NULL, NULL);
+    CHECK_INT(res.status, 201);
+    CHECK_INT(json_integer_value(json_object_get(res.json, "codesCount")), 200);
+    http_response_free(&res);
+    before++;
+    free(long_target);
+    free(coded);
+    free(code);
 
     /* The Authorization header works on the GET form too. */
     res = e2e_request(port, "GET", "/api/v1/locate-lists?name=H&codes=X", key_a, NULL, NULL);
