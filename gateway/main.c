@@ -71,7 +71,7 @@ static void usage(FILE *out)
         "                            key is refused once PostgreSQL announces it (milliseconds)\n"
         "                            (WALKLIST_KEY_CACHE_TTL_MS)\n"
         "  --rate-lease-ms N         busy buckets lease rate-limit permits for at most N ms,\n"
-        "                            default 5000; 0: one database round trip per request\n"
+        "                            default 10000; 0: one database round trip per request\n"
         "                            (WALKLIST_RATE_LEASE_MS)\n"
         "  --shutdown-timeout-ms N   on SIGTERM, how long requests in flight may finish,\n"
         "                            default 10000 (WALKLIST_SHUTDOWN_TIMEOUT_MS)\n");
@@ -116,7 +116,7 @@ static int read_config(int argc, char **argv, config_t *config)
     config->rate_anonymous = 120;
     config->shutdown_timeout_ms = 10000;
     config->key_cache_ttl_ms = 60000;
-    config->rate_lease_ms = 5000;
+    config->rate_lease_ms = 10000;
     if (env_int("WALKLIST_SHUTDOWN_TIMEOUT_MS", "--shutdown-timeout-ms", 0, 600000,
                 &config->shutdown_timeout_ms) != 0 ||
         env_int("WALKLIST_KEY_CACHE_TTL_MS", "--key-cache-ttl-ms", 0, 3600000,

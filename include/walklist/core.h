@@ -30,7 +30,7 @@ typedef struct {
     int rate_stock_export;         /* default 30 per window */
     int rate_shared;               /* default 60 per window */
     int key_cache_ttl_ms;          /* default 60000: checked keys kept this long; < 0: no cache */
-    int rate_lease_ms;             /* default 5000: leased permits held this long; < 0: no leases */
+    int rate_lease_ms;             /* default 10000: leased permits held this long; < 0: no leases */
 } wl_core_config_t;
 
 int wl_core_create(const wl_core_config_t *config, wl_core_t **out,

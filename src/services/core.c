@@ -66,7 +66,7 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     core->rate_stock_export = config->rate_stock_export > 0 ? config->rate_stock_export : 30;
     core->rate_shared = config->rate_shared > 0 ? config->rate_shared : 60;
     int key_ttl_ms = config->key_cache_ttl_ms != 0 ? config->key_cache_ttl_ms : 60000;
-    int lease_ms = config->rate_lease_ms != 0 ? config->rate_lease_ms : 5000;
+    int lease_ms = config->rate_lease_ms != 0 ? config->rate_lease_ms : 10000;
     rc = wl_rate_leases_create(lease_ms > 0 ? lease_ms : 0, &core->leases, err);
     if (rc == 0 && key_ttl_ms > 0)
         rc = wl_key_cache_create(config->database_url, key_ttl_ms, &core->keys, err);
