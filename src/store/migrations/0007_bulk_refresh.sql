@@ -28,7 +28,7 @@
 --
 -- The rules are those of 0001 (CONTRACT section 4); the lock and the version bump (only when a
 -- row really changes) those of 0002.
-CREATE FUNCTION wl_refresh_availability_from(p_org bigint, p_skus regclass, p_parts text)
+CREATE OR REPLACE FUNCTION wl_refresh_availability_from(p_org bigint, p_skus regclass, p_parts text)
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -36,7 +36,10 @@ DECLARE
     v_affected bigint;
     v_whole boolean;
     v_changed bigint := 0;
-    v_settings text[] := ARRAY[current_setting('enable_nestloop'), current_setting('work_mem')];
+    v_settings text[] := ARRAY[current_setting('enable_nestloop'), current_setting('work_mem'),
+                               current_setting('enable_indexscan'),
+                               current_setting('enable_indexonlyscan'),
+                               current_setting('enable_bitmapscan')];
     v_qty text;
     v_location text;
     v_included text;
@@ -65,6 +68,13 @@ BEGIN
     IF v_whole THEN
         v_skus := 'products a';
         v_filter := 'AND a.org_id = $1';
+        -- Every row of the organization is read: sequential scans. The statistics do not know
+        -- an organization whose rows were just written (estimated at 1 row, its million
+        -- export rows were read as the hash side of a join through the index, one heap visit
+        -- each, as they are not all-visible yet).
+        PERFORM set_config('enable_indexscan', 'off', true);
+        PERFORM set_config('enable_indexonlyscan', 'off', true);
+        PERFORM set_config('enable_bitmapscan', 'off', true);
     ELSE
         EXECUTE format('CREATE TEMP TABLE wl_availability_skus ON COMMIT DROP AS'
                        ' SELECT DISTINCT sku COLLATE "C" AS sku FROM %s', p_skus);
@@ -126,6 +136,9 @@ BEGIN
     v_qty, v_location, v_included, v_skus, v_filter) USING p_org;
 
     SELECT count(*) INTO v_changed FROM pg_temp.wl_availability_computed WHERE changed;
+    PERFORM set_config('enable_indexscan', v_settings[3], true);
+    PERFORM set_config('enable_indexonlyscan', v_settings[4], true);
+    PERFORM set_config('enable_bitmapscan', v_settings[5], true);
 
     IF v_changed = 0 THEN
         NULL;
