@@ -67,7 +67,7 @@ static void usage(FILE *out)
         "                            (env: WALKLIST_RATE_LIMIT_LOCATE_LISTS, ..._STOCK_EXPORT,\n"
         "                            ..._SHARED, ..._ANONYMOUS)\n"
         "  --key-cache-ttl-ms N      checked API keys are kept in memory this long, default\n"
-        "                            60000; 0: check every request in the database. A revoked\n"
+        "                            600000; 0: check every request in the database. A revoked\n"
         "                            key is refused once PostgreSQL announces it (milliseconds)\n"
         "                            (WALKLIST_KEY_CACHE_TTL_MS)\n"
         "  --rate-lease-ms N         busy buckets lease rate-limit permits for at most N ms,\n"
@@ -115,7 +115,7 @@ static int read_config(int argc, char **argv, config_t *config)
     config->rate_shared = 60;
     config->rate_anonymous = 120;
     config->shutdown_timeout_ms = 10000;
-    config->key_cache_ttl_ms = 60000;
+    config->key_cache_ttl_ms = 600000;
     config->rate_lease_ms = 10000;
     if (env_int("WALKLIST_SHUTDOWN_TIMEOUT_MS", "--shutdown-timeout-ms", 0, 600000,
                 &config->shutdown_timeout_ms) != 0 ||

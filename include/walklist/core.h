@@ -29,8 +29,8 @@ typedef struct {
     int rate_locate_lists;         /* default 30 per window */
     int rate_stock_export;         /* default 30 per window */
     int rate_shared;               /* default 60 per window */
-    int key_cache_ttl_ms;          /* default 60000: checked keys kept this long; < 0: no cache */
-    int rate_lease_ms;             /* default 10000: leased permits held this long; < 0: no leases */
+    int key_cache_ttl_ms;          /* default 600000: checked keys kept this long; < 0: no cache */
+    int rate_lease_ms; /* default 10000: leased permits held this long; < 0: no leases */
 } wl_core_config_t;
 
 int wl_core_create(const wl_core_config_t *config, wl_core_t **out,
@@ -54,6 +54,7 @@ void wl_core_on_export_change(wl_core_t *core, void (*changed)(int64_t org_id, v
 typedef struct {
     uint64_t key_cache_hits, key_cache_misses;
     uint64_t rate_local, rate_round_trips;
+    uint64_t rate_refills; /* permits asked for ahead, off the requests' path */
     bool key_watch_listening;
 } wl_core_access_stats_t;
 

@@ -35,6 +35,20 @@ const wl_method_policy_t wl__inventory_policies[] = {
     {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* ConsumeReservations */
 };
 
+/* The refill threads' way to the database. */
+static int ask_permits(void *data, int64_t org_id, const char *bucket, int limit,
+                       const wl_rate_ask_t *ask, wl_rate_grant_t *grant, wl_error_t *err)
+{
+    wl_core_t *core = data;
+    PGconn *conn = NULL;
+    int rc = wl_pool_acquire(core->pool, &conn, err);
+    if (rc != 0)
+        return rc;
+    rc = wl_rate_take(conn, org_id, bucket, limit, core->rate_window_ms, ask, grant, err);
+    wl_pool_release(core->pool, conn);
+    return rc;
+}
+
 int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *err)
 {
     wl_core_t *core = calloc(1, sizeof(*core));
@@ -65,9 +79,9 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     core->rate_locate_lists = config->rate_locate_lists > 0 ? config->rate_locate_lists : 30;
     core->rate_stock_export = config->rate_stock_export > 0 ? config->rate_stock_export : 30;
     core->rate_shared = config->rate_shared > 0 ? config->rate_shared : 60;
-    int key_ttl_ms = config->key_cache_ttl_ms != 0 ? config->key_cache_ttl_ms : 60000;
+    int key_ttl_ms = config->key_cache_ttl_ms != 0 ? config->key_cache_ttl_ms : 600000;
     int lease_ms = config->rate_lease_ms != 0 ? config->rate_lease_ms : 10000;
-    rc = wl_rate_leases_create(lease_ms > 0 ? lease_ms : 0, &core->leases, err);
+    rc = wl_rate_leases_create(lease_ms > 0 ? lease_ms : 0, ask_permits, core, &core->leases, err);
     if (rc == 0 && key_ttl_ms > 0)
         rc = wl_key_cache_create(config->database_url, key_ttl_ms, &core->keys, err);
     if (rc != 0) {
@@ -149,6 +163,7 @@ void wl_core_access_stats(wl_core_t *core, wl_core_access_stats_t *out)
     wl_rate_leases_stats(core->leases, &leases);
     out->rate_local = leases.local;
     out->rate_round_trips = leases.fetched;
+    out->rate_refills = leases.refilled;
 }
 
 int wl_core_ready(wl_core_t *core, wl_error_t *err)
@@ -178,14 +193,8 @@ static int count_request(wl_core_t *core, int64_t org_id, wl_rate_t *rate, wl_er
 {
     wl_rate_fetch_t fetch;
     if (!wl_rate_leases_spend(core->leases, org_id, rate, &fetch)) {
-        PGconn *conn = NULL;
         wl_rate_grant_t grant;
-        int rc = wl_pool_acquire(core->pool, &conn, err);
-        if (rc == 0) {
-            rc = wl_rate_take(conn, org_id, rate->bucket, rate->limit, core->rate_window_ms,
-                              &fetch.ask, &grant, err);
-            wl_pool_release(core->pool, conn);
-        }
+        int rc = ask_permits(core, org_id, rate->bucket, rate->limit, &fetch.ask, &grant, err);
         wl_rate_leases_fetched(core->leases, org_id, &fetch, rc == 0 ? &grant : NULL, rate);
         if (rc != 0)
             return rc;

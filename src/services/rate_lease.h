@@ -9,7 +9,10 @@
  * not spent in time go back with the next ask. A full bucket is remembered for
  * up to a second, so that a client hammering it costs no round trips.
  *
- * One thread at a time asks for a bucket's permits; the others wait for its answer.
+ * A bucket holds a current grant and, once that runs low (a quarter of its
+ * permits or of its hold time left), a next one asked for ahead by a refill
+ * thread. One thread at a time asks for a bucket's permits; requests that find
+ * none wait for its answer.
  */
 #ifndef WALKLIST_SERVICES_RATE_LEASE_H
 #define WALKLIST_SERVICES_RATE_LEASE_H
@@ -22,8 +25,17 @@
 
 typedef struct wl_rate_leases wl_rate_leases_t;
 
-/** hold_ms 0: no leases, every request asks the database for one permit. */
-int wl_rate_leases_create(int hold_ms, wl_rate_leases_t **out, wl_error_t *err) WL_CHECK_RESULT;
+/** How the refill threads ask the database (wl_rate_take over a pooled connection). */
+typedef int (*wl_rate_ask_fn)(void *data, int64_t org_id, const char *bucket, int limit,
+                              const wl_rate_ask_t *ask, wl_rate_grant_t *grant, wl_error_t *err);
+
+/**
+ * hold_ms 0: no leases, every request asks the database for one permit. With
+ * leases, two threads calling ask refill a bucket's permits before they run
+ * out, so that a busy bucket's requests do not wait for the database.
+ */
+int wl_rate_leases_create(int hold_ms, wl_rate_ask_fn ask, void *ask_data, wl_rate_leases_t **out,
+                          wl_error_t *err) WL_CHECK_RESULT;
 void wl_rate_leases_destroy(wl_rate_leases_t *leases);
 
 /** What to ask the database for; filled by wl_rate_leases_spend. */
@@ -47,7 +59,8 @@ void wl_rate_leases_fetched(wl_rate_leases_t *leases, int64_t org_id, wl_rate_fe
                             const wl_rate_grant_t *grant, wl_rate_t *rate);
 
 typedef struct {
-    uint64_t local, fetched; /* requests decided here, and database round trips */
+    uint64_t local, fetched; /* requests decided here, and database round trips they made */
+    uint64_t refilled;       /* asks made ahead, by the refill threads */
 } wl_rate_leases_stats_t;
 
 void wl_rate_leases_stats(wl_rate_leases_t *leases, wl_rate_leases_stats_t *out);

@@ -185,7 +185,8 @@ static long long counted_in_database(int64_t org)
 }
 
 /* Two processes hammering one bucket until it is full: exactly the limit is let in, the
- * database counted exactly that, and most decisions cost no round trip. */
+ * database counted exactly that (no leased permit lost, none spent twice), and most decisions
+ * cost no round trip. */
 static void test_leases_fill_the_bucket_exactly(int64_t org)
 {
     enum { LIMIT = 640 };
@@ -197,17 +198,19 @@ static void test_leases_fill_the_bucket_exactly(int64_t org)
     CHECK_INT(record.accepted, LIMIT);
     CHECK_INT(counted_in_database(org), LIMIT);
 
-    uint64_t round_trips = 0, local = 0;
+    uint64_t round_trips = 0, local = 0, refills = 0;
     for (int i = 0; i < 2; i++) {
         wl_core_access_stats_t stats;
         wl_core_access_stats(cores[i], &stats);
         round_trips += stats.rate_round_trips;
+        refills += stats.rate_refills;
         local += stats.rate_local;
         wl_core_destroy(cores[i]);
     }
     /* Leases of up to LIMIT / 16 permits: far fewer round trips than requests. */
     CHECK(round_trips * 4 < (uint64_t)LIMIT);
     CHECK(local > round_trips);
+    CHECK(refills > 0); /* permits were also asked for ahead, and none of them went astray */
 }
 
 /* Over several windows, with permits leased, expiring and returned: no rolling window ever
