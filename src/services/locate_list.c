@@ -8,7 +8,6 @@
 #include "store/lists.h"
 #include "walklist/codes.h"
 
-
 static wl_call_t *call_of(void *closure_data)
 {
     return closure_data;
@@ -95,8 +94,8 @@ static void create_locate_list(Walklist__V1__LocateListService_Service *base,
             wl_error_set(call->err, rc, NULL);
         else
             rc = wl_lists_insert_idempotent(conn, call->principal->org_id, call->idempotency_key,
-                                        hash, id, input->name, codes, codes_count, call->arena,
-                                        &created, call->err);
+                                            hash, id, input->name, codes, codes_count, call->arena,
+                                            &created, call->err);
     } else {
         int64_t created_ms = 0;
         rc = wl_lists_insert(conn, call->principal->org_id, id, input->name, codes, codes_count,
@@ -140,8 +139,8 @@ static void get_locate_list(Walklist__V1__LocateListService_Service *base,
     if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
         goto Fail;
     wl_list_record_t record;
-    int rc = wl_lists_get(conn, call->principal->org_id, input->id, call->arena, &record,
-                          call->err);
+    int rc =
+        wl_lists_get(conn, call->principal->org_id, input->id, call->arena, &record, call->err);
     wl_pool_release(core->pool, conn);
     if (rc != 0)
         goto Fail;
