@@ -191,10 +191,13 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *aren
         "# HELP walklist_rate_limit_decisions_total Counted requests, by where decided.\n"
         "# TYPE walklist_rate_limit_decisions_total counter\n"
         "walklist_rate_limit_decisions_total{source=\"lease\"} %llu\n"
-        "walklist_rate_limit_decisions_total{source=\"database\"} %llu\n",
+        "walklist_rate_limit_decisions_total{source=\"database\"} %llu\n"
+        "# HELP walklist_rate_limit_refills_total Permit leases asked for ahead of need.\n"
+        "# TYPE walklist_rate_limit_refills_total counter\n"
+        "walklist_rate_limit_refills_total %llu\n",
         (unsigned long long)access.key_cache_hits, (unsigned long long)access.key_cache_misses,
         access.key_watch_listening ? 1 : 0, (unsigned long long)access.rate_local,
-        (unsigned long long)access.rate_round_trips);
+        (unsigned long long)access.rate_round_trips, (unsigned long long)access.rate_refills);
     if (fclose(out) != 0) {
         free(text);
         return NULL;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -49,6 +50,16 @@ static long long metric(const char *text, const char *series)
 
 static void test_metrics(void)
 {
+    /* Keys are kept once the key watch listens (it connects in the background). */
+    for (int i = 0; i < 100; i++) {
+        http_response_t res = e2e_request(service.port, "GET", "/metrics", NULL, NULL, NULL);
+        bool up = res.body != NULL && metric(res.body, "walklist_key_watch_up") == 1;
+        http_response_free(&res);
+        if (up)
+            break;
+        struct timespec pause = {0, 50 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
     for (int i = 0; i < 3; i++) {
         http_response_t res =
             e2e_request(service.port, "GET", "/api/v1/stock-export", key, NULL, NULL);
@@ -71,19 +82,33 @@ static void test_metrics(void)
     CHECK_STR(http_header(&res, "Content-Type", type, sizeof(type)),
               "text/plain; version=0.0.4; charset=utf-8");
     const char *text = res.body ? res.body : "";
-    CHECK_INT(metric(text, "walklist_http_requests_total{route=\"/api/v1/stock-export\",status=\"200\"}"),
-              4);
-    CHECK_INT(metric(text, "walklist_http_requests_total{route=\"/api/v1/stock-export\",status=\"429\"}"),
-              2);
+    CHECK_INT(
+        metric(text, "walklist_http_requests_total{route=\"/api/v1/stock-export\",status=\"200\"}"),
+        4);
+    CHECK_INT(
+        metric(text, "walklist_http_requests_total{route=\"/api/v1/stock-export\",status=\"429\"}"),
+        2);
     CHECK_INT(metric(text, "walklist_http_requests_total{route=\"unmatched\",status=\"404\"}"), 1);
-    CHECK_INT(metric(text, "walklist_http_request_duration_seconds_count{route=\"/api/v1/stock-export\"}"),
-              6);
-    CHECK_INT(metric(text, "walklist_http_request_duration_seconds_bucket{route=\"/api/v1/stock-export\",le=\"+Inf\"}"),
+    CHECK_INT(
+        metric(text,
+               "walklist_http_request_duration_seconds_count{route=\"/api/v1/stock-export\"}"),
+        6);
+    CHECK_INT(metric(text, "walklist_http_request_duration_seconds_bucket{route=\"/api/v1/"
+                           "stock-export\",le=\"+Inf\"}"),
               6);
     CHECK_INT(metric(text, "walklist_rate_limit_rejections_total{bucket=\"stock-export\"}"), 2);
     CHECK(metric(text, "walklist_db_pool_connections{state=\"in_use\"}") >= 0);
     CHECK(metric(text, "walklist_db_pool_connections{state=\"idle\"}") >= 1);
     CHECK(metric(text, "walklist_db_pool_size") >= 1);
+    /* The key is checked in the database once (counting that request there too), then kept;
+     * a limit of 4 never leases, so requests 2-5 ask the database for one permit each (the
+     * fifth is refused), and the full bucket is remembered: the sixth is refused here. */
+    CHECK_INT(metric(text, "walklist_key_watch_up"), 1);
+    CHECK_INT(metric(text, "walklist_key_checks_total{source=\"database\"}"), 1);
+    CHECK_INT(metric(text, "walklist_key_checks_total{source=\"cache\"}"), 5);
+    CHECK_INT(metric(text, "walklist_rate_limit_decisions_total{source=\"database\"}"), 4);
+    CHECK_INT(metric(text, "walklist_rate_limit_decisions_total{source=\"lease\"}"), 1);
+    CHECK_INT(metric(text, "walklist_rate_limit_refills_total"), 0);
     CHECK(strstr(text, "# TYPE walklist_http_request_duration_seconds histogram") != NULL);
     http_response_free(&res);
 }
@@ -151,7 +176,8 @@ static void test_graceful_shutdown(void)
     char answer[2048] = "";
     size_t got = 0;
     ssize_t r;
-    while (got < sizeof(answer) - 1 && (r = recv(fd, answer + got, sizeof(answer) - 1 - got, 0)) > 0)
+    while (got < sizeof(answer) - 1 &&
+           (r = recv(fd, answer + got, sizeof(answer) - 1 - got, 0)) > 0)
         got += (size_t)r;
     answer[got] = '\0';
     CHECK(strncmp(answer, "HTTP/1.1 201", 12) == 0);
