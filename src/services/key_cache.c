@@ -34,6 +34,7 @@ struct wl_key_cache {
     uint64_t hits, misses;
     int wake[2]; /* a byte in wake[1] stops the thread */
     pthread_t thread;
+    bool started;
     entry_t *entries;
 };
 
@@ -123,28 +124,20 @@ int wl_key_cache_create(const char *conninfo, int ttl_ms, wl_key_cache_t **out, 
         return wl_error_set(err, WL_ENOMEM, NULL);
     cache->wake[0] = cache->wake[1] = -1;
     cache->ttl_ms = ttl_ms;
+    pthread_mutex_init(&cache->lock, NULL);
     cache->entries = calloc(SLOTS, sizeof(entry_t));
     cache->conninfo = strdup(conninfo);
+    int rc = 0;
     if (cache->entries == NULL || cache->conninfo == NULL || pipe(cache->wake) != 0 ||
-        fcntl(cache->wake[0], F_SETFL, O_NONBLOCK) != 0) {
-        if (cache->wake[0] >= 0) {
-            close(cache->wake[0]);
-            close(cache->wake[1]);
-        }
-        free(cache->conninfo);
-        free(cache->entries);
-        free(cache);
-        return wl_error_set(err, WL_ENOMEM, NULL);
-    }
-    pthread_mutex_init(&cache->lock, NULL);
-    if (pthread_create(&cache->thread, NULL, watch_main, cache) != 0) {
-        pthread_mutex_destroy(&cache->lock);
-        close(cache->wake[0]);
-        close(cache->wake[1]);
-        free(cache->conninfo);
-        free(cache->entries);
-        free(cache);
-        return wl_error_set(err, WL_EINTERNAL, "cannot start the key watch");
+        fcntl(cache->wake[0], F_SETFL, O_NONBLOCK) != 0)
+        rc = wl_error_set(err, WL_ENOMEM, NULL);
+    else if (pthread_create(&cache->thread, NULL, watch_main, cache) != 0)
+        rc = wl_error_set(err, WL_EINTERNAL, "cannot start the key watch");
+    else
+        cache->started = true;
+    if (rc != 0) {
+        wl_key_cache_destroy(cache);
+        return rc;
     }
     *out = cache;
     return 0;
@@ -154,11 +147,15 @@ void wl_key_cache_destroy(wl_key_cache_t *cache)
 {
     if (cache == NULL)
         return;
-    (void)!write(cache->wake[1], "x", 1);
-    pthread_join(cache->thread, NULL);
+    if (cache->started) {
+        (void)!write(cache->wake[1], "x", 1);
+        pthread_join(cache->thread, NULL);
+    }
     pthread_mutex_destroy(&cache->lock);
-    close(cache->wake[0]);
-    close(cache->wake[1]);
+    if (cache->wake[0] >= 0) {
+        close(cache->wake[0]);
+        close(cache->wake[1]);
+    }
     free(cache->conninfo);
     free(cache->entries);
     free(cache);
