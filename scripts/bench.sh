@@ -158,6 +158,22 @@ run_wrk() {
   record wrk --latency "$@" >"$out" 2>&1 || true
 }
 
+# CPU time (clock ticks, user + system) used so far by walklistd, and by the cluster: its live
+# processes plus the children the postmaster has reaped (pgbench's backends exit with it).
+cpu_ticks_walklistd() { awk '{ print $14 + $15 }' "/proc/$WALKLISTD_PID/stat"; }
+cpu_ticks_postgres() {
+  local postmaster pid total
+  postmaster=$(head -n 1 "$(pg_cluster_dir "$STATE")/data/postmaster.pid")
+  total=$(awk '{ print $16 + $17 }' "/proc/$postmaster/stat")
+  for pid in "$postmaster" $(pgrep -P "$postmaster"); do
+    total=$((total + $(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+# Microseconds of CPU per request: TICKS over REQUESTS.
+cpu_us() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.0f", t * 1e6 / hz / n; else print "-" }'; }
+requests_done() { awk '/requests in/ { print $1 }' "$1"; }
+
 # --- Steps ------------------------------------------------------------------------------------
 
 install_tools() {
@@ -320,8 +336,15 @@ bench_create() {
   start_walklistd
 
   warm_up "$BENCH_DIR/create.lua"
+  local w0 p0 w1 p1
+  w0=$(cpu_ticks_walklistd) p0=$(cpu_ticks_postgres)
   run_wrk "$WORK/create.txt" -t 2 -c "$CONNECTIONS" -d "${DURATION}s" \
     -s "$BENCH_DIR/create.lua" "http://127.0.0.1:$PORT"
+  w1=$(cpu_ticks_walklistd) p1=$(cpu_ticks_postgres)
+  local served create_walklistd_us create_postgres_us
+  served=$(requests_done "$WORK/create.txt")
+  create_walklistd_us=$(cpu_us $((w1 - w0)) "$served")
+  create_postgres_us=$(cpu_us $((p1 - p0)) "$served")
   read -r rps p50 p99 transfer bad <<<"$(wrk_figures "$WORK/create.txt")"
   local org_min org_max
   org_min=$(sql -c "SELECT min(org_id) FROM organizations WHERE slug LIKE 'bench-%'")
@@ -329,10 +352,15 @@ bench_create() {
   sync=$(sql -c 'SHOW synchronous_commit')
   # -l logs every transaction's latency: the floor's own p50 and p99 at the same concurrency.
   rm -f "$WORK"/pgbench_log.*
+  p0=$(cpu_ticks_postgres)
   record pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "$DURATION" -D org_min="$org_min" \
     -D org_max="$org_max" -l --log-prefix="$WORK/pgbench_log" -f "$BENCH_DIR/create_floor.sql" \
     "$DB" >"$WORK/pgbench.txt" 2>&1 || true
+  p1=$(cpu_ticks_postgres)
   floor_rps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$WORK/pgbench.txt" | head -n 1)
+  local floor_postgres_us
+  floor_postgres_us=$(cpu_us $((p1 - p0)) \
+    "$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$WORK/pgbench.txt")")
   local floor_lat
   floor_lat=$(cat "$WORK"/pgbench_log.* 2>/dev/null | awk '{ print $3 / 1000 }' | sort -n |
     awk '{ v[NR] = $1 } END { if (NR) printf "p50 %.2f ms, p99 %.2f ms", v[int((NR + 1) * 0.5)], v[int(NR * 0.99 + 0.99)] }')
@@ -340,6 +368,10 @@ bench_create() {
     "$rps req/s, p50 $p50 ms, p99 $p99 ms" \
     "pgbench INSERT, $CONNECTIONS connections, synchronous_commit=$sync: ${floor_rps%.*} tps, $floor_lat" \
     "x$(ratio "$rps" "$floor_rps")" "non-2xx: $bad"
+  row "CPU time per walk list created (the POST run above)" \
+    "walklistd ${create_walklistd_us} µs, PostgreSQL ${create_postgres_us} µs" \
+    "PostgreSQL ${floor_postgres_us} µs per pgbench INSERT" "-" \
+    "user + system time over the run / requests; independent of other load"
   CREATE_RATIO=$(ratio "$rps" "$floor_rps")
   CREATE_P99=$p99
   FLOOR_P99=$(sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' <<<"$floor_lat")
