@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -309,6 +310,10 @@ static void free_secret(char *text)
 
 int main(int argc, char **argv)
 {
+    /* No fastbins: glibc then never consolidates them when a larger block is asked for
+     * (libpq's results), which showed in every request's profile; the per-thread caches
+     * still serve small blocks. About 13% less CPU per walk list (BENCHMARKS.md). */
+    mallopt(M_MXFAST, 0);
     config_t config;
     if (read_config(argc, argv, &config) != 0)
         return 2;

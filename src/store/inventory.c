@@ -48,8 +48,11 @@ typedef struct {
      * description), code one of not_found, failed_precondition, already_exists. */
     const char *refusals_before;
     const char *refusals_after;
-    /* SKUs whose export rows the batch changes, computed before the upsert. */
+    /* SKUs whose export rows the batch changes, computed before the upsert; or, when
+     * affected_are_staged, the staged rows' own SKUs, which the refresh reads from import_rows
+     * itself (the upsert does not change it), without copying them into a table first. */
     const char *affected_skus;
+    bool affected_are_staged;
     /* What of those rows the batch can change (wl_refresh_availability_from, migration 0007):
      * "qty", "location" or "all". */
     const char *refresh_parts;
@@ -177,7 +180,7 @@ static const kind_t kinds[] = {
                                " on_hand bigint",
             .key_columns = "sku, warehouse",
             .checks = {CHECK_PRODUCT, CHECK_WAREHOUSE},
-            .affected_skus = "SELECT sku FROM import_rows",
+            .affected_are_staged = true,
             .refresh_parts = "qty",
             .upsert = {"UPDATE stock s SET on_hand = i.on_hand FROM import_rows i"
                        " WHERE s.org_id = $1::bigint AND s.sku = i.sku"
@@ -203,7 +206,7 @@ static const kind_t kinds[] = {
                        " || ' in warehouse ' || warehouse FROM import_rows i"
                        " WHERE NOT EXISTS (SELECT 1 FROM locations l WHERE l.org_id = $1"
                        " AND l.warehouse = i.warehouse AND l.code = i.location)"},
-            .affected_skus = "SELECT sku FROM import_rows",
+            .affected_are_staged = true,
             .refresh_parts = "location",
             .upsert = {"UPDATE location_stock s SET quantity = i.quantity FROM import_rows i"
                        " WHERE s.org_id = $1::bigint AND s.sku = i.sku AND s.warehouse ="
@@ -252,7 +255,7 @@ static const kind_t kinds[] = {
             .staging_columns = RESERVATION_STAGING,
             .key_columns = "ref",
             .checks = {CHECK_PRODUCT, CHECK_WAREHOUSE},
-            .affected_skus = "SELECT sku FROM import_rows",
+            .affected_are_staged = true,
             .refresh_parts = "qty",
             .upsert = {"INSERT INTO reservations (org_id, ref, sku, warehouse, quantity, status)"
                        " SELECT $1, ref, sku, warehouse, quantity, 'active' FROM import_rows"
@@ -822,7 +825,7 @@ int wl_inventory_batch_finish(wl_inventory_batch_t *batch, size_t *rows, wl_erro
         rc = wl_db_exec(batch->conn, kind->lock, 1, params, NULL, err);
     if (rc == 0)
         rc = check_refusals(batch, kind->refusals_before, err);
-    if (rc == 0 && kind->affected_skus != NULL) {
+    if (rc == 0 && kind->affected_skus != NULL && !kind->affected_are_staged) {
         char sql[1024];
         snprintf(sql, sizeof(sql), "CREATE TEMP TABLE import_affected ON COMMIT DROP AS %s",
                  kind->affected_skus);
@@ -834,10 +837,11 @@ int wl_inventory_batch_finish(wl_inventory_batch_t *batch, size_t *rows, wl_erro
         rc = check_refusals(batch, kind->refusals_after, err);
     if (rc == 0 && kind->analyze != NULL && batch->rows > BULK_ROWS)
         rc = wl_db_exec(batch->conn, kind->analyze, 0, NULL, NULL, err);
-    if (rc == 0 && kind->affected_skus != NULL) {
-        const char *refresh_params[] = {batch->org, kind->refresh_parts};
-        rc = wl_db_exec(batch->conn,
-                        "SELECT wl_refresh_availability_from($1, 'pg_temp.import_affected', $2)", 2,
+    if (rc == 0 && (kind->affected_skus != NULL || kind->affected_are_staged)) {
+        const char *refresh_params[] = {batch->org, kind->refresh_parts,
+                                        kind->affected_are_staged ? "pg_temp.import_rows"
+                                                                  : "pg_temp.import_affected"};
+        rc = wl_db_exec(batch->conn, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)", 3,
                         refresh_params, NULL, err);
     }
     if (rc == 0)
