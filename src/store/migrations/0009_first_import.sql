@@ -1,0 +1,197 @@
+-- The first import of a catalogue (BENCHMARKS.md, "Generate and import"): six files of a
+-- 1,000,000-SKU catalogue into a fresh organization, each one transaction.
+
+-- 1. The last foreign key of the inventory tables, from a bin to its warehouse: one trigger call
+-- per location written (an SPI query and a FOR KEY SHARE lock of the warehouse row), about 3 s
+-- of the 200,000 bins of that catalogue. It is redundant for the reasons of 0005: the one
+-- writer of locations, the inventory batch (src/store/inventory.c), checks every row's
+-- warehouse in SQL under the organization's inventory lock (it must anyway, to report each bad
+-- line), and nothing deletes or renames warehouses.
+ALTER TABLE locations DROP CONSTRAINT locations_org_id_warehouse_fkey;
+
+-- 2. The availability refresh of 0007, with one more path: when a refresh covers the whole
+-- organization and the organization has no export rows yet (its first import of stock or rack
+-- assignments), the computed rows are inserted straight, in SKU order, instead of going
+-- through a temporary table, a count of the changed rows and a second pass. The other paths,
+-- the rules, the lock and the version bump are those of 0007.
+CREATE OR REPLACE FUNCTION wl_refresh_availability_from(p_org bigint, p_skus regclass, p_parts text)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_existing bigint;
+    v_affected bigint;
+    v_whole boolean;
+    v_changed bigint := 0;
+    v_settings text[] := ARRAY[current_setting('enable_nestloop'), current_setting('work_mem'),
+                               current_setting('enable_indexscan'),
+                               current_setting('enable_indexonlyscan'),
+                               current_setting('enable_bitmapscan')];
+    v_qty text;
+    v_location text;
+    v_included text;
+    v_skus text;
+    v_filter text := '';
+    v_computed text;
+BEGIN
+    IF p_parts NOT IN ('all', 'qty', 'location') THEN
+        RAISE EXCEPTION 'wl_refresh_availability_from: unknown parts %', p_parts;
+    END IF;
+    PERFORM pg_advisory_xact_lock(2002872684, (p_org % 2147483647)::integer);
+    EXECUTE format('SELECT count(*) FROM %s', p_skus) INTO v_affected;
+    -- Only compared with twice the affected rows (or the changed ones, fewer), so counted no
+    -- further: the rows of a freshly replaced organization are not all-visible yet, and each
+    -- costs a heap visit.
+    SELECT count(*) INTO v_existing
+      FROM (SELECT 1 FROM stock_availability WHERE org_id = p_org LIMIT 2 * v_affected + 1) e;
+    v_whole := v_affected > 5000 AND v_affected * 2 >= v_existing;
+    IF v_affected > 5000 THEN
+        -- Inside the writing transaction the tables' statistics may still describe them
+        -- before the batch (often empty): nested loops planned on that go quadratic. The
+        -- sorts and hashes of a catalogue (about 200 MB at 1,000,000 SKUs) stay in memory.
+        PERFORM set_config('enable_nestloop', 'off', true);
+        PERFORM set_config('work_mem', '256MB', true);
+    END IF;
+
+    IF v_whole THEN
+        v_skus := 'products a';
+        v_filter := 'AND a.org_id = $1';
+        -- Every row of the organization is read: sequential scans. The statistics do not know
+        -- an organization whose rows were just written (estimated at 1 row, its million
+        -- export rows were read as the hash side of a join through the index, one heap visit
+        -- each, as they are not all-visible yet).
+        PERFORM set_config('enable_indexscan', 'off', true);
+        PERFORM set_config('enable_indexonlyscan', 'off', true);
+        PERFORM set_config('enable_bitmapscan', 'off', true);
+    ELSE
+        EXECUTE format('CREATE TEMP TABLE wl_availability_skus ON COMMIT DROP AS'
+                       ' SELECT DISTINCT sku COLLATE "C" AS sku FROM %s', p_skus);
+        IF v_affected > 5000 THEN
+            ANALYZE pg_temp.wl_availability_skus;
+        END IF;
+        v_skus := 'pg_temp.wl_availability_skus a';
+    END IF;
+
+    v_qty := CASE WHEN p_parts = 'location' THEN 'coalesce(sa.qty, 0)'
+                  ELSE 'greatest(0, coalesce(o.on_hand, 0) - coalesce(r.reserved, 0))' END;
+    v_location := CASE WHEN p_parts = 'qty' THEN 'sa.location' ELSE 'p.location' END;
+    v_included := CASE p_parts WHEN 'qty' THEN 'sa.sku IS NOT NULL OR o.sku IS NOT NULL'
+                               WHEN 'location' THEN 'sa.sku IS NOT NULL OR p.sku IS NOT NULL'
+                               ELSE 'o.sku IS NOT NULL OR p.sku IS NOT NULL' END;
+
+    -- Each part joins the SKUs it is computed for only when they are a subset (not v_whole).
+    v_computed := format($sql$
+    WITH on_hand AS (
+        SELECT st.sku, sum(st.on_hand) AS on_hand
+        FROM stock st %1$s
+        JOIN warehouses w ON w.org_id = st.org_id AND w.code = st.warehouse AND w.kind = 'own'
+        WHERE st.org_id = $1 AND %2$L <> 'location'
+        GROUP BY st.sku
+    ), reserved AS (
+        SELECT r.sku, sum(r.quantity) AS reserved
+        FROM reservations r %3$s
+        JOIN warehouses w ON w.org_id = r.org_id AND w.code = r.warehouse AND w.kind = 'own'
+        WHERE r.org_id = $1 AND r.status = 'active' AND %2$L <> 'location'
+        GROUP BY r.sku
+    ), primary_location AS (
+        SELECT DISTINCT ON (ls.sku) ls.sku, ls.location
+        FROM location_stock ls %4$s
+        JOIN warehouses w ON w.org_id = ls.org_id AND w.code = ls.warehouse AND w.kind = 'own'
+        JOIN locations l ON l.org_id = ls.org_id AND l.warehouse = ls.warehouse
+                        AND l.code = ls.location AND NOT l.staging
+        WHERE ls.org_id = $1 AND %2$L <> 'qty'
+        ORDER BY ls.sku, ls.quantity DESC, l.sort_key, ls.location, ls.warehouse
+    ), computed AS (
+        SELECT a.sku, %5$s AS qty, %6$s AS location, (%7$s) AS included,
+               sa.sku IS NOT NULL AS existed, sa.qty AS old_qty, sa.location AS old_location
+          FROM %8$s
+          LEFT JOIN stock_availability sa ON sa.org_id = $1 AND sa.sku = a.sku
+          LEFT JOIN on_hand o ON o.sku = a.sku
+          LEFT JOIN reserved r ON r.sku = a.sku
+          LEFT JOIN primary_location p ON p.sku = a.sku
+         WHERE true %9$s
+    )
+    SELECT sku, qty, location, included, existed,
+           included <> existed
+           OR (included AND (old_qty, old_location) IS DISTINCT FROM (qty, location)) AS changed
+      FROM computed
+    $sql$,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = st.sku' END,
+    p_parts,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = r.sku' END,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = ls.sku' END,
+    v_qty, v_location, v_included, v_skus, v_filter);
+
+    IF v_whole AND v_existing = 0 THEN
+        -- The organization's first export rows: every row computed is new, so they go straight
+        -- into the table in SKU order, without the intermediate table and the comparison.
+        EXECUTE 'INSERT INTO stock_availability (org_id, sku, qty, location)'
+                ' SELECT $1, c.sku, c.qty, c.location FROM (' || v_computed || ') c'
+                ' WHERE c.included ORDER BY c.sku' USING p_org;
+        GET DIAGNOSTICS v_changed = ROW_COUNT;
+        PERFORM set_config('enable_indexscan', v_settings[3], true);
+        PERFORM set_config('enable_indexonlyscan', v_settings[4], true);
+        PERFORM set_config('enable_bitmapscan', v_settings[5], true);
+        IF v_changed > 0 THEN
+            ANALYZE stock_availability;
+        END IF;
+    ELSE
+        EXECUTE 'CREATE TEMP TABLE wl_availability_computed ON COMMIT DROP AS ' || v_computed
+            USING p_org;
+
+        SELECT count(*) INTO v_changed FROM pg_temp.wl_availability_computed WHERE changed;
+        PERFORM set_config('enable_indexscan', v_settings[3], true);
+        PERFORM set_config('enable_indexonlyscan', v_settings[4], true);
+        PERFORM set_config('enable_bitmapscan', v_settings[5], true);
+
+        IF v_changed = 0 THEN
+            NULL;
+        ELSIF v_whole AND v_changed > 5000 AND v_changed * 2 >= v_existing THEN
+            -- Only refreshers write stock_availability, one at a time per organization (the lock
+            -- above): the plain INSERT cannot meet a concurrent insert of the same SKU.
+            DELETE FROM stock_availability WHERE org_id = p_org;
+            INSERT INTO stock_availability (org_id, sku, qty, location)
+            SELECT p_org, c.sku, c.qty, c.location
+              FROM pg_temp.wl_availability_computed c
+             WHERE c.included
+             ORDER BY c.sku;
+            -- The next batch of the organization (usually the next file of the same catalogue)
+            -- plans its refresh on these rows, not on statistics that predate them.
+            ANALYZE stock_availability;
+        ELSE
+            IF v_changed > 5000 THEN
+                ANALYZE pg_temp.wl_availability_computed;
+            END IF;
+            DELETE FROM stock_availability sa
+             USING pg_temp.wl_availability_computed c
+             WHERE sa.org_id = p_org AND sa.sku = c.sku AND c.changed AND NOT c.included;
+            UPDATE stock_availability sa
+               SET qty = c.qty, location = c.location
+              FROM pg_temp.wl_availability_computed c
+             WHERE sa.org_id = p_org AND sa.sku = c.sku AND c.changed AND c.included AND c.existed;
+            INSERT INTO stock_availability (org_id, sku, qty, location)
+            SELECT p_org, c.sku, c.qty, c.location
+              FROM pg_temp.wl_availability_computed c
+             WHERE c.changed AND c.included AND NOT c.existed
+             ORDER BY c.sku;
+        END IF;
+
+        DROP TABLE pg_temp.wl_availability_computed;
+    END IF;
+
+    PERFORM set_config('enable_nestloop', v_settings[1], true);
+    PERFORM set_config('work_mem', v_settings[2], true);
+    DROP TABLE IF EXISTS pg_temp.wl_availability_skus;
+    IF v_changed > 0 THEN
+        INSERT INTO export_versions AS v (org_id, version, changed_at)
+        VALUES (p_org, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, clock_timestamp())
+        ON CONFLICT (org_id) DO UPDATE
+            SET version = greatest(v.version + 1, excluded.version),
+                changed_at = excluded.changed_at;
+        -- Tells every walklistd that listens to drop its cached export of the organization
+        -- (delivered at commit, never for a rollback).
+        PERFORM pg_notify('wl_export_changed', p_org::text);
+    END IF;
+    RETURN v_changed;
+END;
+$$;
+
