@@ -100,6 +100,7 @@ typedef struct {
     size_t key_first_len;  /* the group's first key column: key_buf[0, key_first_len) */
     char *key_buf;
     size_t key_len, key_cap;
+    wl_error_t check; /* violations of the row being checked; cleared once reported */
 } wl_inventory_batch_t;
 
 /**
