@@ -156,6 +156,8 @@ run_wrk() {
   local out=$1
   shift
   record wrk --latency "$@" >"$out" 2>&1 || true
+  grep -q '^Requests/sec' "$out" ||
+    log "wrk measured nothing: $(tail -n 2 "$out" | tr '\n' ' ') walklistd: $(tail -n 3 "$WORK/walklistd.log" 2>/dev/null | tr '\n' ' ')"
 }
 
 # CPU time (clock ticks, user + system) used so far by walklistd, and by the cluster: its live

@@ -1,6 +1,7 @@
 /* Importing inventory CSV files, all or nothing, happens here. */
 #include "store/import.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -84,7 +85,7 @@ static int read_rows(wl_inventory_batch_t *batch, wl_inventory_kind_t kind, FILE
     wl_error_t csv_err;
     wl_error_init(&csv_err);
     int more;
-    while ((more = wl_csv_next(reader, &rec, &csv_err)) == 1) {
+    while ((more = wl_csv_next(reader, &rec, &csv_err)) == 1 && !batch->direct_refused) {
         if (!header_seen) {
             header_seen = true;
             if (check_header(batch, kind, &rec) != 0)
@@ -126,15 +127,27 @@ int wl_import_csv(PGconn *conn, int64_t org_id, const char *kind_name, FILE *in,
         return wl_error_set(err, WL_EINVAL, "unknown import kind '%s'", kind_name);
     wl_inventory_reporter_t reporter = {report, name_line, report_data};
     wl_inventory_batch_t batch;
-    int rc = wl_inventory_batch_begin(&batch, conn, org_id, kind, &reporter, err);
-    if (rc != 0)
-        return rc;
-    rc = read_rows(&batch, kind, in, err);
-    if (rc != 0) {
-        wl_inventory_batch_abort(&batch);
-        return rc;
+    /* A file that can be read again may go straight into the tables on the organization's
+     * first import of the kind; when that batch finds a problem, the file is read again into
+     * a staged batch, which reports each one with its line. */
+    long start = ftell(in);
+    int rc = start >= 0 ? wl_inventory_batch_begin_first(&batch, conn, org_id, kind, &reporter, err)
+                        : wl_inventory_batch_begin(&batch, conn, org_id, kind, &reporter, err);
+    for (int attempt = 0; rc == 0 && attempt < 2; attempt++) {
+        rc = read_rows(&batch, kind, in, err);
+        if (rc != 0) {
+            wl_inventory_batch_abort(&batch);
+            return rc;
+        }
+        rc = wl_inventory_batch_finish(&batch, rows, err);
+        if (rc == 0 || !batch.direct_refused)
+            break;
+        clearerr(in);
+        if (fseek(in, start, SEEK_SET) != 0)
+            return wl_error_set(err, WL_EINTERNAL, "cannot read the file again: %s",
+                                strerror(errno));
+        rc = wl_inventory_batch_begin(&batch, conn, org_id, kind, &reporter, err);
     }
-    rc = wl_inventory_batch_finish(&batch, rows, err);
     if (rc == WL_EINVAL && err->code == 0)
         wl_error_set(err, WL_EINVAL, "the file has %zu problem(s); nothing was imported",
                      batch.problems);

@@ -1,6 +1,7 @@
 /* Writing inventory in checked, all-or-nothing batches happens here. */
 #include "store/inventory.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,14 @@ typedef struct {
     /* After a bulk batch (BULK_ROWS), fresh statistics of what it wrote, so that the
      * availability refresh is planned on the tables as they are now. */
     const char *analyze;
+    /*
+     * The table an organization's first rows of the kind may be COPYed straight into
+     * (wl_inventory_batch_begin_first), its columns named as the kind's (org_id first, then
+     * each column but the EANs, then sort_key); the EANs of products go to product_eans.
+     */
+    const char *table;
+    /* On such a first import, the SKUs the refresh covers are the written rows' own. */
+    bool first_affected_are_staged;
 } kind_t;
 
 #define CHECK_PRODUCT                                                                              \
@@ -145,6 +154,7 @@ static const kind_t kinds[] = {
                        " WHERE NOT EXISTS (SELECT 1 FROM locations l WHERE l.org_id = $1::bigint"
                        " AND l.warehouse = i.warehouse AND l.code = i.code)"},
             .analyze = "ANALYZE locations",
+            .table = "locations",
         },
     [WL_INVENTORY_PRODUCTS] =
         {
@@ -171,6 +181,7 @@ static const kind_t kinds[] = {
                        " AND NOT EXISTS (SELECT 1 FROM product_eans e WHERE e.org_id = $1::bigint"
                        " AND e.ean = n.ean AND e.sku = i.sku)"},
             .analyze = "ANALYZE products, product_eans",
+            .table = "products",
         },
     [WL_INVENTORY_STOCK] =
         {
@@ -190,6 +201,7 @@ static const kind_t kinds[] = {
                        " WHERE NOT EXISTS (SELECT 1 FROM stock s WHERE s.org_id = $1::bigint"
                        " AND s.sku = i.sku AND s.warehouse = i.warehouse)"},
             .analyze = "ANALYZE stock",
+            .table = "stock",
         },
     [WL_INVENTORY_LOCATION_STOCK] =
         {
@@ -217,6 +229,7 @@ static const kind_t kinds[] = {
                        " WHERE s.org_id = $1::bigint AND s.sku = i.sku"
                        " AND s.warehouse = i.warehouse AND s.location = i.location)"},
             .analyze = "ANALYZE location_stock",
+            .table = "location_stock",
         },
     [WL_INVENTORY_RESERVATIONS] =
         {
@@ -244,6 +257,8 @@ static const kind_t kinds[] = {
                        " FROM import_rows i WHERE NOT EXISTS (SELECT 1 FROM reservations r"
                        " WHERE r.org_id = $1::bigint AND r.ref = i.ref)"},
             .analyze = "ANALYZE reservations",
+            .table = "reservations",
+            .first_affected_are_staged = true,
         },
     [WL_INVENTORY_RESERVATIONS_CREATE] =
         {
@@ -289,6 +304,11 @@ const char *wl_inventory_column(wl_inventory_kind_t kind, size_t index)
 void wl_inventory_batch_problem(wl_inventory_batch_t *batch, size_t label, const char *column,
                                 const char *description)
 {
+    if (batch->direct) {
+        /* Reported by the staged batch the caller runs instead. */
+        batch->direct_refused = true;
+        return;
+    }
     batch->problems++;
     batch->reporter.problem(label, column, description, batch->reporter.data);
 }
@@ -436,6 +456,19 @@ static bool copy_append(wl_inventory_batch_t *batch, const char *s, size_t n)
  * DISTINCT over every EAN of the catalogue (a sort of 1.5 million pairs at 1,000,000 SKUs).
  * Lists are short, so each EAN is compared with those before it.
  */
+/* Whether the EAN at eans[start, ..) is empty or one of the list before it. */
+static bool ean_skipped(wl_span_t eans, size_t start, wl_span_t ean)
+{
+    bool repeated = ean.len == 0;
+    for (size_t before = 0, from = 0; !repeated && before < start; before++) {
+        if (eans.base[before] != '|')
+            continue;
+        repeated = wl_span_eq(wl_span(eans.base + from, before - from), ean);
+        from = before + 1;
+    }
+    return repeated;
+}
+
 static bool copy_append_eans(wl_inventory_batch_t *batch, wl_span_t eans)
 {
     /* Reserves the room for the separator or line end that follows, as every append does. */
@@ -447,21 +480,46 @@ static bool copy_append_eans(wl_inventory_batch_t *batch, wl_span_t eans)
         if (i < eans.len && eans.base[i] != '|')
             continue;
         wl_span_t ean = wl_span(eans.base + start, i - start);
-        bool repeated = false;
-        for (size_t before = 0, from = 0; !repeated && before < start; before++) {
-            if (eans.base[before] != '|')
-                continue;
-            repeated = wl_span_eq(wl_span(eans.base + from, before - from), ean);
-            from = before + 1;
-        }
+        bool skipped = ean_skipped(eans, start, ean);
         start = i + 1;
-        if (repeated || ean.len == 0)
+        if (skipped)
             continue;
         if (!first && !copy_append(batch, "|", 1))
             return false;
         if (!copy_append(batch, ean.base, ean.len))
             return false;
         first = false;
+    }
+    return true;
+}
+
+/*
+ * A direct batch's product_eans rows for one product: (org_id, ean, sku) lines in COPY text
+ * format, each EAN of the list once, kept in a temporary file until the products are written.
+ */
+static bool write_direct_eans(wl_inventory_batch_t *batch, wl_span_t eans, wl_span_t sku)
+{
+    size_t start = 0;
+    for (size_t i = 0; i <= eans.len; i++) {
+        if (i < eans.len && eans.base[i] != '|')
+            continue;
+        wl_span_t ean = wl_span(eans.base + start, i - start);
+        bool skipped = ean_skipped(eans, start, ean);
+        start = i + 1;
+        if (skipped)
+            continue;
+        batch->len = 0;
+        if (!copy_append(batch, batch->org, strlen(batch->org)))
+            return false;
+        batch->buf[batch->len++] = '\t';
+        if (!copy_append(batch, ean.base, ean.len))
+            return false;
+        batch->buf[batch->len++] = '\t';
+        if (!copy_append(batch, sku.base, sku.len))
+            return false;
+        batch->buf[batch->len++] = '\n';
+        if (fwrite(batch->buf, 1, batch->len, batch->eans) != batch->len)
+            return false;
     }
     return true;
 }
@@ -564,9 +622,8 @@ static bool note_key(wl_inventory_batch_t *batch, const wl_span_t *values)
     return true;
 }
 
-int wl_inventory_batch_begin(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
-                             wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter,
-                             wl_error_t *err)
+static void init_batch(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
+                       wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter)
 {
     memset(batch, 0, sizeof(*batch));
     batch->conn = conn;
@@ -574,24 +631,104 @@ int wl_inventory_batch_begin(wl_inventory_batch_t *batch, PGconn *conn, int64_t 
     batch->reporter = *reporter;
     batch->keys_distinct = true;
     snprintf(batch->org, sizeof(batch->org), "%" PRId64, org_id);
+}
+
+static int start_copy(wl_inventory_batch_t *batch, const char *sql, wl_error_t *err)
+{
+    PGresult *res = PQexec(batch->conn, sql);
+    int rc = 0;
+    if (PQresultStatus(res) == PGRES_COPY_IN)
+        batch->copying = true;
+    else
+        rc = wl_db_fail(batch->conn, res, err);
+    PQclear(res);
+    return rc;
+}
+
+/* In the batch's open transaction: the staging table, and COPY into it. */
+static int start_staging(wl_inventory_batch_t *batch, wl_error_t *err)
+{
     char ddl[512];
     snprintf(ddl, sizeof(ddl),
              "CREATE TEMP TABLE import_rows (label bigint NOT NULL, %s) ON COMMIT DROP",
              KIND(batch)->staging_columns);
+    int rc = wl_db_exec(batch->conn, ddl, 0, NULL, NULL, err);
+    return rc == 0 ? start_copy(batch, "COPY import_rows FROM STDIN", err) : rc;
+}
+
+int wl_inventory_batch_begin(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
+                             wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter,
+                             wl_error_t *err)
+{
+    init_batch(batch, conn, org_id, kind, reporter);
     int rc = wl_db_begin(conn, err);
     if (rc != 0)
         return rc;
-    rc = wl_db_exec(conn, ddl, 0, NULL, NULL, err);
-    if (rc == 0) {
-        PGresult *res = PQexec(conn, "COPY import_rows FROM STDIN");
-        if (PQresultStatus(res) == PGRES_COPY_IN)
-            batch->copying = true;
-        else
-            rc = wl_db_fail(conn, res, err);
-        PQclear(res);
-    }
+    rc = start_staging(batch, err);
     if (rc != 0)
         wl_db_rollback(conn);
+    return rc;
+}
+
+static int lock_organization(wl_inventory_batch_t *batch, wl_error_t *err);
+
+/* Whether the organization has rows in table; -1 on failure. */
+static int organization_has_rows(wl_inventory_batch_t *batch, const char *table, wl_error_t *err)
+{
+    char sql[160];
+    snprintf(sql, sizeof(sql), "SELECT EXISTS (SELECT 1 FROM %s WHERE org_id = $1)", table);
+    const char *params[] = {batch->org};
+    PGresult *res = NULL;
+    if (wl_db_exec(batch->conn, sql, 1, params, &res, err) != 0)
+        return -1;
+    int has = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    return has;
+}
+
+int wl_inventory_batch_begin_first(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
+                                   wl_inventory_kind_t kind,
+                                   const wl_inventory_reporter_t *reporter, wl_error_t *err)
+{
+    const kind_t *k = &kinds[kind];
+    if (k->table == NULL)
+        return wl_inventory_batch_begin(batch, conn, org_id, kind, reporter, err);
+    init_batch(batch, conn, org_id, kind, reporter);
+    int rc = wl_db_begin(conn, err);
+    if (rc != 0)
+        return rc;
+    /* Taken before the rows are looked for, so that none of the organization's can come
+     * between that look and the commit. */
+    rc = lock_organization(batch, err);
+    int has = rc == 0 ? organization_has_rows(batch, k->table, err) : -1;
+    bool products = strcmp(k->table, "products") == 0;
+    if (has == 0 && products)
+        has = organization_has_rows(batch, "product_eans", err);
+    if (has < 0)
+        rc = err->code != 0 ? err->code : WL_EINTERNAL;
+    else if (has == 1)
+        rc = start_staging(batch, err);
+    else {
+        char sql[256] = "";
+        size_t used = (size_t)snprintf(sql, sizeof(sql), "COPY %s (org_id", k->table);
+        for (size_t i = 0; i < k->column_count; i++)
+            if (k->columns[i].type != COL_EANS)
+                used +=
+                    (size_t)snprintf(sql + used, sizeof(sql) - used, ", %s", k->columns[i].name);
+        snprintf(sql + used, sizeof(sql) - used, "%s) FROM STDIN",
+                 k->sort_key_of != NULL ? ", sort_key" : "");
+        batch->direct = true;
+        if (products && (batch->eans = tmpfile()) == NULL)
+            rc = wl_error_set(err, WL_EINTERNAL, "no temporary file for the EANs");
+        if (rc == 0)
+            rc = start_copy(batch, sql, err);
+    }
+    if (rc != 0) {
+        if (batch->eans != NULL)
+            fclose(batch->eans);
+        batch->eans = NULL;
+        wl_db_rollback(conn);
+    }
     return rc;
 }
 
@@ -599,16 +736,24 @@ int wl_inventory_batch_add(wl_inventory_batch_t *batch, size_t label, const wl_s
                            wl_error_t *err)
 {
     const kind_t *kind = KIND(batch);
+    if (batch->direct_refused)
+        return 0; /* the caller starts again with a staged batch */
     bool ok = check_row(batch, label, values);
     /* Valid rows are staged even after a bad one, so that the SQL checks (references,
      * duplicate keys) can report every bad row; nothing is written unless all are good. */
     if (!ok)
         return 0;
+    /* A staged row starts with its label, a direct one with its organization. */
     char text[24];
-    snprintf(text, sizeof(text), "%zu", label);
+    if (batch->direct)
+        memcpy(text, batch->org, sizeof(text));
+    else
+        snprintf(text, sizeof(text), "%zu", label);
     batch->len = 0;
     bool appended = copy_append(batch, text, strlen(text));
     for (size_t i = 0; appended && i < kind->column_count; i++) {
+        if (batch->direct && kind->columns[i].type == COL_EANS)
+            continue; /* to product_eans, after the row is sent */
         batch->buf[batch->len++] = '\t';
         appended = kind->columns[i].type == COL_EANS
                        ? copy_append_eans(batch, values[i])
@@ -622,16 +767,25 @@ int wl_inventory_batch_add(wl_inventory_batch_t *batch, size_t label, const wl_s
         uint8_t key[WL_BIN_SORT_KEY_MAX(256)];
         size_t key_len = wl_bin_sort_key(values[code], key, sizeof(key));
         char hex[2 * sizeof(key) + 3] = "\\x"; /* bytea hex input; COPY escaping doubles the \\ */
-        for (size_t k = 0; k < key_len && k < sizeof(key); k++)
-            snprintf(hex + 2 + 2 * k, 3, "%02x", key[k]);
+        static const char digits[] = "0123456789abcdef";
+        size_t k = 0;
+        for (; k < key_len && k < sizeof(key); k++) {
+            hex[2 + 2 * k] = digits[key[k] >> 4];
+            hex[3 + 2 * k] = digits[key[k] & 15];
+        }
+        hex[2 + 2 * k] = '\0';
         batch->buf[batch->len++] = '\t';
         appended = copy_append(batch, hex, strlen(hex)) && key_len <= sizeof(key);
     }
-    if (!appended || !note_key(batch, values))
+    /* A direct batch's duplicate keys are its table's key violations. */
+    if (!appended || (!batch->direct && !note_key(batch, values)))
         return wl_error_set(err, WL_ENOMEM, NULL);
     batch->buf[batch->len++] = '\n';
     if (PQputCopyData(batch->conn, batch->buf, (int)batch->len) != 1)
         return wl_db_fail(batch->conn, NULL, err);
+    for (size_t i = 0; batch->direct && i < kind->column_count; i++)
+        if (kind->columns[i].type == COL_EANS && !write_direct_eans(batch, values[i], values[0]))
+            return wl_error_set(err, WL_EINTERNAL, "cannot keep the EANs: %s", strerror(errno));
     batch->rows++;
     return 0;
 }
@@ -663,6 +817,9 @@ static void release(wl_inventory_batch_t *batch)
     free(batch->key_buf);
     batch->key_buf = NULL;
     batch->key_len = batch->key_cap = 0;
+    if (batch->eans != NULL)
+        fclose(batch->eans);
+    batch->eans = NULL;
 }
 
 void wl_inventory_batch_abort(wl_inventory_batch_t *batch)
@@ -795,7 +952,9 @@ static int plan_for_bulk(wl_inventory_batch_t *batch, wl_error_t *err)
 {
     if (batch->rows <= BULK_ROWS)
         return 0;
-    int rc = wl_db_exec(batch->conn, "ANALYZE import_rows", 0, NULL, NULL, err);
+    /* A direct batch's rows are in its table, whose statistics the kind's ANALYZE makes. */
+    const char *analyze = batch->direct ? KIND(batch)->analyze : "ANALYZE import_rows";
+    int rc = analyze != NULL ? wl_db_exec(batch->conn, analyze, 0, NULL, NULL, err) : 0;
     if (rc == 0)
         rc = wl_db_exec(batch->conn, "SET LOCAL enable_nestloop = off", 0, NULL, NULL, err);
     /* Nor merge joins: the staged rows come in file order, and the reference check of 2,000,000
@@ -811,11 +970,108 @@ static int plan_for_bulk(wl_inventory_batch_t *batch, wl_error_t *err)
     return rc;
 }
 
+/* A direct batch's EANs, from their temporary file into product_eans. */
+static int copy_direct_eans(wl_inventory_batch_t *batch, wl_error_t *err)
+{
+    if (batch->eans == NULL)
+        return 0;
+    int rc =
+        fflush(batch->eans) == 0 && fseek(batch->eans, 0, SEEK_SET) == 0
+            ? start_copy(batch, "COPY product_eans (org_id, ean, sku) FROM STDIN", err)
+            : wl_error_set(err, WL_EINTERNAL, "cannot read the EANs back: %s", strerror(errno));
+    char chunk[65536];
+    size_t n;
+    while (rc == 0 && (n = fread(chunk, 1, sizeof(chunk), batch->eans)) > 0)
+        if (PQputCopyData(batch->conn, chunk, (int)n) != 1)
+            rc = wl_db_fail(batch->conn, NULL, err);
+    if (rc == 0 && ferror(batch->eans))
+        rc = wl_error_set(err, WL_EINTERNAL, "cannot read the EANs back");
+    int end_rc = end_copy(batch, rc != 0, err);
+    return rc != 0 ? rc : end_rc;
+}
+
+/* Runs a check on a direct batch's written rows; sets *failed when a row fails it. */
+static int direct_check(wl_inventory_batch_t *batch, const char *sql, bool *failed, wl_error_t *err)
+{
+    char exists[1024];
+    if ((size_t)snprintf(exists, sizeof(exists), "SELECT EXISTS (%s)", sql) >= sizeof(exists))
+        return wl_error_set(err, WL_EINTERNAL, "inventory check too long");
+    const char *params[] = {batch->org};
+    PGresult *res = NULL;
+    int rc = wl_db_exec(batch->conn, exists, 1, params, &res, err);
+    if (rc == 0) {
+        *failed = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+        PQclear(res);
+    }
+    return rc;
+}
+
+/*
+ * A direct batch (wl_inventory_batch_begin_first) ends here: its rows are written, and the
+ * kind's checks, refresh and commit run on them through a view named like the staging table
+ * (the organization had none of the kind's rows, so its rows are the batch's). Any problem,
+ * a key violation while writing included, and the batch is refused; err then stays as it was.
+ */
+static int finish_direct(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *err)
+{
+    const kind_t *kind = KIND(batch);
+    const char *params[] = {batch->org};
+    wl_error_t write_err;
+    wl_error_init(&write_err);
+    bool refused = batch->direct_refused;
+    int rc = end_copy(batch, refused, &write_err);
+    if (rc == 0 && !refused)
+        rc = copy_direct_eans(batch, &write_err);
+    /* Every failure so far, duplicate keys first among them, goes to the staged batch, which
+     * reports it with its row, or fails the same way. */
+    refused = refused || rc != 0;
+    rc = 0;
+    if (!refused) {
+        char view[256];
+        snprintf(view, sizeof(view),
+                 "CREATE TEMP VIEW import_rows AS SELECT 0::bigint AS label, * FROM %s"
+                 " WHERE org_id = %s",
+                 kind->table, batch->org);
+        rc = wl_db_exec(batch->conn, view, 0, NULL, NULL, err);
+    }
+    if (!refused && rc == 0)
+        rc = plan_for_bulk(batch, err);
+    for (size_t i = 0; !refused && rc == 0 && i < MAX_CHECKS && kind->checks[i] != NULL; i++)
+        rc = direct_check(batch, kind->checks[i], &refused, err);
+    bool staged = kind->affected_are_staged || kind->first_affected_are_staged;
+    if (!refused && rc == 0 && kind->affected_skus != NULL && !staged) {
+        char sql[1024];
+        snprintf(sql, sizeof(sql), "CREATE TEMP TABLE import_affected ON COMMIT DROP AS %s",
+                 kind->affected_skus);
+        rc = wl_db_exec(batch->conn, sql, strstr(sql, "$1") ? 1 : 0, params, NULL, err);
+    }
+    if (!refused && rc == 0 && (kind->affected_skus != NULL || staged)) {
+        const char *refresh_params[] = {batch->org, kind->refresh_parts,
+                                        staged ? "pg_temp.import_rows" : "pg_temp.import_affected"};
+        rc = wl_db_exec(batch->conn, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)", 3,
+                        refresh_params, NULL, err);
+    }
+    if (!refused && rc == 0)
+        rc = wl_db_exec(batch->conn, "DROP VIEW import_rows", 0, NULL, NULL, err);
+    if (!refused && rc == 0)
+        rc = wl_db_commit(batch->conn, err);
+    if (refused) {
+        batch->direct_refused = true;
+        rc = WL_EINVAL;
+    } else if (rc == 0) {
+        *rows = batch->rows;
+    }
+    release(batch);
+    return rc;
+}
+
 int wl_inventory_batch_finish(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *err)
 {
     const kind_t *kind = KIND(batch);
     const char *params[] = {batch->org};
     *rows = 0;
+    if (batch->direct)
+        return finish_direct(batch, rows, err);
     int rc = end_copy(batch, false, err);
     if (rc == 0)
         rc = lock_organization(batch, err);

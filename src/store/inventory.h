@@ -30,6 +30,7 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "walklist/error.h"
 #include "walklist/span.h"
@@ -101,6 +102,12 @@ typedef struct {
     char *key_buf;
     size_t key_len, key_cap;
     wl_error_t check; /* violations of the row being checked; cleared once reported */
+    /* Rows go straight into the kind's table (wl_inventory_batch_begin_first); the EANs of
+     * products wait in eans (a tmpfile) for product_eans. */
+    bool direct;
+    /* A direct batch found a problem: nothing was written or reported (see begin_first). */
+    bool direct_refused;
+    FILE *eans;
 } wl_inventory_batch_t;
 
 /**
@@ -111,6 +118,25 @@ typedef struct {
 int wl_inventory_batch_begin(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
                              wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter,
                              wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * Like wl_inventory_batch_begin, for a caller that can give the same rows a second time (a
+ * CSV file): when the organization has no rows of the kind yet (its first import of them),
+ * the rows are COPYed straight into the kind's table, without staging, and the checks run on
+ * what was written, under the organization's inventory lock, taken here. Then a problem of
+ * any kind (a bad value, a duplicate key, an unknown reference) reports nothing: finish (or
+ * the first add) sets batch->direct_refused, writes nothing, and the caller starts again with
+ * wl_inventory_batch_begin, which reports every problem with its row. Kinds without a direct
+ * path, and organizations that have rows of the kind, get wl_inventory_batch_begin's batch.
+ *
+ *     rc = wl_inventory_batch_finish(&batch, &rows, err);
+ *     if (rc != 0 && batch.direct_refused)
+ *         ... rewind the file, wl_inventory_batch_begin, add every row again, finish
+ */
+int wl_inventory_batch_begin_first(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
+                                   wl_inventory_kind_t kind,
+                                   const wl_inventory_reporter_t *reporter,
+                                   wl_error_t *err) WL_CHECK_RESULT;
 
 /**
  * Checks one row (wl_inventory_column_count values, read during the call
