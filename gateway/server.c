@@ -201,8 +201,10 @@ static enum MHD_Result send_response(request_t *req)
         ex->stream_read = NULL;
         ex->stream_state = NULL;
     } else {
+        /* The body lives in the request's arena (or is static) until on_completed, which
+         * libmicrohttpd calls after it is done sending: no copy needed. */
         response =
-            MHD_create_response_from_buffer(ex->response_len, ex->response, MHD_RESPMEM_MUST_COPY);
+            MHD_create_response_from_buffer(ex->response_len, ex->response, MHD_RESPMEM_PERSISTENT);
     }
     if (response == NULL)
         return MHD_NO;

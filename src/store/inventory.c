@@ -697,18 +697,23 @@ int wl_inventory_batch_begin_first(wl_inventory_batch_t *batch, PGconn *conn, in
     int rc = wl_db_begin(conn, err);
     if (rc != 0)
         return rc;
-    /* Taken before the rows are looked for, so that none of the organization's can come
-     * between that look and the commit. */
-    rc = lock_organization(batch, err);
-    int has = rc == 0 ? organization_has_rows(batch, k->table, err) : -1;
+    /* Looked for once without the organization's inventory lock, so that a re-import does not
+     * hold it while its file is read, then again under it, so that none of the organization's
+     * rows can come between the look and the commit. */
     bool products = strcmp(k->table, "products") == 0;
-    if (has == 0 && products)
-        has = organization_has_rows(batch, "product_eans", err);
-    if (has < 0)
+    int has = 0;
+    for (int pass = 0; rc == 0 && has == 0 && pass < 2; pass++) {
+        if (pass == 1)
+            rc = lock_organization(batch, err);
+        has = rc == 0 ? organization_has_rows(batch, k->table, err) : -1;
+        if (has == 0 && products)
+            has = organization_has_rows(batch, "product_eans", err);
+    }
+    if (rc == 0 && has < 0)
         rc = err->code != 0 ? err->code : WL_EINTERNAL;
-    else if (has == 1)
+    else if (rc == 0 && has == 1)
         rc = start_staging(batch, err);
-    else {
+    else if (rc == 0) {
         char sql[256] = "";
         size_t used = (size_t)snprintf(sql, sizeof(sql), "COPY %s (org_id", k->table);
         for (size_t i = 0; i < k->column_count; i++)

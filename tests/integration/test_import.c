@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fixture.h"
 #include "store/import.h"
@@ -199,8 +200,10 @@ static void make_long_values(void)
  * supplier), SKU-3 0@B-1 (no stock, a rack holding 0 still counts), sku-1 7@(null), and no
  * row for the long SKU (nothing in stock, no rack).
  */
-static void load_base(int64_t org)
+static void load_base_until(int64_t org, const char *stop)
 {
+    if (strcmp(stop, "warehouses") == 0)
+        return;
     import_ok(org, "warehouses",
               "\xEF\xBB\xBF"
               "code,name,kind\r\n"
@@ -208,11 +211,15 @@ static void load_base(int64_t org)
               "W2,\"The \"\"big\"\" one\",own\r\n"
               "SUP,Supplier,supplier\r\n",
               3);
+    if (strcmp(stop, "locations") == 0)
+        return;
     import_ok(org, "locations",
               "warehouse,code,staging\n"
               "W1,A-1,false\nW1,A-2,false\nW1,A-10,false\nW1,DOCK,true\nW1,a-1,false\n"
               "W2,B-1,false\nSUP,S-1,false\n",
               7);
+    if (strcmp(stop, "products") == 0)
+        return;
     char products[1024];
     snprintf(products, sizeof(products),
              "sku,name,eans\n"
@@ -223,20 +230,31 @@ static void load_base(int64_t org)
              "%s,%s,5901234123457\n",
              long_sku, long_name);
     import_ok(org, "products", products, 5);
+    if (strcmp(stop, "stock") == 0)
+        return;
     import_ok(org, "stock",
               "sku,warehouse,on_hand\n"
               "SKU-1,W1,10\nSKU-1,W2,5\nSKU-1,SUP,100\nSKU-2,W1,30\nsku-1,W1,7\n",
               5);
+    if (strcmp(stop, "location-stock") == 0)
+        return;
     import_ok(org, "location-stock",
               "sku,warehouse,location,quantity\n"
               "SKU-1,W1,A-10,4\nSKU-1,W1,A-2,4\nSKU-1,W1,DOCK,50\nSKU-2,SUP,S-1,9\n"
               "SKU-3,W2,B-1,0\n",
               5);
+    if (strcmp(stop, "reservations") == 0)
+        return;
     import_ok(org, "reservations",
               "ref,sku,warehouse,quantity,status\n"
               "R1,SKU-1,W1,3,active\nR2,SKU-1,W2,1,released\nR3,SKU-1,SUP,50,active\n"
               "R4,SKU-2,W1,10,active\n",
               4);
+}
+
+static void load_base(int64_t org)
+{
+    load_base_until(org, "");
 }
 
 static void test_good_data(void)
@@ -792,6 +810,77 @@ static void test_bad_files(void)
         CHECK(wl_import_kind_valid(kinds[i]));
 }
 
+/*
+ * The same bad files as an organization's first import of their kind, which goes straight into
+ * the tables (wl_inventory_batch_begin_first) until a problem sends it back to staging: the
+ * same lines reported, each once, and nothing written.
+ */
+static void test_first_import_problems(void)
+{
+    for (size_t i = 0; i < sizeof(bad_cases) / sizeof(bad_cases[0]); i++) {
+        const bad_case_t *c = &bad_cases[i];
+        char slug[32], before[33], after[33], got[256];
+        snprintf(slug, sizeof(slug), "first-%zu", i);
+        int64_t org = fixture_org(conn, slug);
+        load_base_until(org, c->kind);
+        inventory_digest(before);
+        long long rows_before = total_rows();
+        problems_t problems;
+        size_t rows = 99;
+        size_t len = c->csv_len ? c->csv_len : strlen(c->csv);
+        int failures = test_failures;
+        CHECK_INT(import_bytes(org, c->kind, c->csv, len, &problems, &rows), WL_EINVAL);
+        CHECK_INT(rows, 0);
+        if (!lines_match(&problems, c->lines, got, sizeof(got)))
+            FAIL("lines reported: %s", got);
+        inventory_digest(after);
+        CHECK_STR(after, before);
+        CHECK_INT(total_rows(), rows_before);
+        if (test_failures != failures) {
+            fprintf(stderr, "  in first-import bad case \"%s\" (%s):\n", c->what, c->kind);
+            print_problems(&problems);
+        }
+    }
+
+    /* Duplicate keys within a first import: each later row named, with the first. */
+    int64_t org = fixture_org(conn, "first-duplicates");
+    load_base_until(org, "stock");
+    problems_t problems;
+    size_t rows = 0;
+    CHECK_INT(import_text(org, "stock",
+                          "sku,warehouse,on_hand\nSKU-1,W1,1\nSKU-2,W1,2\nSKU-1,W1,3\n"
+                          "SKU-1,W2,4\nSKU-2,W1,5\n",
+                          &problems, &rows),
+              WL_EINVAL);
+    CHECK_INT(problems.count, 2);
+    CHECK_INT(problems.items[0].line, 4);
+    CHECK(strstr(problems.items[0].description, "first on line 2") != NULL);
+    CHECK_INT(problems.items[1].line, 6);
+    CHECK(strstr(problems.items[1].description, "first on line 3") != NULL);
+    CHECK_INT(query_count(org, "SELECT count(*) FROM stock WHERE org_id = $1"), 0);
+    CHECK_INT(query_count(org, "SELECT count(*) FROM stock_availability WHERE org_id = $1"), 0);
+
+    /* A file read from a pipe cannot be read twice: it is staged from the start. */
+    int fds[2];
+    CHECK_INT(pipe(fds), 0);
+    const char *csv = "sku,warehouse,on_hand\nSKU-1,W1,1\nSKU-9,W1,2\n";
+    CHECK(write(fds[1], csv, strlen(csv)) == (ssize_t)strlen(csv));
+    close(fds[1]);
+    FILE *in = fdopen(fds[0], "rb");
+    memset(&problems, 0, sizeof(problems));
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_import_csv(conn, org, "stock", in, collect, &problems, &rows, &err), WL_EINVAL);
+    fclose(in);
+    CHECK_INT(problems.count, 1);
+    CHECK_INT(problems.items[0].line, 3);
+
+    /* The good rows then import, straight into the tables. */
+    import_ok(org, "stock", "sku,warehouse,on_hand\nSKU-1,W1,1\nSKU-2,W1,2\n", 2);
+    CHECK_AVAILABILITY(org, "SKU-1", "1@(null)");
+    CHECK_AVAILABILITY(org, "SKU-2", "2@(null)");
+}
+
 /* Every problem of a large bad file is reported, not only the first few. */
 static void test_many_bad_lines(void)
 {
@@ -898,6 +987,7 @@ int main(void)
     test_good_data();
     test_upserts();
     test_bad_files();
+    test_first_import_problems();
     test_many_bad_lines();
     test_large_import();
     PQfinish(conn);
