@@ -12,6 +12,7 @@
 
 #include "fixture.h"
 #include "store/import.h"
+#include "store/inventory.h"
 #include "test.h"
 #include "testdb.h"
 
@@ -41,6 +42,12 @@ static void collect(size_t line, const char *column, const char *description, vo
         snprintf(p->description, sizeof(p->description), "%s", description);
     }
     problems->count++;
+}
+
+static void name_row(size_t label, char *buf, size_t size, void *data)
+{
+    (void)data;
+    snprintf(buf, size, "row %zu", label);
 }
 
 /* Imports len bytes of CSV text; problems (may be NULL) receives what was reported. */
@@ -874,6 +881,27 @@ static void test_first_import_problems(void)
     fclose(in);
     CHECK_INT(problems.count, 1);
     CHECK_INT(problems.items[0].line, 3);
+
+    /* An organization's first rows of a kind go straight into the tables, later ones are
+     * staged; warehouses always are. */
+    wl_inventory_reporter_t reporter = {collect, name_row, &problems};
+    int64_t fresh = fixture_org(conn, "first-direct");
+    load_base_until(fresh, "location-stock");
+    static const struct {
+        wl_inventory_kind_t kind;
+        bool direct;
+    } paths[] = {{WL_INVENTORY_LOCATION_STOCK, true},
+                 {WL_INVENTORY_RESERVATIONS, true},
+                 {WL_INVENTORY_STOCK, false},
+                 {WL_INVENTORY_PRODUCTS, false},
+                 {WL_INVENTORY_WAREHOUSES, false}};
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        wl_inventory_batch_t batch;
+        CHECK_INT(
+            wl_inventory_batch_begin_first(&batch, conn, fresh, paths[i].kind, &reporter, &err), 0);
+        CHECK(batch.direct == paths[i].direct);
+        wl_inventory_batch_abort(&batch);
+    }
 
     /* The good rows then import, straight into the tables. */
     import_ok(org, "stock", "sku,warehouse,on_hand\nSKU-1,W1,1\nSKU-2,W1,2\n", 2);
