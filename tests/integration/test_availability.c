@@ -183,6 +183,66 @@ static void test_bulk_paths(PGconn *conn)
     free(csv.text);
 }
 
+/*
+ * An organization's first export rows made by a large file of rack assignments, then of
+ * reservations, then of stock (the direct import and the first-rows path of migration 0009
+ * with each part alone): what the rules give after each, the rows in SKU order.
+ */
+static void test_first_rows_each_part(PGconn *conn)
+{
+    enum { N = 9000 };
+    int64_t org = fixture_org(conn, "racks-first");
+    fixture_import(conn, org, "warehouses",
+                   "code,name,kind\nW1,One,own\nW2,Two,own\nSUP,Supplier,supplier\n");
+    fixture_import(conn, org, "locations",
+                   "warehouse,code,staging\nW1,A-2,false\nW1,A-10,false\nW1,DOCK,true\n"
+                   "W2,B-1,false\nSUP,S-1,false\n");
+    csv_t csv = {0};
+    csv_add(&csv, "sku,name,eans\n");
+    for (int i = 0; i < N; i++)
+        csv_add(&csv, "SKU-%05d,Product %d,\n", i, i);
+    fixture_import(conn, org, "products", csv.text);
+
+    csv.len = 0;
+    csv_add(&csv, "sku,warehouse,location,quantity\n");
+    for (int i = 0; i < N; i++) {
+        if (i % 7 == 6)
+            continue;
+        csv_add(&csv, "SKU-%05d,W1,A-10,%d\n", i, i % 4);
+        csv_add(&csv, "SKU-%05d,W1,A-2,%d\n", i, i % 3);
+        if (i % 2 == 0)
+            csv_add(&csv, "SKU-%05d,W1,DOCK,%d\n", i, 50);
+        if (i % 9 == 0)
+            csv_add(&csv, "SKU-%05d,SUP,S-1,%d\n", i, 99);
+    }
+    long long version = export_version(conn, org);
+    fixture_import(conn, org, "location-stock", csv.text);
+    CHECK_INT(mismatches(conn, org), 0);
+    CHECK(export_version(conn, org) > version);
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM (SELECT sku, lag(sku) OVER (ORDER BY ctid) AS before"
+             " FROM stock_availability WHERE org_id = %lld) o WHERE before > sku",
+             (long long)org);
+    CHECK_INT(testdb_count(conn, sql), 0);
+
+    csv.len = 0;
+    csv_add(&csv, "ref,sku,warehouse,quantity,status\n");
+    for (int i = 0; i < N; i += 2)
+        csv_add(&csv, "R-%05d,SKU-%05d,W1,%d,active\n", i, i, i % 19);
+    fixture_import(conn, org, "reservations", csv.text);
+    CHECK_INT(mismatches(conn, org), 0);
+
+    csv.len = 0;
+    csv_add(&csv, "sku,warehouse,on_hand\n");
+    for (int i = 0; i < N; i++)
+        if (i % 5 != 4)
+            csv_add(&csv, "SKU-%05d,%s,%d\n", i, i % 5 == 3 ? "SUP" : "W1", i % 17);
+    fixture_import(conn, org, "stock", csv.text);
+    CHECK_INT(mismatches(conn, org), 0);
+    free(csv.text);
+}
+
 int main(void)
 {
     const char *conninfo = testdb_create("integration_availability");
@@ -225,6 +285,7 @@ int main(void)
              (long long)org);
     CHECK_INT(testdb_count(a, sql), 95);
     test_bulk_paths(a);
+    test_first_rows_each_part(a);
     PQfinish(a);
     PQfinish(b);
     return test_exit();

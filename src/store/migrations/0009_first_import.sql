@@ -11,7 +11,8 @@ ALTER TABLE locations DROP CONSTRAINT locations_org_id_warehouse_fkey;
 
 -- 2. The availability refresh of 0007, with one more path: when a refresh covers the whole
 -- organization and the organization has no export rows yet (its first import of stock or rack
--- assignments), the computed rows are inserted straight, in SKU order, instead of going
+-- assignments), the rows are computed from the stock and rack rows alone (not driven by every
+-- product and joined to the empty export) and inserted straight, in SKU order, instead of going
 -- through a temporary table, a count of the changed rows and a second pass. The other paths,
 -- the rules, the lock and the version bump are those of 0007.
 CREATE OR REPLACE FUNCTION wl_refresh_availability_from(p_org bigint, p_skus regclass, p_parts text)
@@ -31,6 +32,7 @@ DECLARE
     v_included text;
     v_skus text;
     v_filter text := '';
+    v_parts text;
     v_computed text;
 BEGIN
     IF p_parts NOT IN ('all', 'qty', 'location') THEN
@@ -79,7 +81,7 @@ BEGIN
                                ELSE 'o.sku IS NOT NULL OR p.sku IS NOT NULL' END;
 
     -- Each part joins the SKUs it is computed for only when they are a subset (not v_whole).
-    v_computed := format($sql$
+    v_parts := format($sql$
     WITH on_hand AS (
         SELECT st.sku, sum(st.on_hand) AS on_hand
         FROM stock st %1$s
@@ -100,33 +102,41 @@ BEGIN
                         AND l.code = ls.location AND NOT l.staging
         WHERE ls.org_id = $1 AND %2$L <> 'qty'
         ORDER BY ls.sku, ls.quantity DESC, l.sort_key, ls.location, ls.warehouse
-    ), computed AS (
-        SELECT a.sku, %5$s AS qty, %6$s AS location, (%7$s) AS included,
+    )
+    $sql$,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = st.sku' END,
+    p_parts,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = r.sku' END,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = ls.sku' END);
+
+    v_computed := v_parts || format($sql$, computed AS (
+        SELECT a.sku, %1$s AS qty, %2$s AS location, (%3$s) AS included,
                sa.sku IS NOT NULL AS existed, sa.qty AS old_qty, sa.location AS old_location
-          FROM %8$s
+          FROM %4$s
           LEFT JOIN stock_availability sa ON sa.org_id = $1 AND sa.sku = a.sku
           LEFT JOIN on_hand o ON o.sku = a.sku
           LEFT JOIN reserved r ON r.sku = a.sku
           LEFT JOIN primary_location p ON p.sku = a.sku
-         WHERE true %9$s
+         WHERE true %5$s
     )
     SELECT sku, qty, location, included, existed,
            included <> existed
            OR (included AND (old_qty, old_location) IS DISTINCT FROM (qty, location)) AS changed
       FROM computed
-    $sql$,
-    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = st.sku' END,
-    p_parts,
-    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = r.sku' END,
-    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = ls.sku' END,
-    v_qty, v_location, v_included, v_skus, v_filter);
+    $sql$, v_qty, v_location, v_included, v_skus, v_filter);
 
     IF v_whole AND v_existing = 0 THEN
-        -- The organization's first export rows: every row computed is new, so they go straight
-        -- into the table in SKU order, without the intermediate table and the comparison.
-        EXECUTE 'INSERT INTO stock_availability (org_id, sku, qty, location)'
-                ' SELECT $1, c.sku, c.qty, c.location FROM (' || v_computed || ') c'
-                ' WHERE c.included ORDER BY c.sku' USING p_org;
+        -- The organization's first export rows: every row is new, so they go straight into the
+        -- table in SKU order, without the intermediate table and the comparison. The SKUs
+        -- included are those with stock or a location (rules of 0001), so the rows come from
+        -- those two parts; a part not computed (p_parts) is empty, and its value is what a SKU
+        -- without an export row has (0 on hand, no location).
+        EXECUTE 'INSERT INTO stock_availability (org_id, sku, qty, location) ' || v_parts
+                || ' SELECT $1, coalesce(o.sku, p.sku),'
+                   ' greatest(0, coalesce(o.on_hand, 0) - coalesce(r.reserved, 0)), p.location'
+                   ' FROM on_hand o FULL JOIN primary_location p ON p.sku = o.sku'
+                   ' LEFT JOIN reserved r ON r.sku = coalesce(o.sku, p.sku)'
+                   ' ORDER BY 2' USING p_org;
         GET DIAGNOSTICS v_changed = ROW_COUNT;
         PERFORM set_config('enable_indexscan', v_settings[3], true);
         PERFORM set_config('enable_indexonlyscan', v_settings[4], true);
