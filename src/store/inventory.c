@@ -73,8 +73,8 @@ typedef struct {
      * each column but the EANs, then sort_key); the EANs of products go to product_eans.
      */
     const char *table;
-    /* On such a first import, the SKUs the refresh covers are the written rows' own. */
-    bool first_affected_are_staged;
+    /* On such a first import, the refresh, when not the kind's usual one ($1: organization). */
+    const char *first_refresh;
 } kind_t;
 
 #define CHECK_PRODUCT                                                                              \
@@ -258,7 +258,7 @@ static const kind_t kinds[] = {
                        " WHERE r.org_id = $1::bigint AND r.ref = i.ref)"},
             .analyze = "ANALYZE reservations",
             .table = "reservations",
-            .first_affected_are_staged = true,
+            .first_refresh = "SELECT wl_refresh_availability_first_reservations($1)",
         },
     [WL_INVENTORY_RESERVATIONS_CREATE] =
         {
@@ -1043,14 +1043,17 @@ static int finish_direct(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *
         rc = plan_for_bulk(batch, err);
     for (size_t i = 0; !refused && rc == 0 && i < MAX_CHECKS && kind->checks[i] != NULL; i++)
         rc = direct_check(batch, kind->checks[i], &refused, err);
-    bool staged = kind->affected_are_staged || kind->first_affected_are_staged;
-    if (!refused && rc == 0 && kind->affected_skus != NULL && !staged) {
+    bool staged = kind->affected_are_staged;
+    if (!refused && rc == 0 && kind->first_refresh != NULL)
+        rc = wl_db_exec(batch->conn, kind->first_refresh, 1, params, NULL, err);
+    else if (!refused && rc == 0 && kind->affected_skus != NULL && !staged) {
         char sql[1024];
         snprintf(sql, sizeof(sql), "CREATE TEMP TABLE import_affected ON COMMIT DROP AS %s",
                  kind->affected_skus);
         rc = wl_db_exec(batch->conn, sql, strstr(sql, "$1") ? 1 : 0, params, NULL, err);
     }
-    if (!refused && rc == 0 && (kind->affected_skus != NULL || staged)) {
+    if (!refused && rc == 0 && kind->first_refresh == NULL &&
+        (kind->affected_skus != NULL || staged)) {
         const char *refresh_params[] = {batch->org, kind->refresh_parts,
                                         staged ? "pg_temp.import_rows" : "pg_temp.import_affected"};
         rc = wl_db_exec(batch->conn, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)", 3,

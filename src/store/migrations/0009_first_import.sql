@@ -205,3 +205,38 @@ BEGIN
 END;
 $$;
 
+
+-- 3. An organization's first reservations (its first import of them; the inventory batch
+-- calls this only then, under the organization's inventory lock): its reservations are all
+-- the batch's. Before them each export row held qty = max(0, on hand - 0) = on hand, kept
+-- current by every writer (0007's premise), so the new qty is max(0, qty - reserved), and only
+-- SKUs with active reservations in own warehouses change; neither the location nor which SKUs
+-- are exported depends on reservations. No aggregate of the organization's stock, which the
+-- general refresh computes again for every reserved SKU. Lock and version bump as in 0002.
+CREATE FUNCTION wl_refresh_availability_first_reservations(p_org bigint) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_changed bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(2002872684, (p_org % 2147483647)::integer);
+    UPDATE stock_availability sa
+       SET qty = greatest(0, sa.qty - r.reserved)
+      FROM (SELECT r.sku, sum(r.quantity) AS reserved
+              FROM reservations r
+              JOIN warehouses w ON w.org_id = r.org_id AND w.code = r.warehouse
+                               AND w.kind = 'own'
+             WHERE r.org_id = p_org AND r.status = 'active'
+             GROUP BY r.sku) r
+     WHERE sa.org_id = p_org AND sa.sku = r.sku AND sa.qty <> greatest(0, sa.qty - r.reserved);
+    GET DIAGNOSTICS v_changed = ROW_COUNT;
+    IF v_changed > 0 THEN
+        INSERT INTO export_versions AS v (org_id, version, changed_at)
+        VALUES (p_org, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, clock_timestamp())
+        ON CONFLICT (org_id) DO UPDATE
+            SET version = greatest(v.version + 1, excluded.version),
+                changed_at = excluded.changed_at;
+        PERFORM pg_notify('wl_export_changed', p_org::text);
+    END IF;
+    RETURN v_changed;
+END;
+$$;
