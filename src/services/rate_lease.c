@@ -27,8 +27,9 @@ typedef struct {
     int64_t org_id; /* 0: free */
     char bucket[16];
     int limit;
-    bool fetching;  /* a request is asking the database; the others wait */
-    bool refilling; /* a refiller is asking ahead for next */
+    bool fetching;    /* a request is asking the database; the others wait */
+    bool refilling;   /* a refill of next is queued or asked for */
+    bool refill_sent; /* ... and a refiller has asked: it is worth waiting for */
     grant_t current, next;
     int used;         /* the database's count after the last grant */
     int64_t reset_ms; /* the database's reset at the last grant, */
@@ -215,8 +216,13 @@ static void record_grant(lease_t *e, const wl_rate_fetch_t *fetch, const wl_rate
     }
     if (e == NULL)
         return;
-    *into = (grant_t){left, grant->granted, fetch->sent_ns,
-                      fetch->sent_ns + (int64_t)fetch->ask.hold_ms * 1000000, ""};
+    /* Spent within up to a fifth less than the hold time, varied per grant: buckets leased
+     * together (a burst, a restart) then do not all run out, and refill, at the same moment.
+     * Ending early is always safe; the permits are counted at the end of the hold. */
+    int64_t hold_ns = (int64_t)fetch->ask.hold_ms * 1000000;
+    uint64_t mix = ((uint64_t)fetch->sent_ns ^ (uint64_t)e->org_id) * 0x9e3779b97f4a7c15ull;
+    int64_t early = hold_ns > 0 ? (int64_t)((mix >> 33) % (uint64_t)(hold_ns / 5 + 1)) : 0;
+    *into = (grant_t){left, grant->granted, fetch->sent_ns, fetch->sent_ns + hold_ns - early, ""};
     snprintf(into->counted_at, sizeof(into->counted_at), "%s", grant->counted_at);
     e->used = grant->used;
     e->reset_ms = grant->reset_ms;
@@ -236,10 +242,11 @@ static void *refiller_main(void *arg)
         leases->queue_head = (leases->queue_head + 1) % QUEUE;
         leases->queue_len--;
         lease_t *e = &leases->slots[job.slot];
-        if (e->org_id != job.org_id || !e->refilling)
-            continue;
+        if (e->org_id != job.org_id || !e->refilling || e->refill_sent)
+            continue; /* taken over by a request, or a stale job */
         wl_rate_fetch_t fetch;
         prepare_ask(leases, e, now_ns(), true, &fetch);
+        e->refill_sent = true;
         int64_t org_id = e->org_id;
         char bucket[sizeof(e->bucket)];
         snprintf(bucket, sizeof(bucket), "%s", e->bucket);
@@ -259,6 +266,7 @@ static void *refiller_main(void *arg)
                 record_grant(e, &fetch, &grant, &e->next, false, NULL);
         }
         e->refilling = false;
+        e->refill_sent = false;
         pthread_cond_broadcast(&leases->answered);
     }
     pthread_mutex_unlock(&leases->lock);
@@ -305,11 +313,12 @@ void wl_rate_leases_destroy(wl_rate_leases_t *leases)
     free(leases);
 }
 
-/* Whether a request must wait: another request is asking, or a refill will answer sooner
- * than an ask of its own. */
+/* Whether a request must wait: another request is asking, or a refiller is, and will answer
+ * sooner than an ask of its own. (A refill still in the queue is not waited for: after a burst
+ * many buckets run low together, and the queue can be long.) */
 static bool must_wait(const lease_t *e, int64_t now)
 {
-    return e->fetching || (e->refilling && !usable(&e->current, now) && !usable(&e->next, now));
+    return e->fetching || (e->refill_sent && !usable(&e->current, now) && !usable(&e->next, now));
 }
 
 bool wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *rate,
@@ -349,6 +358,7 @@ bool wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *r
     if (e == NULL)
         e = claim(leases, org_id, rate->bucket, now);
     if (e != NULL) {
+        e->refilling = false; /* a refill still queued is taken over by this ask */
         e->limit = rate->limit;
         retire_current(e);
         e->fetching = true;
