@@ -469,6 +469,24 @@ static bool ean_skipped(wl_span_t eans, size_t start, wl_span_t ean)
     return repeated;
 }
 
+/* The next EAN of the list from eans[*start] on that is not skipped; false after the last. */
+static bool next_ean(wl_span_t eans, size_t *start, wl_span_t *ean)
+{
+    while (*start <= eans.len) {
+        size_t end = *start;
+        while (end < eans.len && eans.base[end] != '|')
+            end++;
+        wl_span_t candidate = wl_span(eans.base + *start, end - *start);
+        bool skipped = ean_skipped(eans, *start, candidate);
+        *start = end + 1;
+        if (!skipped) {
+            *ean = candidate;
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool copy_append_eans(wl_inventory_batch_t *batch, wl_span_t eans)
 {
     /* Reserves the room for the separator or line end that follows, as every append does. */
@@ -476,14 +494,8 @@ static bool copy_append_eans(wl_inventory_batch_t *batch, wl_span_t eans)
     if (!copy_append(batch, "", 0))
         return false;
     size_t start = 0;
-    for (size_t i = 0; i <= eans.len; i++) {
-        if (i < eans.len && eans.base[i] != '|')
-            continue;
-        wl_span_t ean = wl_span(eans.base + start, i - start);
-        bool skipped = ean_skipped(eans, start, ean);
-        start = i + 1;
-        if (skipped)
-            continue;
+    wl_span_t ean;
+    while (next_ean(eans, &start, &ean)) {
         if (!first && !copy_append(batch, "|", 1))
             return false;
         if (!copy_append(batch, ean.base, ean.len))
@@ -500,14 +512,8 @@ static bool copy_append_eans(wl_inventory_batch_t *batch, wl_span_t eans)
 static bool write_direct_eans(wl_inventory_batch_t *batch, wl_span_t eans, wl_span_t sku)
 {
     size_t start = 0;
-    for (size_t i = 0; i <= eans.len; i++) {
-        if (i < eans.len && eans.base[i] != '|')
-            continue;
-        wl_span_t ean = wl_span(eans.base + start, i - start);
-        bool skipped = ean_skipped(eans, start, ean);
-        start = i + 1;
-        if (skipped)
-            continue;
+    wl_span_t ean;
+    while (next_ean(eans, &start, &ean)) {
         batch->len = 0;
         if (!copy_append(batch, batch->org, strlen(batch->org)))
             return false;

@@ -15,6 +15,20 @@ ALTER TABLE locations DROP CONSTRAINT locations_org_id_warehouse_fkey;
 -- product and joined to the empty export) and inserted straight, in SKU order, instead of going
 -- through a temporary table, a count of the changed rows and a second pass. The other paths,
 -- the rules, the lock and the version bump are those of 0007.
+-- An organization's exported values changed: a new export version, and an announcement that
+-- tells every walklistd that listens to drop its cached export of the organization (delivered
+-- at commit, never for a rollback).
+CREATE FUNCTION wl__export_changed(p_org bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO export_versions AS v (org_id, version, changed_at)
+    VALUES (p_org, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, clock_timestamp())
+    ON CONFLICT (org_id) DO UPDATE
+        SET version = greatest(v.version + 1, excluded.version),
+            changed_at = excluded.changed_at;
+    PERFORM pg_notify('wl_export_changed', p_org::text);
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION wl_refresh_availability_from(p_org bigint, p_skus regclass, p_parts text)
 RETURNS bigint
 LANGUAGE plpgsql AS $$
@@ -192,14 +206,7 @@ BEGIN
     PERFORM set_config('work_mem', v_settings[2], true);
     DROP TABLE IF EXISTS pg_temp.wl_availability_skus;
     IF v_changed > 0 THEN
-        INSERT INTO export_versions AS v (org_id, version, changed_at)
-        VALUES (p_org, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, clock_timestamp())
-        ON CONFLICT (org_id) DO UPDATE
-            SET version = greatest(v.version + 1, excluded.version),
-                changed_at = excluded.changed_at;
-        -- Tells every walklistd that listens to drop its cached export of the organization
-        -- (delivered at commit, never for a rollback).
-        PERFORM pg_notify('wl_export_changed', p_org::text);
+        PERFORM wl__export_changed(p_org);
     END IF;
     RETURN v_changed;
 END;
@@ -255,12 +262,7 @@ BEGIN
     END IF;
     DROP TABLE pg_temp.wl_first_reserved;
     IF v_changed > 0 THEN
-        INSERT INTO export_versions AS v (org_id, version, changed_at)
-        VALUES (p_org, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, clock_timestamp())
-        ON CONFLICT (org_id) DO UPDATE
-            SET version = greatest(v.version + 1, excluded.version),
-                changed_at = excluded.changed_at;
-        PERFORM pg_notify('wl_export_changed', p_org::text);
+        PERFORM wl__export_changed(p_org);
     END IF;
     RETURN v_changed;
 END;
