@@ -1,0 +1,119 @@
+/*
+ * walklistd's configuration: a bad flag or environment value stops it at once with exit status 2
+ * and a message naming the setting, before it opens anything; the key cache and permit leases can
+ * be switched off, and requests are then decided in PostgreSQL every time.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+#include "fixture.h"
+#include "service.h"
+#include "testdb.h"
+
+/* Runs walklistd with args (and one environment variable when env is not NULL); its exit
+ * status, and its stderr in err. */
+static int run_refused(const char *const *args, const char *env, char *err, size_t size)
+{
+    char path[] = "/tmp/walklist-config-XXXXXX";
+    int fd = mkstemp(path);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (env != NULL)
+            putenv((char *)env);
+        dup2(fd, STDERR_FILENO);
+        dup2(fd, STDOUT_FILENO);
+        const char *argv[16] = {getenv("WALKLISTD")};
+        for (int i = 0; args[i] != NULL && i < 14; i++)
+            argv[i + 1] = args[i];
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ssize_t n = pread(fd, err, size - 1, 0);
+    err[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_bad_values(const char *conninfo)
+{
+    static const struct {
+        const char *flag, *value, *env;
+    } cases[] = {
+        {"--rate-lease-ms", "-1", NULL},
+        {"--rate-lease-ms", "60001", NULL},
+        {"--rate-lease-ms", "10s", NULL},
+        {"--key-cache-ttl-ms", "3600001", NULL},
+        {"--key-cache-ttl-ms", "", NULL},
+        {"--rate-lease-ms", NULL, "WALKLIST_RATE_LEASE_MS=soon"},
+        {"--key-cache-ttl-ms", NULL, "WALKLIST_KEY_CACHE_TTL_MS=-5"},
+        {"--rate-limit-shared", "0", NULL},
+        {"--threads", "0", NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *args[] = {"--database-url",
+                              conninfo,
+                              "--listen",
+                              "127.0.0.1:0",
+                              cases[i].value ? cases[i].flag : NULL,
+                              cases[i].value,
+                              NULL};
+        char err[2048];
+        CHECK_INT(run_refused(args, cases[i].env, err, sizeof(err)), 2);
+        CHECK(strstr(err, cases[i].flag) != NULL);
+        /* Refused before serving: it never listened. */
+        CHECK(strstr(err, "\"msg\":\"listening\"") == NULL);
+    }
+}
+
+static long long metric(const char *text, const char *series)
+{
+    char needle[256];
+    snprintf(needle, sizeof(needle), "\n%s ", series);
+    const char *at = strstr(text, needle);
+    return at == NULL ? -1 : atoll(at + strlen(needle));
+}
+
+/* With both switched off, every key check and every rate decision is made in PostgreSQL. */
+static void test_switched_off(const char *conninfo, PGconn *db)
+{
+    int64_t org = fixture_org(db, "config-off");
+    char key[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "stock:read", key);
+    const char *args[] = {"--key-cache-ttl-ms", "0", "--rate-lease-ms", "0", NULL};
+    service_t service;
+    service_start(&service, conninfo, args);
+    for (int i = 0; i < 5; i++) {
+        http_response_t res =
+            e2e_request(service.port, "GET", "/api/v1/stock-export", key, NULL, NULL);
+        CHECK_INT(res.status, 200);
+        http_response_free(&res);
+    }
+    http_response_t res = e2e_request(service.port, "GET", "/metrics", NULL, NULL, NULL);
+    const char *text = res.body ? res.body : "";
+    CHECK_INT(metric(text, "walklist_key_checks_total{source=\"cache\"}"), 0);
+    CHECK_INT(metric(text, "walklist_rate_limit_decisions_total{source=\"lease\"}"), 0);
+    CHECK_INT(metric(text, "walklist_rate_limit_refills_total"), 0);
+    http_response_free(&res);
+    CHECK_INT(testdb_count(db, "SELECT coalesce(sum(c), 0) FROM rate_limits r, unnest(r.hits,"
+                               " coalesce(r.counts, array_fill(1, ARRAY[cardinality(r.hits)])))"
+                               " AS u(h, c) WHERE r.bucket = 'stock-export'"),
+              5);
+    CHECK_INT(service_stop(&service), 0);
+}
+
+int main(void)
+{
+    const char *conninfo = testdb_create("e2e_config");
+    PGconn *db = testdb_connect(conninfo);
+    test_bad_values(conninfo);
+    test_switched_off(conninfo, db);
+    PQfinish(db);
+    return test_exit();
+}
