@@ -107,6 +107,17 @@ start_walklistd() {
   [[ -n $PORT ]] || die "walklistd did not start: $(tail -n 5 "$log_file")"
 }
 
+# After a warm-up, a measured run of LUA (in scripts/bench/, rotating over the benchmark
+# organizations) as one row; RUN_RPS holds its requests per second.
+rotating_run() {
+  local name=$1 lua=$2 expected=$3 label=$4 p50 p99 transfer bad
+  warm_up "$BENCH_DIR/$lua"
+  run_wrk "$WORK/$name.txt" -t 2 -c "$CONNECTIONS" -d "${DURATION}s" -s "$BENCH_DIR/$lua" \
+    "http://127.0.0.1:$PORT"
+  read -r RUN_RPS p50 p99 transfer bad <<<"$(wrk_figures "$WORK/$name.txt")"
+  row "$label" "$RUN_RPS req/s, p50 $p50 ms, p99 $p99 ms" "-" "-" "non-$expected: $bad"
+}
+
 # The same load as the run that follows, for WARMUP seconds, figures thrown away.
 warm_up() {
   wrk -t 2 -c "$CONNECTIONS" -d "${WARMUP}s" -s "$1" "http://127.0.0.1:$PORT" >/dev/null 2>&1 || true
@@ -312,13 +323,9 @@ bench_create() {
   # follows a warm-up with the same load: the first requests of each organization check its key
   # and ask for rate-limit permits in the database, as they do once per process in production.
   COMMANDS+=("wrk -t 2 -c $CONNECTIONS -d ${WARMUP}s -s LUA ...   (warm-up before each run below)")
-  warm_up "$BENCH_DIR/not_modified.lua"
-  run_wrk "$WORK/304-rotating.txt" -t 2 -c "$CONNECTIONS" -d "${DURATION}s" \
-    -s "$BENCH_DIR/not_modified.lua" "http://127.0.0.1:$PORT"
-  read -r rps p50 p99 transfer bad <<<"$(wrk_figures "$WORK/304-rotating.txt")"
-  row "unchanged export, 304, rotating over $ORGS organizations" \
-    "$rps req/s, p50 $p50 ms, p99 $p99 ms" "-" "-" "non-3xx: $bad"
-  NOT_MODIFIED_ROTATING=$rps
+  rotating_run 304-rotating not_modified.lua 3xx \
+    "unchanged export, 304, rotating over $ORGS organizations"
+  NOT_MODIFIED_ROTATING=$RUN_RPS
 
   # Again reading each organization's version in the database on every request
   # (WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=0), for comparison.
@@ -326,14 +333,9 @@ bench_create() {
   export WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=0
   start_walklistd
   unset WALKLIST_EXPORT_CACHE_TRUST_NOTIFY
-  warm_up "$BENCH_DIR/not_modified.lua"
   COMMANDS+=("WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=0 walklistd ...   (then the warm-up and:)")
-  run_wrk "$WORK/304-reading.txt" -t 2 -c "$CONNECTIONS" -d "${DURATION}s" \
-    -s "$BENCH_DIR/not_modified.lua" "http://127.0.0.1:$PORT"
-  read -r rps p50 p99 transfer bad <<<"$(wrk_figures "$WORK/304-reading.txt")"
-  row "unchanged export, 304, rotating, version read on every request" \
-    "$rps req/s, p50 $p50 ms, p99 $p99 ms" "-" "-" "non-3xx: $bad"
-  NOT_MODIFIED_READING=$rps
+  rotating_run 304-reading not_modified.lua 3xx \
+    "unchanged export, 304, rotating, version read on every request"
   stop_walklistd
   start_walklistd
 
@@ -378,12 +380,8 @@ bench_create() {
   CREATE_P99=$p99
   FLOOR_P99=$(sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' <<<"$floor_lat")
 
-  warm_up "$BENCH_DIR/create_get.lua"
-  run_wrk "$WORK/create-get.txt" -t 2 -c "$CONNECTIONS" -d "${DURATION}s" \
-    -s "$BENCH_DIR/create_get.lua" "http://127.0.0.1:$PORT"
-  read -r rps p50 p99 transfer bad <<<"$(wrk_figures "$WORK/create-get.txt")"
-  row "create walk list, GET form, 20 codes (wrk $CONNECTIONS connections)" \
-    "$rps req/s, p50 $p50 ms, p99 $p99 ms" "-" "-" "non-2xx: $bad"
+  rotating_run create-get create_get.lua 2xx \
+    "create walk list, GET form, 20 codes (wrk $CONNECTIONS connections)"
 }
 
 # LoadList of 200-code lists (codes of the largest catalogue) on the device transport, one at
@@ -512,7 +510,7 @@ main() {
   [[ -x $BUILD/bin/walklistd && -x $BUILD/bin/walklistctl ]] || die "no walklistd in $BUILD/bin"
   start_postgres
   declare -gA GENERATE_SECONDS=() IMPORT_SECONDS=() EXPORT_RATIO=() RSS_GROWTH=() FULL_BODY=() NOT_MODIFIED=() KEY=()
-  NOT_MODIFIED_ROTATING= NOT_MODIFIED_READING= CREATE_RATIO= CREATE_P99= FLOOR_P99=
+  NOT_MODIFIED_ROTATING= CREATE_RATIO= CREATE_P99= FLOOR_P99=
   local size
   for size in "${SIZES[@]}"; do
     log "catalogue of $size SKUs"
