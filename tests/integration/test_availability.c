@@ -49,6 +49,18 @@ static long long mismatches(PGconn *conn, int64_t org)
     return testdb_count(conn, sql);
 }
 
+/* Export rows of the organization stored out of SKU order (0 after a rebuild in SKU order,
+ * which is what the export's scan reads best). */
+static long long rows_out_of_sku_order(PGconn *conn, int64_t org)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM (SELECT sku, lag(sku) OVER (ORDER BY ctid) AS before"
+             " FROM stock_availability WHERE org_id = %lld) o WHERE before > sku",
+             (long long)org);
+    return testdb_count(conn, sql);
+}
+
 static long long export_version(PGconn *conn, int64_t org)
 {
     char sql[128];
@@ -118,12 +130,7 @@ static void test_bulk_paths(PGconn *conn)
     CHECK_INT(mismatches(conn, org), 0);
     CHECK(export_version(conn, org) > version);
     /* Written by the rebuild, in SKU order (what the export's scan reads best). */
-    char sql[256];
-    snprintf(sql, sizeof(sql),
-             "SELECT count(*) FROM (SELECT sku, lag(sku) OVER (ORDER BY ctid) AS before"
-             " FROM stock_availability WHERE org_id = %lld) o WHERE before > sku",
-             (long long)org);
-    CHECK_INT(testdb_count(conn, sql), 0);
+    CHECK_INT(rows_out_of_sku_order(conn, org), 0);
 
     csv.len = 0;
     csv_add(&csv, "sku,warehouse,location,quantity\n");
@@ -219,12 +226,7 @@ static void test_first_rows_each_part(PGconn *conn)
     fixture_import(conn, org, "location-stock", csv.text);
     CHECK_INT(mismatches(conn, org), 0);
     CHECK(export_version(conn, org) > version);
-    char sql[256];
-    snprintf(sql, sizeof(sql),
-             "SELECT count(*) FROM (SELECT sku, lag(sku) OVER (ORDER BY ctid) AS before"
-             " FROM stock_availability WHERE org_id = %lld) o WHERE before > sku",
-             (long long)org);
-    CHECK_INT(testdb_count(conn, sql), 0);
+    CHECK_INT(rows_out_of_sku_order(conn, org), 0);
 
     csv.len = 0;
     csv_add(&csv, "ref,sku,warehouse,quantity,status\n");
