@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acceptor.h"
 #include "api.h"
 #include "connect.h"
 #include "walklist/random.h"
@@ -32,6 +33,7 @@ struct wl_server {
     wl_connect_t *connect; /* the Connect transport: /walklist.* paths */
     wl_metrics_t *metrics;
     struct MHD_Daemon *daemon;
+    wl_acceptor_t *acceptor;    /* owns the listening socket once started */
     atomic_int active_requests; /* between the request line and its completion */
     int listen_fd;
     uint16_t port;
@@ -453,6 +455,16 @@ static int open_listener(const char *listen_addr, int *fd_out, uint16_t *port_ou
     return 0;
 }
 
+static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    (void)connection;
+    (void)socket_context;
+    wl_server_t *server = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        wl_acceptor_closed(server->acceptor);
+}
+
 int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server_t **out,
                     wl_error_t *err)
 {
@@ -474,9 +486,11 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
     if (rc != 0)
         goto Fail;
     unsigned threads = config->threads ? config->threads : 4;
-    /* MHD_USE_ITC lets wl_server_stop quiesce the daemon (stop accepting) first. */
-    unsigned flags =
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+    unsigned connection_limit = config->connection_limit ? config->connection_limit : 1000;
+    /* Connections come from the acceptor (MHD_add_connection, which needs MHD_USE_ITC so that
+     * a worker notices a connection added while it waits). */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
+                     MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
     struct MHD_OptionItem tls_options[] = {
         {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)config->tls_cert_pem},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)config->tls_key_pem},
@@ -499,12 +513,13 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         flags |= MHD_USE_TLS;
     }
     server->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, server, MHD_OPTION_LISTEN_SOCKET, server->listen_fd,
-        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        flags, 0, NULL, NULL, on_request, server, MHD_OPTION_THREAD_POOL_SIZE, threads,
+        MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)(config->connection_timeout_s ? config->connection_timeout_s : 30),
-        MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)(config->connection_limit ? config->connection_limit : 1000),
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        /* The acceptor keeps the limit; libmicrohttpd's own (per worker, a share of it) has
+         * room for connections handed over faster than a worker takes them in. */
+        MHD_OPTION_CONNECTION_LIMIT, connection_limit + threads, MHD_OPTION_NOTIFY_CONNECTION,
+        on_connection, server, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
         (unsigned)(config->per_ip_connection_limit ? config->per_ip_connection_limit : 64),
         /* Room for a 64 KiB header block, or a GET-form target of 200 codes of 64
          * characters, every one percent-encoded (README). libmicrohttpd zeroes the whole of
@@ -520,6 +535,13 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
                  : wl_error_set(err, WL_EINTERNAL, "cannot start the HTTP server");
         goto Fail;
     }
+    rc = wl_acceptor_start(server->listen_fd, server->daemon, connection_limit, &server->acceptor,
+                           err);
+    if (rc != 0) {
+        MHD_stop_daemon(server->daemon);
+        goto Fail;
+    }
+    server->listen_fd = -1;
     *out = server;
     return 0;
 Fail:
@@ -543,15 +565,14 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
         return;
     /* Stop accepting first, then give requests in flight up to drain_timeout_ms to finish;
      * MHD_stop_daemon then closes whatever is left (idle keep-alive connections). */
-    MHD_socket listener = MHD_quiesce_daemon(server->daemon);
-    if (listener != MHD_INVALID_SOCKET)
-        close(listener);
+    wl_acceptor_stop(server->acceptor);
     for (int waited = 0; waited < drain_timeout_ms; waited += 20) {
         if (atomic_load(&server->active_requests) == 0)
             break;
         usleep(20 * 1000);
     }
     MHD_stop_daemon(server->daemon);
+    wl_acceptor_destroy(server->acceptor);
     wl_connect_destroy(server->connect);
     wl_api_destroy(server->api);
     wl_metrics_destroy(server->metrics);

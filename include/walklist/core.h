@@ -31,6 +31,9 @@ typedef struct {
     int rate_shared;               /* default 60 per window */
     int key_cache_ttl_ms;          /* default 600000: checked keys kept this long; < 0: no cache */
     int rate_lease_ms; /* default 10000: leased permits held this long; < 0: no leases */
+    /* default 2 (at most db_pool_size): walk-list commits in flight at once, each for every
+     * list created meanwhile (group commit); < 0: each list commits alone */
+    int list_commit_groups;
 } wl_core_config_t;
 
 int wl_core_create(const wl_core_config_t *config, wl_core_t **out,
@@ -48,6 +51,9 @@ void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open);
  */
 void wl_core_on_export_change(wl_core_t *core, void (*changed)(int64_t org_id, void *data),
                               void *data);
+
+/** Walk-list group commits so far and the lists they held (both 0 without grouping). */
+void wl_core_list_commit_stats(wl_core_t *core, uint64_t *commits, uint64_t *lists);
 
 /** How requests were let in: keys from the cache or the database, rate decisions from leased
  * permits or a round trip (a key checked in the database counts its request there too). */

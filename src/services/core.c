@@ -84,6 +84,11 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     rc = wl_rate_leases_create(lease_ms > 0 ? lease_ms : 0, ask_permits, core, &core->leases, err);
     if (rc == 0 && key_ttl_ms > 0)
         rc = wl_key_cache_create(config->database_url, key_ttl_ms, &core->keys, err);
+    int groups = config->list_commit_groups != 0 ? config->list_commit_groups : 2;
+    if (groups > pool_config.size)
+        groups = pool_config.size;
+    if (rc == 0 && groups > 0)
+        rc = wl_list_commits_create(core->pool, groups, &core->list_commits, err);
     if (rc != 0) {
         wl_core_destroy(core);
         return rc;
@@ -111,6 +116,7 @@ void wl_core_destroy(wl_core_t *core)
         return;
     wl_key_cache_destroy(core->keys);
     wl_rate_leases_destroy(core->leases);
+    wl_list_commits_destroy(core->list_commits);
     wl_pool_destroy(core->read_pool);
     wl_pool_destroy(core->pool);
     free(core->database_url);
@@ -147,6 +153,15 @@ void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open)
     *size = stats.size;
     *in_use = stats.in_use;
     *open = stats.open;
+}
+
+void wl_core_list_commit_stats(wl_core_t *core, uint64_t *commits, uint64_t *lists)
+{
+    wl_list_commits_stats_t stats = {0, 0};
+    if (core->list_commits != NULL)
+        wl_list_commits_stats(core->list_commits, &stats);
+    *commits = stats.commits;
+    *lists = stats.lists;
 }
 
 void wl_core_access_stats(wl_core_t *core, wl_core_access_stats_t *out)

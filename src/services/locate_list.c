@@ -62,6 +62,41 @@ static int request_hash(const char *name, const wl_span_t *codes, size_t count, 
     return ok ? 0 : WL_EINTERNAL;
 }
 
+/* A list without an Idempotency-Key: committed together with concurrent ones when grouping. */
+static int insert(wl_core_t *core, wl_call_t *call, const char *name, const wl_span_t *codes,
+                  size_t codes_count, const char *id)
+{
+    wl_list_insert_t list;
+    int rc = wl_list_insert_init(&list, call->principal->org_id, id, name, codes, codes_count,
+                                 call->arena, call->err);
+    if (rc != 0 || core->list_commits != NULL)
+        return rc != 0 ? rc : wl_list_commits_insert(core->list_commits, &list);
+    PGconn *conn = NULL;
+    if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
+        return call->err->code;
+    wl_list_insert_t *one = &list;
+    wl_lists_insert_batch(conn, &one, 1);
+    wl_pool_release(core->pool, conn);
+    return list.rc;
+}
+
+static int insert_idempotent(wl_core_t *core, wl_call_t *call, const char *name,
+                             const wl_span_t *codes, size_t codes_count, const char *id,
+                             wl_list_created_t *created)
+{
+    char hash[65];
+    int rc = request_hash(name, codes, codes_count, hash);
+    if (rc != 0)
+        return wl_error_set(call->err, rc, NULL);
+    PGconn *conn = NULL;
+    if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
+        return call->err->code;
+    rc = wl_lists_insert_idempotent(conn, call->principal->org_id, call->idempotency_key, hash, id,
+                                    name, codes, codes_count, call->arena, created, call->err);
+    wl_pool_release(core->pool, conn);
+    return rc;
+}
+
 static void create_locate_list(Walklist__V1__LocateListService_Service *base,
                                const Walklist__V1__CreateLocateListRequest *input,
                                Walklist__V1__CreateLocateListResponse_Closure closure,
@@ -82,26 +117,10 @@ static void create_locate_list(Walklist__V1__LocateListService_Service *base,
         wl_error_set(call->err, WL_EINTERNAL, "no randomness available");
         goto Fail;
     }
-    PGconn *conn = NULL;
-    if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
-        goto Fail;
     wl_list_created_t created = {id, input->name, codes_count, false};
-    int rc;
-    if (call->idempotency_key != NULL) {
-        char hash[65];
-        rc = request_hash(input->name, codes, codes_count, hash);
-        if (rc != 0)
-            wl_error_set(call->err, rc, NULL);
-        else
-            rc = wl_lists_insert_idempotent(conn, call->principal->org_id, call->idempotency_key,
-                                            hash, id, input->name, codes, codes_count, call->arena,
-                                            &created, call->err);
-    } else {
-        int64_t created_ms = 0;
-        rc = wl_lists_insert(conn, call->principal->org_id, id, input->name, codes, codes_count,
-                             call->arena, &created_ms, call->err);
-    }
-    wl_pool_release(core->pool, conn);
+    int rc = call->idempotency_key != NULL
+                 ? insert_idempotent(core, call, input->name, codes, codes_count, id, &created)
+                 : insert(core, call, input->name, codes, codes_count, id);
     if (rc != 0)
         goto Fail;
     call->replayed = created.replayed;

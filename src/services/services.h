@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 
 #include "services/key_cache.h"
+#include "services/list_commits.h"
 #include "services/rate_lease.h"
 #include "store/pool.h"
 #include "store/secrets.h"
@@ -59,7 +60,8 @@ struct wl_core {
     int rate_locate_lists, rate_stock_export, rate_shared;
     wl_key_cache_t *keys; /* NULL: every key checked in the database */
     wl_rate_leases_t *leases;
-    pthread_mutex_t hook_lock; /* the hook may be set while requests are served */
+    wl_list_commits_t *list_commits; /* NULL: each list commits alone */
+    pthread_mutex_t hook_lock;       /* the hook may be set while requests are served */
     void (*export_changed)(int64_t org_id, void *data); /* see wl_core_on_export_change */
     void *export_changed_data;
     wl_locate_list_service_t locate_list;

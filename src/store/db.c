@@ -85,8 +85,9 @@ static int check_result(PGconn *conn, PGresult *res, PGresult **out, wl_error_t 
     return 0;
 }
 
-int wl_db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *const *values,
-                   PGresult **out, wl_error_t *err)
+/* Names the statement prepared for sql on this connection, preparing it first when needed;
+ * name is "" when there is no room left (run it unnamed). */
+static int hot_statement(PGconn *conn, const char *sql, int nparams, char name[16], wl_error_t *err)
 {
     prepared_t *prepared = prepared_of(conn);
     int index = -1;
@@ -94,19 +95,96 @@ int wl_db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *const
         if (prepared->sql[i] == sql)
             index = i;
     if (index < 0 && prepared != NULL && prepared->count < PREPARED_MAX) {
-        char name[16];
-        snprintf(name, sizeof(name), "wl_%d", prepared->count);
+        snprintf(name, 16, "wl_%d", prepared->count);
         PGresult *res = PQprepare(conn, name, sql, nparams, NULL);
         if (check_result(conn, res, NULL, err) != 0)
             return err->code;
         index = prepared->count++;
         prepared->sql[index] = sql;
     }
-    if (index < 0) /* no room: run it unnamed */
-        return wl_db_exec(conn, sql, nparams, values, out, err);
+    if (index < 0)
+        name[0] = '\0';
+    else
+        snprintf(name, 16, "wl_%d", index);
+    return 0;
+}
+
+int wl_db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *const *values,
+                   PGresult **out, wl_error_t *err)
+{
     char name[16];
-    snprintf(name, sizeof(name), "wl_%d", index);
+    if (hot_statement(conn, sql, nparams, name, err) != 0)
+        return err->code;
+    if (name[0] == '\0')
+        return wl_db_exec(conn, sql, nparams, values, out, err);
     return check_result(conn, PQexecPrepared(conn, name, nparams, values, NULL, NULL, 0), out, err);
+}
+
+/* Reads the results of count statements and the closing sync; on failure every result is
+ * cleared and err holds the first failure. The pipeline is drained either way. */
+static int read_pipeline(PGconn *conn, int count, PGresult **results, wl_error_t *err)
+{
+    int rc = 0;
+    for (int i = 0; i < count; i++) {
+        PGresult *res = PQgetResult(conn);
+        if (res == NULL) { /* the connection broke: libpq has nothing more */
+            rc = rc ? rc : wl_db_fail(conn, NULL, err);
+            break;
+        }
+        ExecStatusType status = PQresultStatus(res);
+        if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
+            results[i] = res;
+        } else if (status == PGRES_PIPELINE_ABORTED) {
+            PQclear(res);
+            rc = rc ? rc : wl_error_set(err, WL_EINTERNAL, "pipeline aborted");
+        } else {
+            rc = rc ? rc : wl_db_fail(conn, res, err);
+            PQclear(res);
+        }
+        PQclear(PQgetResult(conn)); /* the NULL that ends each statement's results */
+    }
+    /* The sync's result commits the implicit transaction; a failed commit is reported here. */
+    PGresult *sync = PQgetResult(conn);
+    if (sync == NULL || PQresultStatus(sync) != PGRES_PIPELINE_SYNC)
+        rc = rc ? rc : wl_db_fail(conn, sync, err);
+    PQclear(sync);
+    for (int i = 0; rc != 0 && i < count; i++) {
+        PQclear(results[i]);
+        results[i] = NULL;
+    }
+    return rc;
+}
+
+int wl_db_exec_hot_batch(PGconn *conn, const char *sql, int nparams,
+                         const char *const *const *values, int count, PGresult **results,
+                         wl_error_t *err)
+{
+    for (int i = 0; i < count; i++)
+        results[i] = NULL;
+    char name[16];
+    if (hot_statement(conn, sql, nparams, name, err) != 0)
+        return err->code;
+    if (!PQenterPipelineMode(conn))
+        return wl_db_fail(conn, NULL, err);
+    bool sent = true;
+    for (int i = 0; sent && i < count; i++)
+        sent = name[0] != '\0'
+                   ? PQsendQueryPrepared(conn, name, nparams, values[i], NULL, NULL, 0)
+                   : PQsendQueryParams(conn, sql, nparams, NULL, values[i], NULL, NULL, 0);
+    if (!sent || !PQpipelineSync(conn)) {
+        /* Nothing was synced, so nothing commits; the pool drops the connection, which is
+         * left in pipeline mode. */
+        return wl_error_set(err, WL_EUNAVAILABLE, "database connection failed mid-pipeline");
+    }
+    int rc = read_pipeline(conn, count, results, err);
+    if (!PQexitPipelineMode(conn) && rc == 0) {
+        for (int i = 0; i < count; i++) {
+            PQclear(results[i]);
+            results[i] = NULL;
+        }
+        rc = wl_db_fail(conn, NULL, err);
+    }
+    return rc;
 }
 
 int wl_db_exec_params(PGconn *conn, const char *sql, int nparams, const char *const *values,

@@ -165,7 +165,8 @@ void wl_pool_release(wl_pool_t *pool, PGconn *conn)
 {
     if (conn == NULL)
         return;
-    bool reusable = PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) == PQTRANS_IDLE;
+    bool reusable = PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) == PQTRANS_IDLE &&
+                    PQpipelineStatus(conn) == PQ_PIPELINE_OFF;
     pthread_mutex_lock(&pool->lock);
     for (int i = 0; i < pool->size; i++) {
         pool_slot_t *slot = &pool->slots[i];
