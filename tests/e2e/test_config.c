@@ -55,6 +55,9 @@ static void test_bad_values(const char *conninfo)
         {"--key-cache-ttl-ms", NULL, "WALKLIST_KEY_CACHE_TTL_MS=-5"},
         {"--rate-limit-shared", "0", NULL},
         {"--threads", "0", NULL},
+        {"--list-commit-groups", "65", NULL},
+        {"--list-commit-groups", "-1", NULL},
+        {"--list-commit-groups", NULL, "WALKLIST_LIST_COMMIT_GROUPS=two"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *args[] = {"--database-url",
@@ -80,13 +83,52 @@ static long long metric(const char *text, const char *series)
     return at == NULL ? -1 : atoll(at + strlen(needle));
 }
 
-/* With both switched off, every key check and every rate decision is made in PostgreSQL. */
+static void create_lists(uint16_t port, const char *key, int count)
+{
+    for (int i = 0; i < count; i++) {
+        http_response_t res =
+            e2e_request(port, "POST", "/api/v1/locate-lists", key, "application/json",
+                        "{\"name\":\"Config\",\"codes\":[\"SKU-1\"]}");
+        CHECK_INT(res.status, 201);
+        http_response_free(&res);
+    }
+}
+
+static long long metric_of(uint16_t port, const char *series)
+{
+    http_response_t res = e2e_request(port, "GET", "/metrics", NULL, NULL, NULL);
+    long long value = metric(res.body ? res.body : "", series);
+    http_response_free(&res);
+    return value;
+}
+
+/* By default lists go through group commit; one at a time, each is its own group. */
+static void test_group_commit_counts(const char *conninfo, PGconn *db)
+{
+    int64_t org = fixture_org(db, "config-groups");
+    char key[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "lists:write", key);
+    service_t service;
+    service_start(&service, conninfo, NULL);
+    create_lists(service.port, key, 3);
+    CHECK_INT(metric_of(service.port, "walklist_list_commits_total"), 3);
+    CHECK_INT(metric_of(service.port, "walklist_list_commit_lists_total"), 3);
+    CHECK_INT(service_stop(&service), 0);
+    char sql[128];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM locate_lists WHERE org_id = %lld",
+             (long long)org);
+    CHECK_INT(testdb_count(db, sql), 3);
+}
+
+/* With all three switched off, every key check and every rate decision is made in PostgreSQL,
+ * and every list commits alone, outside any group. */
 static void test_switched_off(const char *conninfo, PGconn *db)
 {
     int64_t org = fixture_org(db, "config-off");
     char key[WL_KEY_TOKEN_SIZE];
-    fixture_key(db, org, "stock:read", key);
-    const char *args[] = {"--key-cache-ttl-ms", "0", "--rate-lease-ms", "0", NULL};
+    fixture_key(db, org, "stock:read,lists:write", key);
+    const char *args[] = {
+        "--key-cache-ttl-ms", "0", "--rate-lease-ms", "0", "--list-commit-groups", "0", NULL};
     service_t service;
     service_start(&service, conninfo, args);
     for (int i = 0; i < 5; i++) {
@@ -101,6 +143,12 @@ static void test_switched_off(const char *conninfo, PGconn *db)
     CHECK_INT(metric(text, "walklist_rate_limit_decisions_total{source=\"lease\"}"), 0);
     CHECK_INT(metric(text, "walklist_rate_limit_refills_total"), 0);
     http_response_free(&res);
+    create_lists(service.port, key, 2);
+    CHECK_INT(metric_of(service.port, "walklist_list_commits_total"), 0);
+    char sql[128];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM locate_lists WHERE org_id = %lld",
+             (long long)org);
+    CHECK_INT(testdb_count(db, sql), 2);
     CHECK_INT(testdb_count(db, "SELECT coalesce(sum(c), 0) FROM rate_limits r, unnest(r.hits,"
                                " coalesce(r.counts, array_fill(1, ARRAY[cardinality(r.hits)])))"
                                " AS u(h, c) WHERE r.bucket = 'stock-export'"),
@@ -114,6 +162,7 @@ int main(void)
     PGconn *db = testdb_connect(conninfo);
     test_bad_values(conninfo);
     test_switched_off(conninfo, db);
+    test_group_commit_counts(conninfo, db);
     PQfinish(db);
     return test_exit();
 }

@@ -327,6 +327,41 @@ static void test_connection_limits(const char *conninfo)
     CHECK_INT(service_stop(&capped), 0);
 }
 
+/*
+ * A worker serves its connections one request at a time, so connections must be spread over
+ * the workers: with four workers and four connections, a request held up in PostgreSQL (by a
+ * table lock) must not hold up the other three connections' requests.
+ */
+static void test_connections_spread(const char *conninfo)
+{
+    service_t spread;
+    const char *args[] = {"--threads", "4", "--max-connections-per-ip", "1000", NULL};
+    service_start(&spread, conninfo, args);
+    int *fds = open_idle(spread.port, 4, 1, 1);
+    PGconn *blocker = testdb_connect(conninfo);
+    testdb_exec(blocker, "BEGIN");
+    testdb_exec(blocker, "LOCK TABLE locate_lists IN SHARE MODE");
+    char request[512];
+    const char *body = "{\"name\":\"held\",\"codes\":[\"A\"]}";
+    snprintf(request, sizeof(request),
+             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+             "%s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             key, strlen(body), body);
+    CHECK(send(fds[0], request, strlen(request), MSG_NOSIGNAL) > 0);
+    pause_ms(300); /* the creation now waits for the lock inside its worker */
+    const char *healthz = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    for (int i = 1; i < 4; i++) {
+        CHECK(send(fds[i], healthz, strlen(healthz), MSG_NOSIGNAL) > 0);
+        CHECK_INT(answer_within(fds[i], 2000), 200);
+    }
+    CHECK_INT(answer_within(fds[0], 0), 0); /* still held */
+    testdb_exec(blocker, "COMMIT");
+    PQfinish(blocker);
+    CHECK_INT(answer_within(fds[0], 5000), 201);
+    close_all(fds, 4);
+    CHECK_INT(service_stop(&spread), 0);
+}
+
 /* --- Raw exchanges ------------------------------------------------------------------------ */
 
 /* Sends bytes on one connection (without closing our side) and reads until the server closes
@@ -652,6 +687,7 @@ int main(void)
     double started = now_s();
     test_slow_clients();
     test_connection_limits(conninfo);
+    test_connections_spread(conninfo);
     test_header_and_body_limits();
     test_pipelining();
     test_malformed();
