@@ -131,6 +131,10 @@ stop_walklistd() {
   WALKLISTD_PID=
 }
 
+metric_value() {
+  curl -sS "http://127.0.0.1:$PORT/metrics" | awk -v name="$1" '$1 == name { print $2 }'
+}
+
 rss_kib() { awk -v key="$1:" '$1 == key { print $2 }' "/proc/$WALKLISTD_PID/status"; }
 
 # Best of 3 wall-clock seconds of a command (output to /dev/null).
@@ -340,11 +344,15 @@ bench_create() {
   start_walklistd
 
   warm_up "$BENCH_DIR/create.lua"
-  local w0 p0 w1 p1
+  local w0 p0 w1 p1 commits0 lists0 per_commit
   w0=$(cpu_ticks_walklistd) p0=$(cpu_ticks_postgres)
+  commits0=$(metric_value walklist_list_commits_total)
+  lists0=$(metric_value walklist_list_commit_lists_total)
   run_wrk "$WORK/create.txt" -t 2 -c "$CONNECTIONS" -d "${DURATION}s" \
     -s "$BENCH_DIR/create.lua" "http://127.0.0.1:$PORT"
   w1=$(cpu_ticks_walklistd) p1=$(cpu_ticks_postgres)
+  per_commit=$(ratio "$(($(metric_value walklist_list_commit_lists_total) - lists0))" \
+    "$(($(metric_value walklist_list_commits_total) - commits0))")
   local served create_walklistd_us create_postgres_us
   served=$(requests_done "$WORK/create.txt")
   create_walklistd_us=$(cpu_us $((w1 - w0)) "$served")
@@ -371,7 +379,8 @@ bench_create() {
   row "create walk list, POST, 20 codes (wrk $CONNECTIONS connections)" \
     "$rps req/s, p50 $p50 ms, p99 $p99 ms" \
     "pgbench INSERT, $CONNECTIONS connections, synchronous_commit=$sync: ${floor_rps%.*} tps, $floor_lat" \
-    "x$(ratio "$rps" "$floor_rps")" "non-2xx: $bad"
+    "x$(ratio "$rps" "$floor_rps")" \
+    "non-2xx: $bad; $per_commit lists per durable commit (group commit), the floor 1"
   row "CPU time per walk list created (the POST run above)" \
     "walklistd ${create_walklistd_us} µs, PostgreSQL ${create_postgres_us} µs" \
     "PostgreSQL ${floor_postgres_us} µs per pgbench INSERT" "-" \
