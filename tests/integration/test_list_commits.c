@@ -55,19 +55,32 @@ static long long lists_named(const char *id)
     return testdb_count(db, sql);
 }
 
-static void test_batch_commits_all(int64_t org)
+/* Inserts three lists as one batch on a pooled connection, which must be clean afterwards (out
+ * of pipeline mode, no transaction open) and so reusable. */
+static void insert_batch(pending_t p[3])
 {
     wl_pool_t *pool = pool_new(1);
     PGconn *conn = NULL;
     wl_error_t err;
     wl_error_init(&err);
     CHECK_INT(wl_pool_acquire(pool, &conn, &err), 0);
+    wl_list_insert_t *lists[] = {&p[0].list, &p[1].list, &p[2].list};
+    wl_lists_insert_batch(conn, lists, 3);
+    CHECK_INT(PQpipelineStatus(conn), PQ_PIPELINE_OFF);
+    CHECK_INT(PQtransactionStatus(conn), PQTRANS_IDLE);
+    wl_pool_release(pool, conn);
+    wl_pool_destroy(pool);
+    for (int i = 0; i < 3; i++)
+        wl_arena_dispose(&p[i].arena);
+}
+
+static void test_batch_commits_all(int64_t org)
+{
     pending_t p[3];
     pending_init(&p[0], org, "batch-all-0", "SKU-A");
     pending_init(&p[1], org, "batch-all-1", "SKU-\"quoted\"");
     pending_init(&p[2], org, "batch-all-2", "SKU-C");
-    wl_list_insert_t *lists[] = {&p[0].list, &p[1].list, &p[2].list};
-    wl_lists_insert_batch(conn, lists, 3);
+    insert_batch(p);
     for (int i = 0; i < 3; i++) {
         CHECK_INT(p[i].list.rc, 0);
         CHECK_INT(p[i].err.code, 0);
@@ -83,27 +96,17 @@ static void test_batch_commits_all(int64_t org)
                                " created_at) AS before FROM locate_lists WHERE id LIKE"
                                " 'batch-all-%') o WHERE before > id"),
               0);
-    wl_pool_release(pool, conn);
-    for (int i = 0; i < 3; i++)
-        wl_arena_dispose(&p[i].arena);
-    wl_pool_destroy(pool);
 }
 
 /* A failing list (here: an organization that does not exist) fails alone; the others commit. */
 static void test_failure_stays_its_own(int64_t org)
 {
-    wl_pool_t *pool = pool_new(1);
-    PGconn *conn = NULL;
-    wl_error_t err;
-    wl_error_init(&err);
-    CHECK_INT(wl_pool_acquire(pool, &conn, &err), 0);
     long long before = testdb_count(db, "SELECT count(*) FROM locate_lists");
     pending_t p[3];
     pending_init(&p[0], org, "alone-0", "SKU-A");
     pending_init(&p[1], 987654321, "alone-1", "SKU-B");
     pending_init(&p[2], org, "alone-2", "SKU-C");
-    wl_list_insert_t *lists[] = {&p[0].list, &p[1].list, &p[2].list};
-    wl_lists_insert_batch(conn, lists, 3);
+    insert_batch(p);
     CHECK_INT(p[0].list.rc, 0);
     CHECK_INT(p[0].err.code, 0);
     CHECK_INT(p[1].list.rc, WL_EINTERNAL);
@@ -114,13 +117,6 @@ static void test_failure_stays_its_own(int64_t org)
     CHECK_INT(lists_named("alone-1"), 0);
     CHECK_INT(lists_named("alone-2"), 1);
     CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists"), before + 2);
-    /* The connection is clean again (out of pipeline mode, no transaction) and reusable. */
-    CHECK_INT(PQpipelineStatus(conn), PQ_PIPELINE_OFF);
-    CHECK_INT(PQtransactionStatus(conn), PQTRANS_IDLE);
-    wl_pool_release(pool, conn);
-    for (int i = 0; i < 3; i++)
-        wl_arena_dispose(&p[i].arena);
-    wl_pool_destroy(pool);
 }
 
 typedef struct {
@@ -135,6 +131,25 @@ static void *insert_thread(void *arg)
     inserter_t *inserter = arg;
     inserter->rc = wl_list_commits_insert(inserter->commits, &inserter->pending.list);
     return NULL;
+}
+
+static void start_inserter(inserter_t *inserter, wl_list_commits_t *commits, int64_t org,
+                           const char *prefix, int i)
+{
+    char id[32];
+    snprintf(id, sizeof(id), "%s-%d", prefix, i);
+    inserter->commits = commits;
+    pending_init(&inserter->pending, org, id, "SKU-G");
+    CHECK_INT(pthread_create(&inserter->thread, NULL, insert_thread, inserter), 0);
+}
+
+static wl_list_commits_t *commits_new(wl_pool_t *pool, int groups)
+{
+    wl_list_commits_t *commits = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_list_commits_create(pool, groups, &commits, &err), 0);
+    return commits;
 }
 
 static void wait_for_waiting(wl_list_commits_t *commits, int waiting)
@@ -158,10 +173,7 @@ static void wait_for_waiting(wl_list_commits_t *commits, int waiting)
 static void test_lists_created_meanwhile_form_one_group(int64_t org)
 {
     wl_pool_t *pool = pool_new(2);
-    wl_list_commits_t *commits = NULL;
-    wl_error_t err;
-    wl_error_init(&err);
-    CHECK_INT(wl_list_commits_create(pool, 1, &commits, &err), 0);
+    wl_list_commits_t *commits = commits_new(pool, 1);
     PGconn *blocker = testdb_connect(conninfo);
     testdb_exec(blocker, "BEGIN");
     testdb_exec(blocker, "LOCK TABLE locate_lists IN SHARE MODE");
@@ -169,11 +181,7 @@ static void test_lists_created_meanwhile_form_one_group(int64_t org)
     enum { COUNT = 7 };
     inserter_t inserters[COUNT];
     for (int i = 0; i < COUNT; i++) {
-        char id[32];
-        snprintf(id, sizeof(id), "group-%d", i);
-        inserters[i].commits = commits;
-        pending_init(&inserters[i].pending, i == 4 ? 987654321 : org, id, "SKU-G");
-        CHECK_INT(pthread_create(&inserters[i].thread, NULL, insert_thread, &inserters[i]), 0);
+        start_inserter(&inserters[i], commits, i == 4 ? 987654321 : org, "group", i);
         /* The first one leads (and blocks on the lock); the rest queue behind it. */
         wait_for_waiting(commits, i == 0 ? 0 : i);
         if (i == 0) {
@@ -208,19 +216,11 @@ static void test_lists_created_meanwhile_form_one_group(int64_t org)
 static void test_concurrent_inserts_all_land(int64_t org)
 {
     wl_pool_t *pool = pool_new(4);
-    wl_list_commits_t *commits = NULL;
-    wl_error_t err;
-    wl_error_init(&err);
-    CHECK_INT(wl_list_commits_create(pool, 2, &commits, &err), 0);
+    wl_list_commits_t *commits = commits_new(pool, 2);
     enum { THREADS = 24 };
     inserter_t inserters[THREADS];
-    for (int i = 0; i < THREADS; i++) {
-        char id[32];
-        snprintf(id, sizeof(id), "many-%d", i);
-        inserters[i].commits = commits;
-        pending_init(&inserters[i].pending, org, id, "SKU-M");
-        CHECK_INT(pthread_create(&inserters[i].thread, NULL, insert_thread, &inserters[i]), 0);
-    }
+    for (int i = 0; i < THREADS; i++)
+        start_inserter(&inserters[i], commits, org, "many", i);
     for (int i = 0; i < THREADS; i++) {
         pthread_join(inserters[i].thread, NULL);
         CHECK_INT(inserters[i].rc, 0);
