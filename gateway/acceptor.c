@@ -7,11 +7,13 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "walklist/log.h"
 
 /* How long accepting pauses when the process is out of descriptors or memory. */
 #define RETRY_PAUSE_MS 100
@@ -44,7 +46,7 @@ static bool wait_for_room(wl_acceptor_t *acceptor)
         if (ready > 0 && (fds[0].revents & POLLIN)) {
             uint64_t count;
             if (read(acceptor->wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
-                perror("walklistd: reading the acceptor's eventfd");
+                wl_log("error", "acceptor", "reading its eventfd: %s", strerror(errno));
         }
         if (ready == 0 && full) {
             const union MHD_DaemonInfo *info =
@@ -110,7 +112,7 @@ static void wake(wl_acceptor_t *acceptor)
 {
     uint64_t one = 1;
     if (write(acceptor->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-        perror("walklistd: waking the accepting thread");
+        wl_log("error", "acceptor", "waking its thread: %s", strerror(errno));
 }
 
 void wl_acceptor_closed(wl_acceptor_t *acceptor)

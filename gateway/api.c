@@ -22,12 +22,12 @@ typedef struct {
     const char *pattern; /* "{field}" segments bind a string field of the request */
     const char *service;
     const char *rpc;
-    bool json_body;            /* the request message is the JSON body */
-    bool query_api_key;        /* api_key may authenticate (CONTRACT section 7) */
-    bool bind_query;           /* query parameters set request fields */
+    bool json_body;     /* the request message is the JSON body */
+    bool query_api_key; /* api_key may authenticate (CONTRACT section 7) */
+    bool bind_query;    /* query parameters set request fields */
     wl_query_mode_t query_mode;
     unsigned success_status;
-    const char *location;      /* Location: this prefix + the reply's id */
+    const char *location; /* Location: this prefix + the reply's id */
     /* Answers instead of invoking rpc, for a body streamed from the core (the rpc row
      * still names the method, for its scope and rate bucket). */
     void (*stream)(wl_core_t *core, wl_exchange_t *ex);
@@ -43,8 +43,8 @@ static const route_t routes[] = {
      true, true, WL_QUERY_SPLIT_LISTS, 201, "/api/v1/locate-lists/"},
     {"GET", "/api/v1/locate-lists/{id}", "walklist.v1.LocateListService", "GetLocateList", false,
      false, false, WL_QUERY_PLAIN, 200, NULL},
-    {"GET", "/api/v1/stock-export", "walklist.v1.StockService", "ExportStock", false, false,
-     false, WL_QUERY_PLAIN, 200, NULL, wl_export_stream_respond},
+    {"GET", "/api/v1/stock-export", "walklist.v1.StockService", "ExportStock", false, false, false,
+     WL_QUERY_PLAIN, 200, NULL, wl_export_stream_respond},
     {"GET", "/api/v1/stock", "walklist.v1.StockService", "ListStock", false, false, true,
      WL_QUERY_PLAIN, 200, NULL},
     /* The device transport (CONTRACT section 9). */
@@ -151,9 +151,8 @@ static bool match_path(const char *pattern, wl_span_t path, wl_arena_t *arena,
                 return false;
             path_param_t *param = &state->params[state->param_count++];
             param->field = wl_arena_strndup(arena, pattern + pi + 1, pend - pi - 2);
-            if (param->field == NULL ||
-                wl_query_unescape(wl_span(path.base + si, send - si), false, arena,
-                                  &param->value) != 0)
+            if (param->field == NULL || wl_query_unescape(wl_span(path.base + si, send - si), false,
+                                                          arena, &param->value) != 0)
                 return false;
         } else if (pend - pi != send - si || memcmp(pattern + pi, path.base + si, pend - pi) != 0) {
             return false;
@@ -235,8 +234,8 @@ static void unauthenticated(wl_api_t *api, wl_exchange_t *ex, bool key_sent, con
 }
 
 /* Authenticates the request; answers 400, 401 or 503 when it cannot. */
-static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const route_t *route,
-                         const char *bucket, request_state_t *state)
+static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const route_t *route, const char *bucket,
+                         request_state_t *state)
 {
     const char *header = wl_exchange_header(ex, "Authorization");
     size_t query_keys = route->query_api_key ? wl_query_count(&state->query, "api_key") : 0;
@@ -363,13 +362,11 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex)
     ex->body_limit = JSON_BODY_LIMIT;
 }
 
-static int bind_path_params(const request_state_t *state, ProtobufCMessage *input,
-                            wl_error_t *err)
+static int bind_path_params(const request_state_t *state, ProtobufCMessage *input, wl_error_t *err)
 {
     for (size_t i = 0; i < state->param_count; i++) {
-        const ProtobufCFieldDescriptor *field =
-            protobuf_c_message_descriptor_get_field_by_name(input->descriptor,
-                                                            state->params[i].field);
+        const ProtobufCFieldDescriptor *field = protobuf_c_message_descriptor_get_field_by_name(
+            input->descriptor, state->params[i].field);
         if (field == NULL || field->type != PROTOBUF_C_TYPE_STRING)
             return wl_error_set(err, WL_EINTERNAL, "route binds an unknown field");
         if (memchr(state->params[i].value.base, '\0', state->params[i].value.len) != NULL)
@@ -422,7 +419,9 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
     if (rc == 0 && route->bind_query)
         rc = wl_query_bind(&state->query, input, route->query_mode, &ex->arena, &err);
     if (rc == 0) {
-        wl_call_t call = {.core = api->core, .arena = &ex->arena, .principal = &ex->principal,
+        wl_call_t call = {.core = api->core,
+                          .arena = &ex->arena,
+                          .principal = &ex->principal,
                           .err = &err,
                           .idempotency_key = wl_exchange_header(ex, "Idempotency-Key")};
         rc = wl_core_invoke(&call, target->service, target->method_index, input);

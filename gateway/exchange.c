@@ -128,8 +128,8 @@ void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)
     }
 }
 
-void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
-                       const char *message, const wl_error_t *err)
+void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code, const char *message,
+                       const wl_error_t *err)
 {
     wl_exchange_json(ex, status, wl_error_body(status, code, message, err));
 }

@@ -13,6 +13,7 @@
 
 #include "server.h"
 #include "walklist/core.h"
+#include "walklist/log.h"
 
 typedef struct {
     const char *database_url;
@@ -329,6 +330,7 @@ int main(int argc, char **argv)
     config_t config;
     if (read_config(argc, argv, &config) != 0)
         return 2;
+    wl_log_use_json(true); /* from here on diagnostics join the request log's JSON lines */
     char *tls_cert = NULL, *tls_key = NULL;
     if (config.tls_cert_path != NULL) {
         tls_cert = read_pem(config.tls_cert_path, "--tls-cert");

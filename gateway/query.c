@@ -71,8 +71,7 @@ int wl_query_parse(wl_span_t raw, wl_arena_t *arena, wl_query_t *out, wl_error_t
             if (rc == WL_ENOMEM)
                 return wl_error_set(err, WL_ENOMEM, NULL);
             if (rc != 0)
-                return wl_error_set(err, WL_EINVAL,
-                                    "malformed query string: bad percent-encoding");
+                return wl_error_set(err, WL_EINVAL, "malformed query string: bad percent-encoding");
             out->count++;
         }
         if (amp == NULL)

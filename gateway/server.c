@@ -16,6 +16,7 @@
 #include "acceptor.h"
 #include "api.h"
 #include "connect.h"
+#include "walklist/log.h"
 #include "walklist/random.h"
 #include "exchange.h"
 #include "metrics.h"
@@ -455,6 +456,13 @@ static int open_listener(const char *listen_addr, int *fd_out, uint16_t *port_ou
     return 0;
 }
 
+/* libmicrohttpd's own messages (refused connections, protocol errors) as log lines. */
+static void on_mhd_message(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    wl_logv("warn", "libmicrohttpd", fmt, ap);
+}
+
 static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
@@ -513,8 +521,8 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         flags |= MHD_USE_TLS;
     }
     server->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, server, MHD_OPTION_THREAD_POOL_SIZE, threads,
-        MHD_OPTION_CONNECTION_TIMEOUT,
+        flags, 0, NULL, NULL, on_request, server, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_message, NULL,
+        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned)(config->connection_timeout_s ? config->connection_timeout_s : 30),
         /* The acceptor keeps the limit; libmicrohttpd's own (per worker, a share of it) has
          * room for connections handed over faster than a worker takes them in. */

@@ -7,10 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "walklist/log.h"
+
 const char *wl_db_sqlstate(const PGresult *res)
 {
     const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
     return state ? state : "";
+}
+
+static void log_notice(void *arg, const char *message)
+{
+    (void)arg;
+    wl_log("warn", "database notice", "%s", message);
+}
+
+void wl_db_log_notices(PGconn *conn)
+{
+    PQsetNoticeProcessor(conn, log_notice, NULL);
 }
 
 int wl_db_fail(PGconn *conn, const PGresult *res, wl_error_t *err)
@@ -24,8 +37,8 @@ int wl_db_fail(PGconn *conn, const PGresult *res, wl_error_t *err)
         return wl_error_set(err, WL_EUNAVAILABLE, "database unavailable");
     if (strcmp(state, "57014") == 0)
         return wl_error_set(err, WL_ETIMEDOUT, "database statement timed out");
-    fprintf(stderr, "walklist: database error %s: %s", state,
-            res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
+    wl_log("error", "database error", "%s: %s", state,
+           res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
     return wl_error_set(err, WL_EINTERNAL, NULL);
 }
 

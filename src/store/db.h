@@ -45,6 +45,10 @@ int wl_db_exec_hot_batch(PGconn *conn, const char *sql, int nparams,
                          const char *const *const *values, int count, PGresult **results,
                          wl_error_t *err) WL_CHECK_RESULT;
 
+/** Sends the connection's notices (and the server's messages between queries, such as a
+ * shutdown's FATAL) to wl_log instead of libpq's plain stderr lines. */
+void wl_db_log_notices(PGconn *conn);
+
 /** Maps a failed result (or NULL) to a WL_E* code recorded in err. */
 int wl_db_fail(PGconn *conn, const PGresult *res, wl_error_t *err);
 

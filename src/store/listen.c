@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "store/db.h"
+
 int wl_listen_open(const char *conninfo, const char *channel, const char *application, PGconn **out,
                    wl_error_t *err)
 {
@@ -17,6 +19,7 @@ int wl_listen_open(const char *conninfo, const char *channel, const char *applic
         PQfinish(conn);
         return wl_error_set(err, WL_EUNAVAILABLE, "%s: cannot connect", application);
     }
+    wl_db_log_notices(conn);
     char *quoted = PQescapeIdentifier(conn, channel, strlen(channel));
     char sql[128];
     snprintf(sql, sizeof(sql), "LISTEN %s", quoted ? quoted : "");

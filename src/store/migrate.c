@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "store/db.h"
+#include "walklist/log.h"
 
 /* Any constant shared by all migrators works; this one spells "walk". */
 #define MIGRATE_LOCK_KEY "2002872683"
@@ -18,8 +19,8 @@ static int is_applied(PGconn *conn, int version, bool *applied, wl_error_t *err)
     snprintf(text, sizeof(text), "%d", version);
     const char *params[] = {text};
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn, "SELECT 1 FROM schema_migrations WHERE version = $1", 1, params,
-                        &res, err);
+    int rc = wl_db_exec(conn, "SELECT 1 FROM schema_migrations WHERE version = $1", 1, params, &res,
+                        err);
     if (rc != 0)
         return rc;
     *applied = PQntuples(res) > 0;
@@ -45,7 +46,7 @@ static int apply_one(PGconn *conn, const wl_migration_t *m, wl_error_t *err)
      * query protocol; they are compiled into the binary, never user input. */
     PGresult *res = PQexec(conn, m->sql);
     if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
-        fprintf(stderr, "walklist: migration %s failed: %s", m->name, PQresultErrorMessage(res));
+        wl_log("error", "migration failed", "%s: %s", m->name, PQresultErrorMessage(res));
         rc = wl_db_fail(conn, res, err);
         PQclear(res);
         goto Exit;
@@ -81,8 +82,8 @@ int wl_migrate(PGconn *conn, int *applied, wl_error_t *err)
         if (rc == 0)
             count++;
     }
-    PGresult *res = PQexecParams(conn, "SELECT pg_advisory_unlock($1)", 1, NULL, lock, NULL, NULL,
-                                 0);
+    PGresult *res =
+        PQexecParams(conn, "SELECT pg_advisory_unlock($1)", 1, NULL, lock, NULL, NULL, 0);
     PQclear(res);
     if (applied != NULL)
         *applied = count;
@@ -92,8 +93,8 @@ int wl_migrate(PGconn *conn, int *applied, wl_error_t *err)
 int wl_migrate_pending(PGconn *conn, int *pending, wl_error_t *err)
 {
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn, "SELECT to_regclass('schema_migrations') IS NOT NULL", 0, NULL, &res,
-                        err);
+    int rc =
+        wl_db_exec(conn, "SELECT to_regclass('schema_migrations') IS NOT NULL", 0, NULL, &res, err);
     if (rc != 0)
         return rc;
     int exists = PQgetvalue(res, 0, 0)[0] == 't';

@@ -50,8 +50,8 @@ int wl_orgs_find(PGconn *conn, const char *slug, int64_t *org_id, wl_error_t *er
 {
     PGresult *res = NULL;
     const char *params[] = {slug};
-    int rc = wl_db_exec(conn, "SELECT org_id FROM organizations WHERE slug = $1", 1, params, &res,
-                        err);
+    int rc =
+        wl_db_exec(conn, "SELECT org_id FROM organizations WHERE slug = $1", 1, params, &res, err);
     if (rc != 0)
         return rc;
     if (PQntuples(res) == 0)

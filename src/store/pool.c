@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "store/db.h"
+
 typedef struct {
     PGconn *conn; /* NULL until first use or after a failure */
     bool in_use;
@@ -85,6 +87,7 @@ static PGconn *connect_slot(wl_pool_t *pool, wl_error_t *err)
         PQfinish(conn);
         return NULL;
     }
+    wl_db_log_notices(conn);
     return conn;
 }
 

@@ -2,7 +2,9 @@
 #include "service.h"
 
 #include <fcntl.h>
+#include <jansson.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +40,14 @@ void service_start(service_t *service, const char *conninfo, const char *const *
              ++started);
     /* Limits high enough that tests of other things never meet them; a test of the
      * limits passes its own (the last occurrence of a flag wins). */
-    const char *argv[40] = {binary, "--database-url", conninfo, "--listen", "127.0.0.1:0",
-                            "--threads", "4", "--rate-limit-locate-lists", "1000000",
-                            "--rate-limit-stock-export", "1000000", "--rate-limit-shared",
-                            "1000000", "--rate-limit-anonymous", "1000000"};
+    const char *argv[40] = {binary,        "--database-url",
+                            conninfo,      "--listen",
+                            "127.0.0.1:0", "--threads",
+                            "4",           "--rate-limit-locate-lists",
+                            "1000000",     "--rate-limit-stock-export",
+                            "1000000",     "--rate-limit-shared",
+                            "1000000",     "--rate-limit-anonymous",
+                            "1000000"};
     int argc = 15;
     for (int i = 0; extra_args != NULL && extra_args[i] != NULL && argc < 39; i++)
         argv[argc++] = extra_args[i];
@@ -105,6 +111,33 @@ static int sanitizer_report(const service_t *service, int status)
     return status;
 }
 
+/*
+ * Every line walklistd writes is a JSON object (its request log, its own diagnostics,
+ * libmicrohttpd's and libpq's messages through wl_log): log pipelines parse each line. A line
+ * that is not fails the stop and is printed.
+ */
+static int plain_line(const service_t *service, int status)
+{
+    char *log = service_log(service);
+    for (char *line = log, *end; *line != '\0'; line = end + (*end != '\0')) {
+        end = strchr(line, '\n');
+        if (end == NULL)
+            end = line + strlen(line);
+        json_error_t error;
+        json_t *object = json_loadb(line, (size_t)(end - line), 0, &error);
+        bool ok = json_is_object(object);
+        json_decref(object);
+        if (!ok && end > line) {
+            fprintf(stderr, "walklistd (%s) wrote a line that is not a JSON object: %.*s\n",
+                    service->log_path, (int)(end - line > 500 ? 500 : end - line), line);
+            status = status != 0 ? status : 98;
+            break;
+        }
+    }
+    free(log);
+    return status;
+}
+
 int service_stop(service_t *service)
 {
     if (service->pid <= 0)
@@ -114,7 +147,8 @@ int service_stop(service_t *service)
     for (int attempt = 0; attempt < 200; attempt++) {
         if (waitpid(service->pid, &status, WNOHANG) == service->pid) {
             service->pid = 0;
-            return sanitizer_report(service, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            status = sanitizer_report(service, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            return plain_line(service, status);
         }
         struct timespec pause = {0, 50 * 1000 * 1000};
         nanosleep(&pause, NULL);
