@@ -28,7 +28,7 @@ typedef struct {
 } wl_server_config_t;
 
 /* Request header fields answered 431 (Google error JSON) by walklistd itself. Header blocks
- * too large for libmicrohttpd's per-connection memory (256 KiB with the request line) are
+ * too large for libmicrohttpd's per-connection memory (128 KiB with the request line) are
  * answered by libmicrohttpd before walklistd sees them: 431 with its own HTML body. */
 #define WL_SERVER_HEADER_LINE_LIMIT  (16u * 1024) /* one field line, "Name: value" */
 #define WL_SERVER_HEADER_BLOCK_LIMIT (64u * 1024) /* every field line together */

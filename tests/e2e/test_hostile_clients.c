@@ -494,7 +494,7 @@ static void test_header_and_body_limits(void)
     free(value);
     free(filler);
 
-    /* Beyond libmicrohttpd's connection memory (256 KiB): its own 431, not JSON. */
+    /* Beyond libmicrohttpd's connection memory (128 KiB): its own 431, not JSON. */
     value = repeated('e', 10 * 1024);
     fields = calloc(1, 40 * (10 * 1024 + 32));
     for (int i = 0; i < 40; i++)
