@@ -2,6 +2,7 @@
 #include "acceptor.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -90,6 +91,13 @@ int wl_acceptor_start(int listen_fd, struct MHD_Daemon *daemon, unsigned limit, 
     wl_acceptor_t *acceptor = calloc(1, sizeof(*acceptor));
     if (acceptor == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
+    /* Non-blocking: a connection that poll reported may be gone (reset) by the time of
+     * accept, which must then not block the thread (and its stop) until the next one. */
+    int flags = fcntl(listen_fd, F_GETFL);
+    if (flags < 0 || fcntl(listen_fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+        free(acceptor);
+        return wl_error_set(err, WL_EINTERNAL, "cannot make the listening socket non-blocking");
+    }
     acceptor->listen_fd = listen_fd;
     acceptor->daemon = daemon;
     acceptor->limit = limit > 0 ? limit : 1;
