@@ -26,8 +26,27 @@
 --   the visibility map the index-only scan needs (VACUUM cannot run in a transaction).
 -- * Otherwise only the rows whose values change are written, as in 0005.
 --
+-- * When the refresh covers the whole organization and it has no export rows yet (its first
+--   import of stock or rack assignments), the rows are computed from the stock and rack rows
+--   alone (not driven by every product and joined to the empty export) and inserted straight,
+--   in SKU order, without the temporary table, the count of changed rows and a second pass.
+--
 -- The rules are those of 0001 (CONTRACT section 4); the lock and the version bump (only when a
 -- row really changes) those of 0002.
+-- An organization's exported values changed: a new export version, and an announcement that
+-- tells every walklistd that listens to drop its cached export of the organization (delivered
+-- at commit, never for a rollback).
+CREATE FUNCTION wl__export_changed(p_org bigint) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO export_versions AS v (org_id, version, changed_at)
+    VALUES (p_org, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, clock_timestamp())
+    ON CONFLICT (org_id) DO UPDATE
+        SET version = greatest(v.version + 1, excluded.version),
+            changed_at = excluded.changed_at;
+    PERFORM pg_notify('wl_export_changed', p_org::text);
+END;
+$$;
+
 CREATE OR REPLACE FUNCTION wl_refresh_availability_from(p_org bigint, p_skus regclass, p_parts text)
 RETURNS bigint
 LANGUAGE plpgsql AS $$
@@ -45,6 +64,8 @@ DECLARE
     v_included text;
     v_skus text;
     v_filter text := '';
+    v_parts text;
+    v_computed text;
 BEGIN
     IF p_parts NOT IN ('all', 'qty', 'location') THEN
         RAISE EXCEPTION 'wl_refresh_availability_from: unknown parts %', p_parts;
@@ -92,8 +113,7 @@ BEGIN
                                ELSE 'o.sku IS NOT NULL OR p.sku IS NOT NULL' END;
 
     -- Each part joins the SKUs it is computed for only when they are a subset (not v_whole).
-    EXECUTE format($sql$
-    CREATE TEMP TABLE wl_availability_computed ON COMMIT DROP AS
+    v_parts := format($sql$
     WITH on_hand AS (
         SELECT st.sku, sum(st.on_hand) AS on_hand
         FROM stock st %1$s
@@ -114,77 +134,97 @@ BEGIN
                         AND l.code = ls.location AND NOT l.staging
         WHERE ls.org_id = $1 AND %2$L <> 'qty'
         ORDER BY ls.sku, ls.quantity DESC, l.sort_key, ls.location, ls.warehouse
-    ), computed AS (
-        SELECT a.sku, %5$s AS qty, %6$s AS location, (%7$s) AS included,
+    )
+    $sql$,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = st.sku' END,
+    p_parts,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = r.sku' END,
+    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = ls.sku' END);
+
+    v_computed := v_parts || format($sql$, computed AS (
+        SELECT a.sku, %1$s AS qty, %2$s AS location, (%3$s) AS included,
                sa.sku IS NOT NULL AS existed, sa.qty AS old_qty, sa.location AS old_location
-          FROM %8$s
+          FROM %4$s
           LEFT JOIN stock_availability sa ON sa.org_id = $1 AND sa.sku = a.sku
           LEFT JOIN on_hand o ON o.sku = a.sku
           LEFT JOIN reserved r ON r.sku = a.sku
           LEFT JOIN primary_location p ON p.sku = a.sku
-         WHERE true %9$s
+         WHERE true %5$s
     )
     SELECT sku, qty, location, included, existed,
            included <> existed
            OR (included AND (old_qty, old_location) IS DISTINCT FROM (qty, location)) AS changed
       FROM computed
-    $sql$,
-    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = st.sku' END,
-    p_parts,
-    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = r.sku' END,
-    CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = ls.sku' END,
-    v_qty, v_location, v_included, v_skus, v_filter) USING p_org;
+    $sql$, v_qty, v_location, v_included, v_skus, v_filter);
 
-    SELECT count(*) INTO v_changed FROM pg_temp.wl_availability_computed WHERE changed;
-    PERFORM set_config('enable_indexscan', v_settings[3], true);
-    PERFORM set_config('enable_indexonlyscan', v_settings[4], true);
-    PERFORM set_config('enable_bitmapscan', v_settings[5], true);
-
-    IF v_changed = 0 THEN
-        NULL;
-    ELSIF v_whole AND v_changed > 5000 AND v_changed * 2 >= v_existing THEN
-        -- Only refreshers write stock_availability, one at a time per organization (the lock
-        -- above): the plain INSERT cannot meet a concurrent insert of the same SKU.
-        DELETE FROM stock_availability WHERE org_id = p_org;
-        INSERT INTO stock_availability (org_id, sku, qty, location)
-        SELECT p_org, c.sku, c.qty, c.location
-          FROM pg_temp.wl_availability_computed c
-         WHERE c.included
-         ORDER BY c.sku;
-        -- The next batch of the organization (usually the next file of the same catalogue)
-        -- plans its refresh on these rows, not on statistics that predate them.
-        ANALYZE stock_availability;
-    ELSE
-        IF v_changed > 5000 THEN
-            ANALYZE pg_temp.wl_availability_computed;
+    IF v_whole AND v_existing = 0 THEN
+        -- The organization's first export rows: every row is new, so they go straight into the
+        -- table in SKU order, without the intermediate table and the comparison. The SKUs
+        -- included are those with stock or a location (rules of 0001), so the rows come from
+        -- those two parts; a part not computed (p_parts) is empty, and its value is what a SKU
+        -- without an export row has (0 on hand, no location).
+        EXECUTE 'INSERT INTO stock_availability (org_id, sku, qty, location) ' || v_parts
+                || ' SELECT $1, coalesce(o.sku, p.sku),'
+                   ' greatest(0, coalesce(o.on_hand, 0) - coalesce(r.reserved, 0)), p.location'
+                   ' FROM on_hand o FULL JOIN primary_location p ON p.sku = o.sku'
+                   ' LEFT JOIN reserved r ON r.sku = coalesce(o.sku, p.sku)'
+                   ' ORDER BY 2' USING p_org;
+        GET DIAGNOSTICS v_changed = ROW_COUNT;
+        PERFORM set_config('enable_indexscan', v_settings[3], true);
+        PERFORM set_config('enable_indexonlyscan', v_settings[4], true);
+        PERFORM set_config('enable_bitmapscan', v_settings[5], true);
+        IF v_changed > 0 THEN
+            ANALYZE stock_availability;
         END IF;
-        DELETE FROM stock_availability sa
-         USING pg_temp.wl_availability_computed c
-         WHERE sa.org_id = p_org AND sa.sku = c.sku AND c.changed AND NOT c.included;
-        UPDATE stock_availability sa
-           SET qty = c.qty, location = c.location
-          FROM pg_temp.wl_availability_computed c
-         WHERE sa.org_id = p_org AND sa.sku = c.sku AND c.changed AND c.included AND c.existed;
-        INSERT INTO stock_availability (org_id, sku, qty, location)
-        SELECT p_org, c.sku, c.qty, c.location
-          FROM pg_temp.wl_availability_computed c
-         WHERE c.changed AND c.included AND NOT c.existed
-         ORDER BY c.sku;
+    ELSE
+        EXECUTE 'CREATE TEMP TABLE wl_availability_computed ON COMMIT DROP AS ' || v_computed
+            USING p_org;
+
+        SELECT count(*) INTO v_changed FROM pg_temp.wl_availability_computed WHERE changed;
+        PERFORM set_config('enable_indexscan', v_settings[3], true);
+        PERFORM set_config('enable_indexonlyscan', v_settings[4], true);
+        PERFORM set_config('enable_bitmapscan', v_settings[5], true);
+
+        IF v_changed = 0 THEN
+            NULL;
+        ELSIF v_whole AND v_changed > 5000 AND v_changed * 2 >= v_existing THEN
+            -- Only refreshers write stock_availability, one at a time per organization (the lock
+            -- above): the plain INSERT cannot meet a concurrent insert of the same SKU.
+            DELETE FROM stock_availability WHERE org_id = p_org;
+            INSERT INTO stock_availability (org_id, sku, qty, location)
+            SELECT p_org, c.sku, c.qty, c.location
+              FROM pg_temp.wl_availability_computed c
+             WHERE c.included
+             ORDER BY c.sku;
+            -- The next batch of the organization (usually the next file of the same catalogue)
+            -- plans its refresh on these rows, not on statistics that predate them.
+            ANALYZE stock_availability;
+        ELSE
+            IF v_changed > 5000 THEN
+                ANALYZE pg_temp.wl_availability_computed;
+            END IF;
+            DELETE FROM stock_availability sa
+             USING pg_temp.wl_availability_computed c
+             WHERE sa.org_id = p_org AND sa.sku = c.sku AND c.changed AND NOT c.included;
+            UPDATE stock_availability sa
+               SET qty = c.qty, location = c.location
+              FROM pg_temp.wl_availability_computed c
+             WHERE sa.org_id = p_org AND sa.sku = c.sku AND c.changed AND c.included AND c.existed;
+            INSERT INTO stock_availability (org_id, sku, qty, location)
+            SELECT p_org, c.sku, c.qty, c.location
+              FROM pg_temp.wl_availability_computed c
+             WHERE c.changed AND c.included AND NOT c.existed
+             ORDER BY c.sku;
+        END IF;
+
+        DROP TABLE pg_temp.wl_availability_computed;
     END IF;
 
     PERFORM set_config('enable_nestloop', v_settings[1], true);
     PERFORM set_config('work_mem', v_settings[2], true);
-    DROP TABLE pg_temp.wl_availability_computed;
     DROP TABLE IF EXISTS pg_temp.wl_availability_skus;
     IF v_changed > 0 THEN
-        INSERT INTO export_versions AS v (org_id, version, changed_at)
-        VALUES (p_org, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, clock_timestamp())
-        ON CONFLICT (org_id) DO UPDATE
-            SET version = greatest(v.version + 1, excluded.version),
-                changed_at = excluded.changed_at;
-        -- Tells every walklistd that listens to drop its cached export of the organization
-        -- (delivered at commit, never for a rollback).
-        PERFORM pg_notify('wl_export_changed', p_org::text);
+        PERFORM wl__export_changed(p_org);
     END IF;
     RETURN v_changed;
 END;
