@@ -61,8 +61,8 @@ static uint32_t address_hash(const struct sockaddr *addr)
     return hash;
 }
 
-bool wl_anon_limiter_allow(wl_anon_limiter_t *limiter, const struct sockaddr *addr,
-                           int *retry_after_s)
+static bool check(wl_anon_limiter_t *limiter, const struct sockaddr *addr, bool count,
+                  int *retry_after_s)
 {
     struct timespec now_ts;
     clock_gettime(CLOCK_MONOTONIC, &now_ts);
@@ -79,7 +79,7 @@ bool wl_anon_limiter_allow(wl_anon_limiter_t *limiter, const struct sockaddr *ad
     double elapsed = (now - (double)window_start) / limiter->window_s;
     double estimate = slot->previous * (1.0 - elapsed) + slot->current;
     bool allowed = estimate < limiter->limit;
-    if (allowed)
+    if (allowed && count)
         slot->current++;
     pthread_mutex_unlock(&limiter->lock);
     if (!allowed && retry_after_s != NULL) {
@@ -87,4 +87,15 @@ bool wl_anon_limiter_allow(wl_anon_limiter_t *limiter, const struct sockaddr *ad
         *retry_after_s = wait > 0 ? wait : 1;
     }
     return allowed;
+}
+
+bool wl_anon_limiter_allow(wl_anon_limiter_t *limiter, const struct sockaddr *addr,
+                           int *retry_after_s)
+{
+    return check(limiter, addr, true, retry_after_s);
+}
+
+bool wl_anon_limiter_would_allow(wl_anon_limiter_t *limiter, const struct sockaddr *addr)
+{
+    return check(limiter, addr, false, NULL);
 }

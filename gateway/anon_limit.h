@@ -24,4 +24,7 @@ void wl_anon_limiter_destroy(wl_anon_limiter_t *limiter);
 bool wl_anon_limiter_allow(wl_anon_limiter_t *limiter, const struct sockaddr *addr,
                            int *retry_after_s);
 
+/** Whether a request from addr would be within the limit now; counts nothing. */
+bool wl_anon_limiter_would_allow(wl_anon_limiter_t *limiter, const struct sockaddr *addr);
+
 #endif

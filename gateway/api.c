@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <strings.h>
 
+#include "access.h"
 #include "anon_limit.h"
 #include "device.h"
 #include "export_stream.h"
@@ -63,6 +64,7 @@ typedef struct {
 struct wl_api {
     wl_core_t *core;
     wl_anon_limiter_t *anonymous; /* requests without a valid key, per address */
+    wl_access_t access;
     route_target_t targets[ROUTE_COUNT];
 };
 
@@ -89,6 +91,7 @@ int wl_api_create(wl_core_t *core, int anonymous_limit, wl_api_t **out, wl_error
         free(api);
         return wl_error_set(err, WL_ENOMEM, NULL);
     }
+    api->access = (wl_access_t){core, api->anonymous, wl_exchange_error};
     for (size_t i = 0; i < ROUTE_COUNT; i++) {
         const wl_service_entry_t *service = wl_core_find_service(core, routes[i].service);
         const ProtobufCMethodDescriptor *method =
@@ -209,33 +212,10 @@ static bool bearer_token(const char *header, wl_span_t *token)
     return true;
 }
 
-static void too_many_requests(wl_exchange_t *ex, int retry_after_s, const char *message)
-{
-    char seconds[16];
-    snprintf(seconds, sizeof(seconds), "%d", retry_after_s > 0 ? retry_after_s : 1);
-    wl_exchange_add_header(ex, "Retry-After", seconds);
-    wl_exchange_error(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, message, NULL);
-}
-
-/* Requests without a valid key count against their address; past the limit they get 429. */
-static void unauthenticated(wl_api_t *api, wl_exchange_t *ex, bool key_sent, const char *message)
-{
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    int retry_after = 0;
-    if (!wl_anon_limiter_allow(api->anonymous, info ? info->client_addr : NULL, &retry_after)) {
-        too_many_requests(ex, retry_after, "too many requests without a valid API key");
-        return;
-    }
-    wl_exchange_add_header(ex, "WWW-Authenticate",
-                           key_sent ? "Bearer realm=\"walklist\", error=\"invalid_token\""
-                                    : "Bearer realm=\"walklist\"");
-    wl_exchange_error(ex, 401, WL_GRPC_UNAUTHENTICATED, message, NULL);
-}
-
-/* Authenticates the request; answers 400, 401 or 503 when it cannot. */
-static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const route_t *route, const char *bucket,
-                         request_state_t *state)
+/* Reads the request's credential and starts its admission; answers 400, 401, or a refusal
+ * decided at once. The admission of a method that admits with its work waits for it. */
+static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const route_t *route,
+                         const wl_method_policy_t *policy, request_state_t *state)
 {
     const char *header = wl_exchange_header(ex, "Authorization");
     size_t query_keys = route->query_api_key ? wl_query_count(&state->query, "api_key") : 0;
@@ -253,32 +233,23 @@ static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const route_t *route,
     if (query_keys == 1) {
         token = *wl_query_get(&state->query, "api_key");
     } else if (header == NULL) {
-        unauthenticated(api, ex, false, "missing API key");
+        wl_access_unauthenticated(&api->access, ex, false, "missing API key");
         return false;
     } else if (!bearer_token(header, &token)) {
         /* A Bearer credential of the wrong shape was still a key sent; another scheme was not. */
         bool bearer = strncasecmp(header + strspn(header, " \t"), "Bearer", 6) == 0;
-        unauthenticated(api, ex, bearer, "the Authorization header must be 'Bearer <API key>'");
+        wl_access_unauthenticated(&api->access, ex, bearer,
+                                  "the Authorization header must be 'Bearer <API key>'");
         return false;
     }
-    wl_error_t err;
-    wl_error_init(&err);
-    int rc = wl_core_authorize(api->core, token, bucket, &ex->principal, &ex->rate, &err);
-    if (rc == WL_EUNAUTHENTICATED) {
-        unauthenticated(api, ex, true, "invalid API key");
-        return false;
-    }
-    if (rc == WL_EEXHAUSTED) {
-        ex->authenticated = true;
-        too_many_requests(ex, ex->rate.reset_s, err.message);
-        return false;
-    }
-    if (rc != 0) {
-        wl_exchange_core_error(ex, &err);
-        return false;
-    }
-    ex->authenticated = true;
-    return true;
+    return wl_access_begin(&api->access, ex, token, policy, route->device == NULL);
+}
+
+/* Answers a problem of the request itself, once its admission (which answers first) let it in. */
+static void refuse(wl_api_t *api, wl_exchange_t *ex, unsigned status, const char *message)
+{
+    if (wl_access_admitted(&api->access, ex))
+        wl_exchange_error(ex, status, WL_GRPC_INVALID_ARGUMENT, message, NULL);
 }
 
 /* application/json with an optional charset, which must be UTF-8. */
@@ -331,15 +302,8 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex)
     }
     const route_target_t *target = &api->targets[state->route];
     const wl_method_policy_t *policy = &target->service->policies[target->method_index];
-    if (!authenticate(api, ex, route, policy->rate_bucket, state))
+    if (!authenticate(api, ex, route, policy, state))
         return;
-    if ((ex->principal.scopes & policy->scope) != policy->scope) {
-        char needed[64], message[128];
-        wl_scopes_format(policy->scope, needed, sizeof(needed));
-        snprintf(message, sizeof(message), "the API key lacks the scope %s", needed);
-        wl_exchange_error(ex, 403, WL_GRPC_PERMISSION_DENIED, message, NULL);
-        return;
-    }
     if (route->device != NULL) {
         wl_device_accept(ex); /* 415, 413, or the body limit */
         return;
@@ -349,14 +313,12 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex)
         return;
     }
     if (!is_json_content_type(wl_exchange_header(ex, "Content-Type"))) {
-        wl_exchange_error(ex, 415, WL_GRPC_INVALID_ARGUMENT,
-                          "Content-Type must be application/json (charset utf-8)", NULL);
+        refuse(api, ex, 415, "Content-Type must be application/json (charset utf-8)");
         return;
     }
     const char *length = wl_exchange_header(ex, "Content-Length");
     if (length != NULL && strtoull(length, NULL, 10) > JSON_BODY_LIMIT) {
-        wl_exchange_error(ex, 413, WL_GRPC_INVALID_ARGUMENT,
-                          "request body is larger than 65536 bytes", NULL);
+        refuse(api, ex, 413, "request body is larger than 65536 bytes");
         return;
     }
     ex->body_limit = JSON_BODY_LIMIT;
@@ -421,10 +383,12 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
     if (rc == 0) {
         wl_call_t call = {.core = api->core,
                           .arena = &ex->arena,
-                          .principal = &ex->principal,
+                          .admission = ex->admission,
                           .err = &err,
                           .idempotency_key = wl_exchange_header(ex, "Idempotency-Key")};
         rc = wl_core_invoke(&call, target->service, target->method_index, input);
+        if (!wl_access_admitted(&api->access, ex))
+            return;
         if (rc == 0 && route->device != NULL) {
             rc = route->device->encode(call.reply, ex, &err);
             if (rc == 0)
@@ -442,7 +406,13 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
             return;
         }
     }
-    wl_exchange_core_error(ex, &err);
+    if (wl_access_admitted(&api->access, ex))
+        wl_exchange_core_error(ex, &err);
+}
+
+void wl_api_body_too_large(wl_api_t *api, wl_exchange_t *ex)
+{
+    refuse(api, ex, 413, "request body is larger than the limit");
 }
 
 bool wl_api_bearer_token(const char *header, wl_span_t *token)

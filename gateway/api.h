@@ -28,6 +28,9 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex);
 /** Called with the whole body read; sets the response. */
 void wl_api_finish(wl_api_t *api, wl_exchange_t *ex);
 
+/** Answers 413 for a body found over its limit while read (after a refused admission's answer). */
+void wl_api_body_too_large(wl_api_t *api, wl_exchange_t *ex);
+
 /** Route patterns ("GET /api/v1/stock-export"), for documentation checks. */
 size_t wl_api_routes(const char *const **methods, const char *const **patterns);
 

@@ -10,6 +10,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "access.h"
 #include "api.h"
 #include "google/rpc/error_details.pb-c.h"
 #include "json_codec.h"
@@ -22,7 +23,9 @@
  * encoding. A reply of WL_CONNECT_REPLY_LIMIT takes about 20 MiB of it; a reply that would need
  * more than this is refused as resource_exhausted while it is being built. */
 #define CONNECT_ARENA_LIMIT (64u * 1024 * 1024)
-#define ACCEPT_POST         "application/proto, application/json, application/json; charset=utf-8"
+/* A pending admission waits for the method (and its body) only for bodies this small. */
+#define CONNECT_DEFER_BODY_LIMIT (64u * 1024)
+#define ACCEPT_POST              "application/proto, application/json, application/json; charset=utf-8"
 
 typedef struct {
     char *path; /* "/walklist.v1.StockService/ExportStock" */
@@ -31,9 +34,13 @@ typedef struct {
     unsigned method_index;
 } procedure_t;
 
+static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
+                                const char *message, const wl_error_t *err);
+
 struct wl_connect {
     wl_core_t *core;
     wl_anon_limiter_t *anonymous; /* not owned */
+    wl_access_t access;
     procedure_t *procedures;
     size_t procedure_count;
 };
@@ -57,6 +64,7 @@ int wl_connect_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_connect_
         return wl_error_set(err, WL_ENOMEM, NULL);
     connect->core = core;
     connect->anonymous = anonymous;
+    connect->access = (wl_access_t){core, anonymous, answer_error_status};
     const wl_service_entry_t *services;
     size_t service_count = wl_core_services(core, &services);
     size_t total = 0;
@@ -294,69 +302,34 @@ static void answer_deadline_exceeded(wl_exchange_t *ex)
                  NULL);
 }
 
-/* Requests without a valid key count against their address; past the limit they get 429. */
-static void unauthenticated(wl_connect_t *connect, wl_exchange_t *ex, bool key_sent,
-                            const char *message)
-{
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    int retry_after = 0;
-    if (!wl_anon_limiter_allow(connect->anonymous, info ? info->client_addr : NULL, &retry_after)) {
-        char seconds[16];
-        snprintf(seconds, sizeof(seconds), "%d", retry_after > 0 ? retry_after : 1);
-        wl_exchange_add_header(ex, "Retry-After", seconds);
-        answer_error(ex, WL_GRPC_RESOURCE_EXHAUSTED, "too many requests without a valid API key",
-                     NULL);
-        return;
-    }
-    wl_exchange_add_header(ex, "WWW-Authenticate",
-                           key_sent ? "Bearer realm=\"walklist\", error=\"invalid_token\""
-                                    : "Bearer realm=\"walklist\"");
-    answer_error(ex, WL_GRPC_UNAUTHENTICATED, message, NULL);
-}
-
-/* Checks the key and counts the request in the method's bucket, as the REST routes do. */
-static bool authenticate(wl_connect_t *connect, wl_exchange_t *ex, const char *bucket)
+/* Reads the Bearer key and starts the request's admission, as the REST routes do. */
+static bool authenticate(wl_connect_t *connect, wl_exchange_t *ex, const wl_method_policy_t *policy)
 {
     const char *header = wl_exchange_header(ex, "Authorization");
     wl_span_t token;
     if (header == NULL) {
-        unauthenticated(connect, ex, false, "missing API key");
+        wl_access_unauthenticated(&connect->access, ex, false, "missing API key");
         return false;
     }
     if (!wl_api_bearer_token(header, &token)) {
         bool bearer = strncasecmp(skip_blanks(header), "Bearer", 6) == 0;
-        unauthenticated(connect, ex, bearer, "the Authorization header must be 'Bearer <API key>'");
+        wl_access_unauthenticated(&connect->access, ex, bearer,
+                                  "the Authorization header must be 'Bearer <API key>'");
         return false;
     }
-    wl_error_t err;
-    wl_error_init(&err);
-    int rc = wl_core_authorize(connect->core, token, bucket, &ex->principal, &ex->rate, &err);
-    if (rc == WL_EUNAUTHENTICATED) {
-        unauthenticated(connect, ex, true, "invalid API key");
-        return false;
-    }
-    if (rc == WL_EEXHAUSTED) {
-        ex->authenticated = true;
-        char seconds[16];
-        snprintf(seconds, sizeof(seconds), "%d", ex->rate.reset_s > 0 ? ex->rate.reset_s : 1);
-        wl_exchange_add_header(ex, "Retry-After", seconds);
-        answer_error(ex, WL_GRPC_RESOURCE_EXHAUSTED, err.message, NULL);
-        return false;
-    }
-    if (rc != 0) {
-        answer_core_error(ex, &err);
-        return false;
-    }
-    ex->authenticated = true;
-    return true;
+    /* Only a small body is read before a pending admission is decided. */
+    const char *length = wl_exchange_header(ex, "Content-Length");
+    bool small = length != NULL && strtoull(length, NULL, 10) <= CONNECT_DEFER_BODY_LIMIT;
+    return wl_access_begin(&connect->access, ex, token, policy, small);
 }
 
 /* The protocol headers, in the order a Connect server meets them: codec, version, coding,
  * timeout. Answers and returns false at the first one refused. */
-static bool accept_headers(wl_exchange_t *ex, call_state_t *state)
+static bool accept_headers(wl_connect_t *connect, wl_exchange_t *ex, call_state_t *state)
 {
     if (!parse_content_type(wl_exchange_header(ex, "Content-Type"), state)) {
+        if (!wl_access_admitted(&connect->access, ex))
+            return false;
         wl_exchange_add_header(ex, "Accept-Post", ACCEPT_POST);
         answer_error_status(ex, 415, WL_GRPC_INVALID_ARGUMENT,
                             "Content-Type must be application/proto or application/json", NULL);
@@ -364,16 +337,22 @@ static bool accept_headers(wl_exchange_t *ex, call_state_t *state)
     }
     const char *version = wl_exchange_header(ex, "Connect-Protocol-Version");
     if (version == NULL) {
+        if (!wl_access_admitted(&connect->access, ex))
+            return false;
         answer_error(ex, WL_GRPC_INVALID_ARGUMENT,
                      "missing required header: set Connect-Protocol-Version to \"1\"", NULL);
         return false;
     }
     if (strcmp(version, "1") != 0) {
+        if (!wl_access_admitted(&connect->access, ex))
+            return false;
         answer_error(ex, WL_GRPC_INVALID_ARGUMENT, "Connect-Protocol-Version must be \"1\"", NULL);
         return false;
     }
     const char *coding = wl_exchange_header(ex, "Content-Encoding");
     if (coding != NULL && strcasecmp(coding, "identity") != 0) {
+        if (!wl_access_admitted(&connect->access, ex))
+            return false;
         answer_error(ex, WL_GRPC_UNIMPLEMENTED,
                      "unsupported Content-Encoding: this server supports identity", NULL);
         return false;
@@ -381,6 +360,8 @@ static bool accept_headers(wl_exchange_t *ex, call_state_t *state)
     const char *timeout = wl_exchange_header(ex, "Connect-Timeout-Ms");
     if (timeout != NULL) {
         if (!parse_timeout(timeout, state->started, &state->deadline)) {
+            if (!wl_access_admitted(&connect->access, ex))
+                return false;
             answer_error(ex, WL_GRPC_INVALID_ARGUMENT,
                          "Connect-Timeout-Ms must be a whole number of milliseconds (at most 10 "
                          "digits)",
@@ -417,32 +398,29 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
     }
     const wl_service_entry_t *service = state->procedure->service;
     const wl_method_policy_t *policy = &service->policies[state->procedure->method_index];
-    if (!authenticate(connect, ex, policy->rate_bucket))
+    if (!authenticate(connect, ex, policy))
         return;
-    if ((ex->principal.scopes & policy->scope) != policy->scope) {
-        char needed[64], message[128];
-        wl_scopes_format(policy->scope, needed, sizeof(needed));
-        snprintf(message, sizeof(message), "the API key lacks the scope %s", needed);
-        answer_error(ex, WL_GRPC_PERMISSION_DENIED, message, NULL);
-        return;
-    }
-    if (!accept_headers(ex, state))
+    /* Whatever is wrong with the request is answered once its admission let it in. */
+    if (!accept_headers(connect, ex, state))
         return;
     if (deadline_passed(state)) {
-        answer_deadline_exceeded(ex);
+        if (wl_access_admitted(&connect->access, ex))
+            answer_deadline_exceeded(ex);
         return;
     }
     const char *length = wl_exchange_header(ex, "Content-Length");
     if (length != NULL && strtoull(length, NULL, 10) > WL_CONNECT_BODY_LIMIT) {
-        answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT, "");
+        if (wl_access_admitted(&connect->access, ex))
+            answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT, "");
         return;
     }
     ex->body_limit = WL_CONNECT_BODY_LIMIT;
 }
 
-void wl_connect_body_too_large(wl_exchange_t *ex)
+void wl_connect_body_too_large(wl_connect_t *connect, wl_exchange_t *ex)
 {
-    answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT, "");
+    if (wl_access_admitted(&connect->access, ex))
+        answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT, "");
 }
 
 /* --- The call ----------------------------------------------------------------------------- */
@@ -504,16 +482,20 @@ void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
     int rc =
         decode_request(state, ex, service->descriptor->methods[method_index].input, &input, &err);
     if (rc == 0 && deadline_passed(state)) {
-        answer_deadline_exceeded(ex);
+        if (wl_access_admitted(&connect->access, ex))
+            answer_deadline_exceeded(ex);
         return;
     }
     wl_call_t call = {.core = connect->core,
                       .arena = &ex->arena,
-                      .principal = &ex->principal,
+                      .admission = ex->admission,
                       .err = &err,
                       .idempotency_key = wl_exchange_header(ex, "Idempotency-Key")};
     if (rc == 0)
         rc = wl_core_invoke(&call, service, method_index, input);
+    /* A refused admission answers first (also when the body could not be decoded). */
+    if (!wl_access_admitted(&connect->access, ex))
+        return;
     bool answered = rc == 0 && !deadline_passed(state) && answer_reply(ex, state, call.reply);
     if (ex->arena.limit_reached) {
         /* The reply is dropped; the few bytes of the error answer may still come from the arena. */

@@ -84,7 +84,7 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex);
 void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex);
 
 /** Answers a body that turned out longer than ex->body_limit (chunked uploads). */
-void wl_connect_body_too_large(wl_exchange_t *ex);
+void wl_connect_body_too_large(wl_connect_t *connect, wl_exchange_t *ex);
 
 /**
  * Parses a Connect-Timeout-Ms value (1 to 10 ASCII digits, nothing else): true with *deadline

@@ -35,10 +35,11 @@ typedef struct {
     size_t body_len;
     size_t body_limit; /* set by the handler before the body is read; 0 = no body expected */
     char request_id[65];
-    const char *route; /* route pattern for logs and metrics */
-    wl_principal_t principal;
+    const char *route;         /* route pattern for logs and metrics */
+    wl_admission_t *admission; /* the request's way in (access.h); NULL before one started */
+    wl_principal_t principal;  /* followed from the admission once decided */
     bool authenticated;
-    wl_rate_t rate; /* the rate-limit decision, when rate.bucket is set */
+    wl_rate_t rate;      /* the rate-limit decision, when rate.bucket is set */
     void *handler_state; /* the handler's own per-request data (arena memory) */
 
     unsigned status; /* 0 until a response is set */
@@ -96,8 +97,8 @@ void wl_exchange_stream(wl_exchange_t *ex, unsigned status, const char *content_
                         void (*free_state)(void *state), void *state);
 
 /** Sets a Google API error response for an HTTP status and gRPC code. */
-void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
-                       const char *message, const wl_error_t *err);
+void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code, const char *message,
+                       const wl_error_t *err);
 
 /** Sets the error response for a core error (status from the gRPC mapping). */
 void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err);

@@ -34,7 +34,7 @@ typedef struct {
     int shutdown_timeout_ms;
     int key_cache_ttl_ms;
     int rate_lease_ms;
-    int list_commit_groups;
+    int commit_groups;
 } config_t;
 
 static void usage(FILE *out)
@@ -76,9 +76,10 @@ static void usage(FILE *out)
         "  --rate-lease-ms N         busy buckets lease rate-limit permits for at most N ms,\n"
         "                            default 10000; 0: one database round trip per request\n"
         "                            (WALKLIST_RATE_LEASE_MS)\n"
-        "  --list-commit-groups N    walk lists created at the same moment commit together,\n"
-        "                            at most N commits in flight, default 2; 0: every list\n"
-        "                            commits alone (WALKLIST_LIST_COMMIT_GROUPS)\n"
+        "  --commit-groups N         requests that need the database at the same moment (key\n"
+        "                            checks, rate-limit decisions, walk lists) commit together,\n"
+        "                            at most N commits in flight, default 2; 0: every request\n"
+        "                            commits alone (WALKLIST_COMMIT_GROUPS)\n"
         "  --shutdown-timeout-ms N   on SIGTERM, how long requests in flight may finish,\n"
         "                            default 10000 (WALKLIST_SHUTDOWN_TIMEOUT_MS)\n");
 }
@@ -123,15 +124,14 @@ static int read_config(int argc, char **argv, config_t *config)
     config->shutdown_timeout_ms = 10000;
     config->key_cache_ttl_ms = 600000;
     config->rate_lease_ms = 10000;
-    config->list_commit_groups = 2;
+    config->commit_groups = 2;
     if (env_int("WALKLIST_SHUTDOWN_TIMEOUT_MS", "--shutdown-timeout-ms", 0, 600000,
                 &config->shutdown_timeout_ms) != 0 ||
         env_int("WALKLIST_KEY_CACHE_TTL_MS", "--key-cache-ttl-ms", 0, 3600000,
                 &config->key_cache_ttl_ms) != 0 ||
         env_int("WALKLIST_RATE_LEASE_MS", "--rate-lease-ms", 0, 60000, &config->rate_lease_ms) !=
             0 ||
-        env_int("WALKLIST_LIST_COMMIT_GROUPS", "--list-commit-groups", 0, 64,
-                &config->list_commit_groups) != 0)
+        env_int("WALKLIST_COMMIT_GROUPS", "--commit-groups", 0, 64, &config->commit_groups) != 0)
         return -1;
     if (env_int("WALKLIST_RATE_LIMIT_LOCATE_LISTS", "--rate-limit-locate-lists", 1, 1000000,
                 &config->rate_locate_lists) != 0 ||
@@ -173,7 +173,7 @@ static int read_config(int argc, char **argv, config_t *config)
         {"shutdown-timeout-ms", required_argument, NULL, 'T'},
         {"key-cache-ttl-ms", required_argument, NULL, 'k'},
         {"rate-lease-ms", required_argument, NULL, 'R'},
-        {"list-commit-groups", required_argument, NULL, 'G'},
+        {"commit-groups", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -240,7 +240,7 @@ static int read_config(int argc, char **argv, config_t *config)
             rc = parse_int(optarg, "--rate-lease-ms", 0, 60000, &config->rate_lease_ms);
             break;
         case 'G':
-            rc = parse_int(optarg, "--list-commit-groups", 0, 64, &config->list_commit_groups);
+            rc = parse_int(optarg, "--commit-groups", 0, 64, &config->commit_groups);
             break;
         case 'h':
             usage(stdout);
@@ -365,7 +365,7 @@ int main(int argc, char **argv)
         /* 0 on the command line means off; in the core it means the default. */
         .key_cache_ttl_ms = config.key_cache_ttl_ms > 0 ? config.key_cache_ttl_ms : -1,
         .rate_lease_ms = config.rate_lease_ms > 0 ? config.rate_lease_ms : -1,
-        .list_commit_groups = config.list_commit_groups > 0 ? config.list_commit_groups : -1,
+        .commit_groups = config.commit_groups > 0 ? config.commit_groups : -1,
     };
     if (wl_core_create(&core_config, &core, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);

@@ -179,8 +179,8 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *aren
             in_use, open > in_use ? open - in_use : 0, size_total);
     wl_core_access_stats_t access;
     wl_core_access_stats(core, &access);
-    uint64_t list_commits = 0, list_commit_lists = 0;
-    wl_core_list_commit_stats(core, &list_commits, &list_commit_lists);
+    uint64_t admission_commits = 0, admission_requests = 0;
+    wl_core_admission_stats(core, &admission_commits, &admission_requests);
     fprintf(
         out,
         "# HELP walklist_key_checks_total API key checks, by where they were answered.\n"
@@ -197,16 +197,16 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *aren
         "# HELP walklist_rate_limit_refills_total Permit leases asked for ahead of need.\n"
         "# TYPE walklist_rate_limit_refills_total counter\n"
         "walklist_rate_limit_refills_total %llu\n"
-        "# HELP walklist_list_commits_total Commits of new walk lists (one per group).\n"
-        "# TYPE walklist_list_commits_total counter\n"
-        "walklist_list_commits_total %llu\n"
-        "# HELP walklist_list_commit_lists_total Walk lists in those commits.\n"
-        "# TYPE walklist_list_commit_lists_total counter\n"
-        "walklist_list_commit_lists_total %llu\n",
+        "# HELP walklist_admission_commits_total Commits that let requests in (group commit).\n"
+        "# TYPE walklist_admission_commits_total counter\n"
+        "walklist_admission_commits_total %llu\n"
+        "# HELP walklist_admission_requests_total Requests in those commits.\n"
+        "# TYPE walklist_admission_requests_total counter\n"
+        "walklist_admission_requests_total %llu\n",
         (unsigned long long)access.key_cache_hits, (unsigned long long)access.key_cache_misses,
         access.key_watch_listening ? 1 : 0, (unsigned long long)access.rate_local,
         (unsigned long long)access.rate_round_trips, (unsigned long long)access.rate_refills,
-        (unsigned long long)list_commits, (unsigned long long)list_commit_lists);
+        (unsigned long long)admission_commits, (unsigned long long)admission_requests);
     if (fclose(out) != 0) {
         free(text);
         return NULL;

@@ -306,10 +306,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (ex->status != 0)
         return send_response(req); /* decided on the first call */
     if (req->body_too_large && req->connect)
-        wl_connect_body_too_large(ex);
+        wl_connect_body_too_large(server->connect, ex);
     else if (req->body_too_large)
-        wl_exchange_error(ex, 413, WL_GRPC_INVALID_ARGUMENT,
-                          "request body is larger than the limit", NULL);
+        wl_api_body_too_large(server->api, ex);
     else if (req->connect)
         wl_connect_finish(server->connect, ex);
     else

@@ -31,9 +31,9 @@ typedef struct {
     int rate_shared;               /* default 60 per window */
     int key_cache_ttl_ms;          /* default 600000: checked keys kept this long; < 0: no cache */
     int rate_lease_ms; /* default 10000: leased permits held this long; < 0: no leases */
-    /* default 2 (at most db_pool_size): walk-list commits in flight at once, each for every
-     * list created meanwhile (group commit); < 0: each list commits alone */
-    int list_commit_groups;
+    /* default 2 (at most db_pool_size): admissions in flight at once, each for every request
+     * that needs the database meanwhile (group commit); < 0: each request commits alone */
+    int commit_groups;
 } wl_core_config_t;
 
 int wl_core_create(const wl_core_config_t *config, wl_core_t **out,
@@ -52,8 +52,8 @@ void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open);
 void wl_core_on_export_change(wl_core_t *core, void (*changed)(int64_t org_id, void *data),
                               void *data);
 
-/** Walk-list group commits so far and the lists they held (both 0 without grouping). */
-void wl_core_list_commit_stats(wl_core_t *core, uint64_t *commits, uint64_t *lists);
+/** Admission commits so far (group commit) and the requests they held. */
+void wl_core_admission_stats(wl_core_t *core, uint64_t *commits, uint64_t *requests);
 
 /** How requests were let in: keys from the cache or the database, rate decisions from leased
  * permits or a round trip (a key checked in the database counts its request there too). */
@@ -130,7 +130,63 @@ int wl_core_authorize(wl_core_t *core, wl_span_t token, const char *bucket, wl_p
 typedef struct {
     unsigned scope;
     const char *rate_bucket;
+    /* The method lets its request in itself, together with its own database work: a request
+     * the process cannot decide alone then costs one round trip in all (see wl_admission_t). */
+    bool admits_with_work;
 } wl_method_policy_t;
+
+/**
+ * A request's admission (CONTRACT sections 2 and 8): its API key checked, its
+ * method's scope, and the request counted against the method's rate-limit
+ * bucket. What this process knows (keys it checked lately, permits it
+ * leased, a bucket it saw full) is decided at once, without the database;
+ * the rest is decided there, in one statement shared with the other requests
+ * in flight (one round trip, one durable commit), and, for methods that admit
+ * with their work, together with that work. Arena memory: lives as long as
+ * the request.
+ *
+ *     wl_admission_t *admission = wl_core_admission(core, arena, token, policy);
+ *     // ...read the body; a method that admits with its work decides it then:
+ *     call.admission = admission;
+ *     rc = wl_core_invoke(&call, service, method, input);
+ *     if (wl_admission_refused(admission))
+ *         answer_refusal(wl_admission_result(admission), ...); // 401, 403, 429, 503
+ */
+typedef struct wl_admission wl_admission_t;
+
+/**
+ * Starts the admission of a request with token for a method of policy
+ * (policy->rate_bucket NULL: the key is only checked, nothing counted). Never
+ * waits for the database. NULL when out of memory.
+ */
+wl_admission_t *wl_core_admission(wl_core_t *core, wl_arena_t *arena, wl_span_t token,
+                                  const wl_method_policy_t *policy);
+
+/** True until the admission is decided. */
+bool wl_admission_pending(const wl_admission_t *admission);
+
+/**
+ * Decides the admission now when it is pending (one round trip at most),
+ * and returns the decision: 0 let in; WL_EUNAUTHENTICATED (malformed,
+ * unknown or revoked key: nothing counted); WL_EEXHAUSTED (the bucket is
+ * full: not counted); WL_EPERMISSION (the key lacks the method's scope: the
+ * request was counted); WL_EUNAVAILABLE and others when the database
+ * failed. err receives the decision's message. Deciding again repeats it.
+ */
+int wl_admission_decide(wl_core_t *core, wl_admission_t *admission,
+                        wl_error_t *err) WL_CHECK_RESULT;
+
+/** The decision (as wl_admission_decide returned it); 0 while pending. */
+int wl_admission_result(const wl_admission_t *admission);
+
+/** True when decided and refused. */
+bool wl_admission_refused(const wl_admission_t *admission);
+
+/** Who the key stands for, once decided and the key is valid (zeroed before). */
+const wl_principal_t *wl_admission_principal(const wl_admission_t *admission);
+
+/** The rate-limit decision, once decided with a valid key and a bucket. */
+const wl_rate_t *wl_admission_rate(const wl_admission_t *admission);
 
 typedef struct {
     const ProtobufCServiceDescriptor *descriptor;
@@ -151,7 +207,10 @@ const wl_service_entry_t *wl_core_find_service(wl_core_t *core, const char *full
 typedef struct {
     wl_core_t *core;
     wl_arena_t *arena;
-    const wl_principal_t *principal;
+    /* How the request is let in. Pending, the method decides it before anything else, or with
+     * its work when its policy says so; NULL: principal was let in by the caller. */
+    wl_admission_t *admission;
+    const wl_principal_t *principal; /* with an admission: wl_admission_principal's */
     wl_error_t *err;
     /* Transport metadata in: the Idempotency-Key header (NULL when absent). */
     const char *idempotency_key;
@@ -161,8 +220,10 @@ typedef struct {
 } wl_call_t;
 
 /**
- * Checks the principal's scope for the method, then invokes it. Returns 0 with
- * call->reply set, or a WL_E* code with call->err filled.
+ * Decides the call's admission unless the method admits with its work, checks
+ * the principal's scope for the method, then invokes it. Returns 0 with
+ * call->reply set, or a WL_E* code with call->err filled (the admission's
+ * refusal when it was refused).
  */
 int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned method_index,
                    const ProtobufCMessage *input) WL_CHECK_RESULT;

@@ -5,34 +5,33 @@
 #include <string.h>
 
 #include "services/services.h"
-#include "store/keys.h"
-#include "store/rate_limits.h"
 #include "store/migrate.h"
+#include "store/rate_limits.h"
 
 const wl_method_policy_t wl__locate_list_policies[] = {
-    {WL_SCOPE_LISTS_WRITE, "locate-lists"}, /* CreateLocateList */
-    {WL_SCOPE_LISTS_WRITE, "locate-lists"}, /* GetLocateList */
+    {WL_SCOPE_LISTS_WRITE, "locate-lists", true}, /* CreateLocateList */
+    {WL_SCOPE_LISTS_WRITE, "locate-lists", true}, /* GetLocateList */
 };
 
 const wl_method_policy_t wl__stock_policies[] = {
-    {WL_SCOPE_STOCK_READ, "stock-export"}, /* ExportStock */
-    {WL_SCOPE_STOCK_READ, "shared"},       /* ListStock */
+    {WL_SCOPE_STOCK_READ, "stock-export", false}, /* ExportStock */
+    {WL_SCOPE_STOCK_READ, "shared", false},       /* ListStock */
 };
 
 const wl_method_policy_t wl__scanner_policies[] = {
-    {WL_SCOPE_SCANNER, "shared"}, /* ListPendingLists */
-    {WL_SCOPE_SCANNER, "shared"}, /* LoadLocateList */
+    {WL_SCOPE_SCANNER, "shared", false}, /* ListPendingLists */
+    {WL_SCOPE_SCANNER, "shared", false}, /* LoadLocateList */
 };
 
 const wl_method_policy_t wl__inventory_policies[] = {
-    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* UpsertWarehouses */
-    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* UpsertLocations */
-    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* UpsertProducts */
-    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* SetStock */
-    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* SetLocationStock */
-    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* CreateReservations */
-    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* ReleaseReservations */
-    {WL_SCOPE_INVENTORY_WRITE, "shared"}, /* ConsumeReservations */
+    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* UpsertWarehouses */
+    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* UpsertLocations */
+    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* UpsertProducts */
+    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* SetStock */
+    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* SetLocationStock */
+    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* CreateReservations */
+    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* ReleaseReservations */
+    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* ConsumeReservations */
 };
 
 /* The refill threads' way to the database. */
@@ -84,11 +83,11 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     rc = wl_rate_leases_create(lease_ms > 0 ? lease_ms : 0, ask_permits, core, &core->leases, err);
     if (rc == 0 && key_ttl_ms > 0)
         rc = wl_key_cache_create(config->database_url, key_ttl_ms, &core->keys, err);
-    int groups = config->list_commit_groups != 0 ? config->list_commit_groups : 2;
+    int groups = config->commit_groups != 0 ? config->commit_groups : 2;
     if (groups > pool_config.size)
         groups = pool_config.size;
-    if (rc == 0 && groups > 0)
-        rc = wl_list_commits_create(core->pool, groups, &core->list_commits, err);
+    if (rc == 0)
+        rc = wl_admissions_create(core->pool, groups, &core->admissions, err);
     if (rc != 0) {
         wl_core_destroy(core);
         return rc;
@@ -116,7 +115,7 @@ void wl_core_destroy(wl_core_t *core)
         return;
     wl_key_cache_destroy(core->keys);
     wl_rate_leases_destroy(core->leases);
-    wl_list_commits_destroy(core->list_commits);
+    wl_admissions_destroy(core->admissions);
     wl_pool_destroy(core->read_pool);
     wl_pool_destroy(core->pool);
     free(core->database_url);
@@ -155,13 +154,12 @@ void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open)
     *open = stats.open;
 }
 
-void wl_core_list_commit_stats(wl_core_t *core, uint64_t *commits, uint64_t *lists)
+void wl_core_admission_stats(wl_core_t *core, uint64_t *commits, uint64_t *requests)
 {
-    wl_list_commits_stats_t stats = {0, 0};
-    if (core->list_commits != NULL)
-        wl_list_commits_stats(core->list_commits, &stats);
+    wl_admissions_stats_t stats;
+    wl_admissions_stats(core->admissions, &stats);
     *commits = stats.commits;
-    *lists = stats.lists;
+    *requests = stats.requests;
 }
 
 void wl_core_access_stats(wl_core_t *core, wl_core_access_stats_t *out)
@@ -202,56 +200,6 @@ int wl_core_ready(wl_core_t *core, wl_error_t *err)
     return rc;
 }
 
-/* Counts one request of the organization against rate->bucket: from a leased permit when this
- * process holds one, else with one round trip that may lease more. */
-static int count_request(wl_core_t *core, int64_t org_id, wl_rate_t *rate, wl_error_t *err)
-{
-    wl_rate_fetch_t fetch;
-    if (!wl_rate_leases_spend(core->leases, org_id, rate, &fetch)) {
-        wl_rate_grant_t grant;
-        int rc = ask_permits(core, org_id, rate->bucket, rate->limit, &fetch.ask, &grant, err);
-        wl_rate_leases_fetched(core->leases, org_id, &fetch, rc == 0 ? &grant : NULL, rate);
-        if (rc != 0)
-            return rc;
-    }
-    if (!rate->accepted)
-        return wl_error_set(err, WL_EEXHAUSTED, "rate limit of %d requests per %d s exceeded",
-                            rate->limit, rate->window_s);
-    return 0;
-}
-
-/* The key check: from the cache of checked keys when it knows the key, else in the database,
- * where a request to count is counted in the same round trip. Malformed keys never reach the
- * database. */
-static int check_key(wl_core_t *core, wl_span_t token, wl_principal_t *out, wl_rate_t *rate,
-                     wl_error_t *err)
-{
-    char prefix[WL_KEY_PREFIX_LEN + 1];
-    if (!wl_keys_parse(token, prefix))
-        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
-    unsigned char digest[WL_KEY_DIGEST_SIZE];
-    wl_keys_digest(token, digest);
-    if (core->keys != NULL && wl_key_cache_find(core->keys, prefix, digest, out))
-        return rate != NULL ? count_request(core, out->org_id, rate, err) : 0;
-    wl_key_ticket_t ticket = {0, false};
-    if (core->keys != NULL)
-        ticket = wl_key_cache_ticket(core->keys);
-    PGconn *conn = NULL;
-    int rc = wl_pool_acquire(core->pool, &conn, err);
-    if (rc != 0)
-        return rc;
-    rc = wl_keys_authorize(conn, token, out, rate, err);
-    wl_pool_release(core->pool, conn);
-    if ((rc == 0 || rc == WL_EEXHAUSTED) && core->keys != NULL)
-        wl_key_cache_remember(core->keys, ticket, digest, out);
-    return rc;
-}
-
-int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out, wl_error_t *err)
-{
-    return check_key(core, token, out, NULL, err);
-}
-
 int wl_core_rate_limit(const wl_core_t *core, const char *bucket)
 {
     if (strcmp(bucket, "locate-lists") == 0)
@@ -261,18 +209,6 @@ int wl_core_rate_limit(const wl_core_t *core, const char *bucket)
     if (strcmp(bucket, "shared") == 0)
         return core->rate_shared;
     return 0;
-}
-
-int wl_core_authorize(wl_core_t *core, wl_span_t token, const char *bucket, wl_principal_t *out,
-                      wl_rate_t *rate, wl_error_t *err)
-{
-    memset(rate, 0, sizeof(*rate));
-    rate->bucket = bucket;
-    rate->limit = wl_core_rate_limit(core, bucket);
-    rate->window_s = core->rate_window_ms / 1000;
-    if (rate->limit == 0)
-        return wl_error_set(err, WL_EINTERNAL, "unknown rate-limit bucket %s", bucket);
-    return check_key(core, token, out, rate, err);
 }
 
 int wl_scopes_parse(const char *text, unsigned *scopes, wl_error_t *err)
@@ -344,7 +280,16 @@ int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned 
     if (method_index >= service->descriptor->n_methods)
         return wl_error_set(call->err, WL_EUNIMPLEMENTED, "no such method");
     const wl_method_policy_t *policy = &service->policies[method_index];
-    if (call->principal == NULL || (call->principal->scopes & policy->scope) != policy->scope) {
+    if (call->admission != NULL) {
+        call->principal = wl_admission_principal(call->admission);
+        if ((!policy->admits_with_work || !wl_admission_pending(call->admission)) &&
+            wl_admission_decide(call->core, call->admission, call->err) != 0)
+            return call->err->code;
+    }
+    if (call->admission != NULL && wl_admission_pending(call->admission)) {
+        /* The method decides the admission with its work, scope included. */
+    } else if (call->principal == NULL ||
+               (call->principal->scopes & policy->scope) != policy->scope) {
         char needed[64];
         wl_scopes_format(policy->scope, needed, sizeof(needed));
         return wl_error_set(call->err, WL_EPERMISSION, "the API key lacks the scope %s", needed);

@@ -62,28 +62,31 @@ static int request_hash(const char *name, const wl_span_t *codes, size_t count, 
     return ok ? 0 : WL_EINTERNAL;
 }
 
-/* A list without an Idempotency-Key: committed together with concurrent ones when grouping. */
+/* A list without an Idempotency-Key: inserted in the request's admission, grouped with the
+ * other requests in flight. */
 static int insert(wl_core_t *core, wl_call_t *call, const char *name, const wl_span_t *codes,
                   size_t codes_count, const char *id)
 {
-    wl_list_insert_t list;
-    int rc = wl_list_insert_init(&list, call->principal->org_id, id, name, codes, codes_count,
-                                 call->arena, call->err);
-    if (rc != 0 || core->list_commits != NULL)
-        return rc != 0 ? rc : wl_list_commits_insert(core->list_commits, &list);
-    PGconn *conn = NULL;
-    if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
-        return call->err->code;
-    wl_list_insert_t *one = &list;
-    wl_lists_insert_batch(conn, &one, 1);
-    wl_pool_release(core->pool, conn);
-    return list.rc;
+    wl_admit_t work = {.action = WL_ADMIT_CREATE,
+                       .org_id = call->principal->org_id,
+                       .list_id = id,
+                       .list_name = name,
+                       .codes = codes,
+                       .codes_count = codes_count,
+                       .arena = call->arena,
+                       .err = call->err};
+    int rc = wl__admit(core, call->admission, &work, call->err);
+    if (rc == 0 && !work.done)
+        rc = wl_error_set(call->err, WL_EINTERNAL, "the list was not inserted");
+    return rc;
 }
 
 static int insert_idempotent(wl_core_t *core, wl_call_t *call, const char *name,
                              const wl_span_t *codes, size_t codes_count, const char *id,
                              wl_list_created_t *created)
 {
+    if (wl__admit(core, call->admission, NULL, call->err) != 0)
+        return call->err->code;
     char hash[65];
     int rc = request_hash(name, codes, codes_count, hash);
     if (rc != 0)
@@ -111,8 +114,14 @@ static void create_locate_list(Walklist__V1__LocateListService_Service *base,
     if (call->idempotency_key != NULL &&
         validate_idempotency_key(call->idempotency_key, call->err) != 0)
         invalid = WL_EINVAL;
-    if (invalid != 0)
+    if (invalid != 0) {
+        /* A refused admission answers before the request's content. */
+        wl_error_t refusal;
+        wl_error_init(&refusal);
+        if (wl__admit(core, call->admission, NULL, &refusal) != 0)
+            *call->err = refusal;
         goto Fail;
+    }
     if (wl_random_id(id) != 0) {
         wl_error_set(call->err, WL_EINTERNAL, "no randomness available");
         goto Fail;
@@ -150,19 +159,31 @@ static void get_locate_list(Walklist__V1__LocateListService_Service *base,
 {
     wl_core_t *core = ((wl_locate_list_service_t *)base)->core;
     wl_call_t *call = call_of(closure_data);
+    wl_list_record_t record;
     if (!wl_list_id_plausible(input->id)) {
-        wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
+        if (wl__admit(core, call->admission, NULL, call->err) == 0)
+            wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
         goto Fail;
     }
-    PGconn *conn = NULL;
-    if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
-        goto Fail;
-    wl_list_record_t record;
-    int rc =
-        wl_lists_get(conn, call->principal->org_id, input->id, call->arena, &record, call->err);
-    wl_pool_release(core->pool, conn);
-    if (rc != 0)
-        goto Fail;
+    if (call->admission != NULL && wl_admission_pending(call->admission)) {
+        wl_admit_t work = {.action = WL_ADMIT_GET, .list_id = input->id, .arena = call->arena};
+        if (wl__admit(core, call->admission, &work, call->err) != 0)
+            goto Fail;
+        if (!work.done) {
+            wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
+            goto Fail;
+        }
+        record = work.list;
+    } else {
+        PGconn *conn = NULL;
+        if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
+            goto Fail;
+        int rc =
+            wl_lists_get(conn, call->principal->org_id, input->id, call->arena, &record, call->err);
+        wl_pool_release(core->pool, conn);
+        if (rc != 0)
+            goto Fail;
+    }
 
     Walklist__V1__LocateList *reply = wl_arena_alloc(call->arena, sizeof(*reply));
     if (reply == NULL) {

@@ -11,7 +11,7 @@
 #include <stdatomic.h>
 
 #include "services/key_cache.h"
-#include "services/list_commits.h"
+#include "services/admissions.h"
 #include "services/rate_lease.h"
 #include "store/pool.h"
 #include "store/secrets.h"
@@ -60,8 +60,8 @@ struct wl_core {
     int rate_locate_lists, rate_stock_export, rate_shared;
     wl_key_cache_t *keys; /* NULL: every key checked in the database */
     wl_rate_leases_t *leases;
-    wl_list_commits_t *list_commits; /* NULL: each list commits alone */
-    pthread_mutex_t hook_lock;       /* the hook may be set while requests are served */
+    wl_admissions_t *admissions;
+    pthread_mutex_t hook_lock; /* the hook may be set while requests are served */
     void (*export_changed)(int64_t org_id, void *data); /* see wl_core_on_export_change */
     void *export_changed_data;
     wl_locate_list_service_t locate_list;
@@ -80,6 +80,16 @@ extern const wl_method_policy_t wl__locate_list_policies[];
 extern const wl_method_policy_t wl__stock_policies[];
 extern const wl_method_policy_t wl__scanner_policies[];
 extern const wl_method_policy_t wl__inventory_policies[];
+
+/**
+ * Lets a request in (see wl_admission_t), with work when not NULL: the work
+ * then travels in the same statement, and is done only when the request is
+ * let in. A decided admission (or none: NULL) only sends the work, for the
+ * organization already known. Returns the admission's refusal, or else
+ * work's rc (0: work->done and its answers are set).
+ */
+int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work,
+              wl_error_t *err) WL_CHECK_RESULT;
 
 /** After a commit that may have changed the organization's export, before the answer. */
 void wl__core_export_may_have_changed(wl_core_t *core, int64_t org_id);

@@ -98,7 +98,7 @@ int wl_keys_create(PGconn *conn, int64_t org_id, unsigned scopes, const char *na
     return wl_error_set(err, WL_EINTERNAL, "could not find a free key prefix");
 }
 
-static void parse_scopes(const char *scopes, unsigned *bits)
+void wl_keys_scope_bits(const char *scopes, unsigned *bits)
 {
     wl_error_t ignored;
     wl_error_init(&ignored);
@@ -144,7 +144,7 @@ int wl_keys_authorize(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_rat
     out->org_id = wl_db_int64(res, 0, 0);
     snprintf(out->org_slug, sizeof(out->org_slug), "%s", PQgetvalue(res, 0, 1));
     snprintf(out->key_prefix, sizeof(out->key_prefix), "%s", prefix);
-    parse_scopes(PQgetvalue(res, 0, 2), &out->scopes);
+    wl_keys_scope_bits(PQgetvalue(res, 0, 2), &out->scopes);
     if (rate != NULL) {
         int used = atoi(PQgetvalue(res, 0, 4));
         int64_t reset_ms = wl_db_int64(res, 0, 5);

@@ -31,6 +31,9 @@ bool wl_keys_parse(wl_span_t token, char prefix[WL_KEY_PREFIX_LEN + 1]);
 /** The SHA-256 of the whole token: what is stored, and what a cache of checked keys keeps. */
 void wl_keys_digest(wl_span_t token, unsigned char digest[WL_KEY_DIGEST_SIZE]);
 
+/** Scope bits of stored scopes ("a,b"); scopes this version does not know are not granted. */
+void wl_keys_scope_bits(const char *scopes, unsigned *bits);
+
 /** Creates a key for the organization; token receives the whole token (shown once). */
 int wl_keys_create(PGconn *conn, int64_t org_id, unsigned scopes, const char *name,
                    char token[WL_KEY_TOKEN_SIZE], wl_error_t *err) WL_CHECK_RESULT;

@@ -39,76 +39,23 @@ static const char insert_sql[] = "INSERT INTO locate_lists (org_id, id, name, co
                                  " VALUES ($1, $2, $3, $4::text[])"
                                  " RETURNING floor(extract(epoch FROM created_at) * 1000)::bigint";
 
-int wl_list_insert_init(wl_list_insert_t *list, int64_t org_id, const char *id, const char *name,
-                        const wl_span_t *codes, size_t codes_count, wl_arena_t *arena,
-                        wl_error_t *err)
-{
-    memset(list, 0, sizeof(*list));
-    snprintf(list->org, sizeof(list->org), "%lld", (long long)org_id);
-    list->params[0] = list->org;
-    list->params[1] = id;
-    list->params[2] = name;
-    list->params[3] = wl_db_text_array(arena, codes, codes_count);
-    list->err = err;
-    if (list->params[3] == NULL)
-        return wl_error_set(err, WL_ENOMEM, NULL);
-    return 0;
-}
-
-static int insert_one(PGconn *conn, wl_list_insert_t *list)
-{
-    PGresult *res = NULL;
-    list->rc = wl_db_exec_hot(conn, insert_sql, 4, list->params, &res, list->err);
-    if (list->rc == 0) {
-        list->created_ms = wl_db_int64(res, 0, 0);
-        PQclear(res);
-    }
-    return list->rc;
-}
-
 /* Inserts one pending list; *created_ms receives its creation time (ms since the epoch). */
 static int insert_list(PGconn *conn, int64_t org_id, const char *id, const char *name,
                        const wl_span_t *codes, size_t codes_count, wl_arena_t *arena,
                        int64_t *created_ms, wl_error_t *err)
 {
-    wl_list_insert_t list;
-    int rc = wl_list_insert_init(&list, org_id, id, name, codes, codes_count, arena, err);
-    if (rc == 0)
-        rc = insert_one(conn, &list);
-    if (rc == 0)
-        *created_ms = list.created_ms;
+    char org[24];
+    snprintf(org, sizeof(org), "%lld", (long long)org_id);
+    const char *params[] = {org, id, name, wl_db_text_array(arena, codes, codes_count)};
+    if (params[3] == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    PGresult *res = NULL;
+    int rc = wl_db_exec_hot(conn, insert_sql, 4, params, &res, err);
+    if (rc == 0) {
+        *created_ms = wl_db_int64(res, 0, 0);
+        PQclear(res);
+    }
     return rc;
-}
-
-void wl_lists_insert_batch(PGconn *conn, wl_list_insert_t *const *lists, int count)
-{
-    if (count == 1) {
-        (void)insert_one(conn, lists[0]);
-        return;
-    }
-    const char *const *values[WL_LIST_BATCH_MAX];
-    PGresult *results[WL_LIST_BATCH_MAX];
-    for (int i = 0; i < count; i++)
-        values[i] = lists[i]->params;
-    wl_error_t err;
-    wl_error_init(&err);
-    int rc = wl_db_exec_hot_batch(conn, insert_sql, 4, values, count, results, &err);
-    for (int i = 0; rc == 0 && i < count; i++) {
-        lists[i]->rc = 0;
-        lists[i]->created_ms = wl_db_int64(results[i], 0, 0);
-        PQclear(results[i]);
-    }
-    if (rc == 0)
-        return;
-    /* Nothing was committed. One list's failure must stay its own, so each goes alone; a lost
-     * connection (which may have committed) fails them all instead of writing them twice. */
-    for (int i = 0; i < count; i++) {
-        if (rc == WL_EUNAVAILABLE) {
-            lists[i]->rc = wl_error_set(lists[i]->err, WL_EUNAVAILABLE, "%s", err.message);
-        } else {
-            (void)insert_one(conn, lists[i]);
-        }
-    }
 }
 
 /* Claims the key for a new list, or takes it over when its first use is over 24 h old. */

@@ -19,31 +19,6 @@ typedef struct {
     int64_t loaded_ms; /* -1 while pending */
 } wl_list_record_t;
 
-/** Lists committed together at most (see wl_lists_insert_batch). */
-#define WL_LIST_BATCH_MAX 64
-
-/** One list of a batch: its statement parameters, and what became of it. */
-typedef struct {
-    char org[24];
-    const char *params[4]; /* org, id, name, codes as an array literal (arena memory) */
-    int rc;                /* set by wl_lists_insert_batch: 0 or the WL_E* code in err */
-    int64_t created_ms;
-    wl_error_t *err;
-} wl_list_insert_t;
-
-/** Prepares a list for wl_lists_insert_batch; err is where its failure will be reported. */
-int wl_list_insert_init(wl_list_insert_t *list, int64_t org_id, const char *id, const char *name,
-                        const wl_span_t *codes, size_t codes_count, wl_arena_t *arena,
-                        wl_error_t *err) WL_CHECK_RESULT;
-
-/**
- * Inserts up to WL_LIST_BATCH_MAX lists with one commit (one pipeline, one
- * round trip) and sets each one's rc and created_ms. When the common commit
- * fails, each list is inserted alone so that a list's failure is only its
- * own; on a lost connection every list fails with WL_EUNAVAILABLE.
- */
-void wl_lists_insert_batch(PGconn *conn, wl_list_insert_t *const *lists, int count);
-
 /** What an idempotent creation answered: a new list, or the first one made with the key. */
 typedef struct {
     const char *id; /* arena memory */

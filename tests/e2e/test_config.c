@@ -55,9 +55,9 @@ static void test_bad_values(const char *conninfo)
         {"--key-cache-ttl-ms", NULL, "WALKLIST_KEY_CACHE_TTL_MS=-5"},
         {"--rate-limit-shared", "0", NULL},
         {"--threads", "0", NULL},
-        {"--list-commit-groups", "65", NULL},
-        {"--list-commit-groups", "-1", NULL},
-        {"--list-commit-groups", NULL, "WALKLIST_LIST_COMMIT_GROUPS=two"},
+        {"--commit-groups", "65", NULL},
+        {"--commit-groups", "-1", NULL},
+        {"--commit-groups", NULL, "WALKLIST_COMMIT_GROUPS=two"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *args[] = {"--database-url",
@@ -102,7 +102,8 @@ static long long metric_of(uint16_t port, const char *series)
     return value;
 }
 
-/* By default lists go through group commit; one at a time, each is its own group. */
+/* By default requests go through group commit, each list with its key check and rate-limit
+ * decision (one statement each); one at a time, each is its own group. */
 static void test_group_commit_counts(const char *conninfo, PGconn *db)
 {
     int64_t org = fixture_org(db, "config-groups");
@@ -111,8 +112,8 @@ static void test_group_commit_counts(const char *conninfo, PGconn *db)
     service_t service;
     service_start(&service, conninfo, NULL);
     create_lists(service.port, key, 3);
-    CHECK_INT(metric_of(service.port, "walklist_list_commits_total"), 3);
-    CHECK_INT(metric_of(service.port, "walklist_list_commit_lists_total"), 3);
+    CHECK_INT(metric_of(service.port, "walklist_admission_commits_total"), 3);
+    CHECK_INT(metric_of(service.port, "walklist_admission_requests_total"), 3);
     CHECK_INT(service_stop(&service), 0);
     char sql[128];
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM locate_lists WHERE org_id = %lld",
@@ -121,14 +122,14 @@ static void test_group_commit_counts(const char *conninfo, PGconn *db)
 }
 
 /* With all three switched off, every key check and every rate decision is made in PostgreSQL,
- * and every list commits alone, outside any group. */
+ * and every request commits alone, outside any group. */
 static void test_switched_off(const char *conninfo, PGconn *db)
 {
     int64_t org = fixture_org(db, "config-off");
     char key[WL_KEY_TOKEN_SIZE];
     fixture_key(db, org, "stock:read,lists:write", key);
     const char *args[] = {
-        "--key-cache-ttl-ms", "0", "--rate-lease-ms", "0", "--list-commit-groups", "0", NULL};
+        "--key-cache-ttl-ms", "0", "--rate-lease-ms", "0", "--commit-groups", "0", NULL};
     service_t service;
     service_start(&service, conninfo, args);
     for (int i = 0; i < 5; i++) {
@@ -144,7 +145,8 @@ static void test_switched_off(const char *conninfo, PGconn *db)
     CHECK_INT(metric(text, "walklist_rate_limit_refills_total"), 0);
     http_response_free(&res);
     create_lists(service.port, key, 2);
-    CHECK_INT(metric_of(service.port, "walklist_list_commits_total"), 0);
+    CHECK_INT(metric_of(service.port, "walklist_admission_commits_total"), 7);
+    CHECK_INT(metric_of(service.port, "walklist_admission_requests_total"), 7);
     char sql[128];
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM locate_lists WHERE org_id = %lld",
              (long long)org);

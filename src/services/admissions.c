@@ -1,19 +1,19 @@
-/* Committing concurrently created walk lists together happens here. */
-#include "services/list_commits.h"
+/* Committing concurrent admissions together happens here. */
+#include "services/admissions.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
-/* A request waiting for its list: on its own stack, queued in arrival order. */
+/* A request waiting for its admission: on its own stack, queued in arrival order. */
 typedef struct waiter {
-    wl_list_insert_t *list;
+    wl_admit_t *request;
     bool done;
     pthread_cond_t wake;
     struct waiter *next;
 } waiter_t;
 
-struct wl_list_commits {
+struct wl_admissions {
     wl_pool_t *pool;
     int groups;
     pthread_mutex_t lock;
@@ -21,13 +21,13 @@ struct wl_list_commits {
     int waiting;     /* entries between head and tail */
     waiter_t *head;  /* not yet taken by a group */
     waiter_t **tail; /* where the next waiter goes */
-    uint64_t commits, lists;
+    uint64_t commits, requests;
 };
 
-int wl_list_commits_create(wl_pool_t *pool, int groups, wl_list_commits_t **out, wl_error_t *err)
+int wl_admissions_create(wl_pool_t *pool, int groups, wl_admissions_t **out, wl_error_t *err)
 {
     *out = NULL;
-    wl_list_commits_t *commits = calloc(1, sizeof(*commits));
+    wl_admissions_t *commits = calloc(1, sizeof(*commits));
     if (commits == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     if (pthread_mutex_init(&commits->lock, NULL) != 0) {
@@ -35,13 +35,13 @@ int wl_list_commits_create(wl_pool_t *pool, int groups, wl_list_commits_t **out,
         return wl_error_set(err, WL_EINTERNAL, "cannot create a lock");
     }
     commits->pool = pool;
-    commits->groups = groups > 0 ? groups : 1;
+    commits->groups = groups;
     commits->tail = &commits->head;
     *out = commits;
     return 0;
 }
 
-void wl_list_commits_destroy(wl_list_commits_t *commits)
+void wl_admissions_destroy(wl_admissions_t *commits)
 {
     if (commits == NULL)
         return;
@@ -49,11 +49,11 @@ void wl_list_commits_destroy(wl_list_commits_t *commits)
     free(commits);
 }
 
-/* Takes up to WL_LIST_BATCH_MAX waiters from the queue's head; the lock is held. */
-static int take_group(wl_list_commits_t *commits, waiter_t **group)
+/* Takes up to WL_ADMIT_BATCH_MAX waiters from the queue's head; the lock is held. */
+static int take_group(wl_admissions_t *commits, waiter_t **group)
 {
     int count = 0;
-    while (commits->head != NULL && count < WL_LIST_BATCH_MAX) {
+    while (commits->head != NULL && count < WL_ADMIT_BATCH_MAX) {
         group[count++] = commits->head;
         commits->head = commits->head->next;
         commits->waiting--;
@@ -63,46 +63,60 @@ static int take_group(wl_list_commits_t *commits, waiter_t **group)
     return count;
 }
 
-static void commit_group(wl_list_commits_t *commits, waiter_t **group, int count)
+static void commit_group(wl_admissions_t *commits, wl_admit_t *const *requests, int count)
 {
-    wl_list_insert_t *lists[WL_LIST_BATCH_MAX];
-    for (int i = 0; i < count; i++)
-        lists[i] = group[i]->list;
     PGconn *conn = NULL;
-    if (wl_pool_acquire(commits->pool, &conn, lists[0]->err) != 0) {
+    if (wl_pool_acquire(commits->pool, &conn, requests[0]->err) != 0) {
         for (int i = 0; i < count; i++)
-            lists[i]->rc =
-                wl_error_set(lists[i]->err, lists[0]->err->code, "%s", lists[0]->err->message);
+            requests[i]->rc = wl_error_set(requests[i]->err, requests[0]->err->code, "%s",
+                                           requests[0]->err->message);
         return;
     }
-    wl_lists_insert_batch(conn, lists, count);
+    wl_admit_batch(conn, requests, count);
     wl_pool_release(commits->pool, conn);
 }
 
-int wl_list_commits_insert(wl_list_commits_t *commits, wl_list_insert_t *list)
+/* Without grouping: the request alone, counted as a group of one. */
+static void commit_group_alone(wl_admissions_t *commits, wl_admit_t *request)
 {
-    waiter_t self = {.list = list};
+    commit_group(commits, &request, 1);
+    pthread_mutex_lock(&commits->lock);
+    commits->commits++;
+    commits->requests++;
+    pthread_mutex_unlock(&commits->lock);
+}
+
+int wl_admissions_run(wl_admissions_t *commits, wl_admit_t *request)
+{
+    if (commits->groups < 1) {
+        commit_group_alone(commits, request);
+        return request->rc;
+    }
+    waiter_t self = {.request = request};
     if (pthread_cond_init(&self.wake, NULL) != 0)
-        return wl_error_set(list->err, WL_EINTERNAL, "cannot create a condition variable");
+        return wl_error_set(request->err, WL_EINTERNAL, "cannot create a condition variable");
     pthread_mutex_lock(&commits->lock);
     *commits->tail = &self;
     commits->tail = &self.next;
     commits->waiting++;
     while (!self.done) {
         /* Lead when a commit slot is free and this request is the oldest one waiting; the
-         * group is whatever queued up meanwhile (at least this list). */
+         * group is whatever queued up meanwhile (at least this request). */
         if (commits->in_flight < commits->groups && commits->head == &self) {
-            waiter_t *group[WL_LIST_BATCH_MAX];
+            waiter_t *group[WL_ADMIT_BATCH_MAX];
             int count = take_group(commits, group);
             commits->in_flight++;
             if (commits->head != NULL && commits->in_flight < commits->groups)
                 pthread_cond_signal(&commits->head->wake); /* more than one group waits */
             pthread_mutex_unlock(&commits->lock);
-            commit_group(commits, group, count);
+            wl_admit_t *requests[WL_ADMIT_BATCH_MAX];
+            for (int i = 0; i < count; i++)
+                requests[i] = group[i]->request;
+            commit_group(commits, requests, count);
             pthread_mutex_lock(&commits->lock);
             commits->in_flight--;
             commits->commits++;
-            commits->lists += (uint64_t)count;
+            commits->requests += (uint64_t)count;
             for (int i = 0; i < count; i++) {
                 group[i]->done = true;
                 if (group[i] != &self)
@@ -116,14 +130,14 @@ int wl_list_commits_insert(wl_list_commits_t *commits, wl_list_insert_t *list)
     }
     pthread_mutex_unlock(&commits->lock);
     pthread_cond_destroy(&self.wake);
-    return list->rc;
+    return request->rc;
 }
 
-void wl_list_commits_stats(wl_list_commits_t *commits, wl_list_commits_stats_t *out)
+void wl_admissions_stats(wl_admissions_t *commits, wl_admissions_stats_t *out)
 {
     pthread_mutex_lock(&commits->lock);
     out->commits = commits->commits;
-    out->lists = commits->lists;
+    out->requests = commits->requests;
     out->waiting = commits->waiting;
     pthread_mutex_unlock(&commits->lock);
 }

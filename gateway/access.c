@@ -1,0 +1,82 @@
+/* Starting admissions and answering their refusals, for every transport, happens here. */
+#include "access.h"
+
+#include <microhttpd.h>
+#include <stdio.h>
+
+void wl_access_unauthenticated(const wl_access_t *access, wl_exchange_t *ex, bool key_sent,
+                               const char *message)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    int retry_after = 0;
+    if (!wl_anon_limiter_allow(access->anonymous, info ? info->client_addr : NULL, &retry_after)) {
+        char seconds[16];
+        snprintf(seconds, sizeof(seconds), "%d", retry_after > 0 ? retry_after : 1);
+        wl_exchange_add_header(ex, "Retry-After", seconds);
+        access->answer(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED,
+                       "too many requests without a valid API key", NULL);
+        return;
+    }
+    wl_exchange_add_header(ex, "WWW-Authenticate",
+                           key_sent ? "Bearer realm=\"walklist\", error=\"invalid_token\""
+                                    : "Bearer realm=\"walklist\"");
+    access->answer(ex, 401, WL_GRPC_UNAUTHENTICATED, message, NULL);
+}
+
+/* The admission's principal and rate decision, for the answer's headers and the log line. */
+static void follow(wl_exchange_t *ex)
+{
+    ex->principal = *wl_admission_principal(ex->admission);
+    ex->rate = *wl_admission_rate(ex->admission);
+    ex->authenticated = ex->principal.org_id != 0;
+}
+
+static void answer_refusal(const wl_access_t *access, wl_exchange_t *ex, const wl_error_t *err)
+{
+    int result = wl_admission_result(ex->admission);
+    if (result == WL_EUNAUTHENTICATED) {
+        wl_access_unauthenticated(access, ex, true, "invalid API key");
+        return;
+    }
+    if (result == WL_EEXHAUSTED) {
+        char seconds[16];
+        snprintf(seconds, sizeof(seconds), "%d", ex->rate.reset_s > 0 ? ex->rate.reset_s : 1);
+        wl_exchange_add_header(ex, "Retry-After", seconds);
+        access->answer(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, err->message, NULL);
+        return;
+    }
+    wl_grpc_code_t code = wl_error_grpc_code(result);
+    if (code == WL_GRPC_UNAVAILABLE)
+        wl_exchange_add_header(ex, "Retry-After", "1");
+    access->answer(ex, wl_http_status_of(code), code, NULL, err);
+}
+
+bool wl_access_admitted(const wl_access_t *access, wl_exchange_t *ex)
+{
+    wl_error_t err;
+    wl_error_init(&err);
+    int rc = wl_admission_decide(access->core, ex->admission, &err);
+    follow(ex);
+    if (rc == 0)
+        return true;
+    answer_refusal(access, ex, &err);
+    return false;
+}
+
+bool wl_access_begin(const wl_access_t *access, wl_exchange_t *ex, wl_span_t token,
+                     const wl_method_policy_t *policy, bool may_defer)
+{
+    ex->admission = wl_core_admission(access->core, &ex->arena, token, policy);
+    if (ex->admission == NULL) {
+        access->answer(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+        return false;
+    }
+    if (may_defer && policy->admits_with_work && wl_admission_pending(ex->admission)) {
+        const union MHD_ConnectionInfo *info =
+            MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        if (wl_anon_limiter_would_allow(access->anonymous, info ? info->client_addr : NULL))
+            return true;
+    }
+    return wl_access_admitted(access, ex);
+}

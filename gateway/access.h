@@ -1,0 +1,53 @@
+/*
+ * Letting a request in at the edge, for every transport: reading nothing but
+ * the credential the transport found, starting the core's admission, and
+ * answering its refusal (401 with WWW-Authenticate, or 429 past the
+ * per-address limit for requests without a valid key; 429 with Retry-After
+ * for a full bucket; 403; 503). The exchange's principal and rate decision
+ * (for the RateLimit headers and the log line) follow the admission.
+ */
+#ifndef WALKLIST_GATEWAY_ACCESS_H
+#define WALKLIST_GATEWAY_ACCESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "anon_limit.h"
+#include "exchange.h"
+#include "status_map.h"
+#include "walklist/core.h"
+
+/** How a transport writes an error answer (REST's Google error body, Connect's error JSON). */
+typedef void (*wl_access_answer_fn)(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
+                                    const char *message, const wl_error_t *err);
+
+typedef struct {
+    wl_core_t *core;
+    wl_anon_limiter_t *anonymous; /* requests without a valid key, per address */
+    wl_access_answer_fn answer;
+} wl_access_t;
+
+/** Answers a request without a usable key: 401, or 429 past the per-address limit. */
+void wl_access_unauthenticated(const wl_access_t *access, wl_exchange_t *ex, bool key_sent,
+                               const char *message);
+
+/**
+ * Starts the admission of the request with token for the method of policy
+ * (ex->admission). It is decided at once unless the method admits with its
+ * work and may_defer: then it waits for the method, which decides it with
+ * its work (one round trip), provided that the request's address is within
+ * the per-address limit (so that a client without a valid key cannot send
+ * bodies that are read before it is refused more often than that). False
+ * after answering a refusal.
+ */
+bool wl_access_begin(const wl_access_t *access, wl_exchange_t *ex, wl_span_t token,
+                     const wl_method_policy_t *policy, bool may_defer);
+
+/**
+ * Decides the admission when still pending and, when it was refused,
+ * answers the refusal and returns false. Call it before answering anything
+ * about the request's content: a refused admission answers first.
+ */
+bool wl_access_admitted(const wl_access_t *access, wl_exchange_t *ex);
+
+#endif

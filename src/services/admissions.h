@@ -1,0 +1,44 @@
+/*
+ * Group commit for letting requests in (store/admit.h): requests that need the
+ * database at the same moment (a key to check, a rate-limit decision, a walk
+ * list to insert or read) go together, in one statement with one durable
+ * commit, and each is answered after that commit. Nobody waits for a group to
+ * fill: a request leads a group itself when fewer than `groups` commits are in
+ * flight, and otherwise joins the next group, which the first request left
+ * waiting leads as soon as a commit finishes. At low load every request
+ * therefore commits alone; under a burst, PostgreSQL does one commit (and one
+ * round trip) for many requests.
+ */
+#ifndef WALKLIST_SERVICES_ADMISSIONS_H
+#define WALKLIST_SERVICES_ADMISSIONS_H
+
+#include <stdint.h>
+
+#include "store/admit.h"
+#include "store/pool.h"
+#include "walklist/error.h"
+
+typedef struct wl_admissions wl_admissions_t;
+
+typedef struct {
+    uint64_t commits;  /* groups committed (or failed) */
+    uint64_t requests; /* requests in them */
+    int waiting;       /* requests queued for the next group right now */
+} wl_admissions_stats_t;
+
+/** groups: commits in flight at most (>= 1; < 1: every request commits alone); connections
+ * come from pool. */
+int wl_admissions_create(wl_pool_t *pool, int groups, wl_admissions_t **out,
+                         wl_error_t *err) WL_CHECK_RESULT;
+void wl_admissions_destroy(wl_admissions_t *admissions);
+
+/**
+ * Runs the request with whatever other requests are waiting and returns once
+ * their commit is done: request->rc is 0 and its answers are set, or the
+ * WL_E* code is in request->err.
+ */
+int wl_admissions_run(wl_admissions_t *admissions, wl_admit_t *request) WL_CHECK_RESULT;
+
+void wl_admissions_stats(wl_admissions_t *admissions, wl_admissions_stats_t *out);
+
+#endif

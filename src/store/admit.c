@@ -1,0 +1,270 @@
+/* Letting a group of requests in with one statement happens here. */
+#include "store/admit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/db.h"
+
+/* An array literal being written; failed is sticky and checked once, when it is sent. */
+typedef struct {
+    char *text;
+    size_t len, size;
+    bool failed;
+} literal_t;
+
+static void put(literal_t *lit, const char *bytes, size_t n)
+{
+    if (lit->failed)
+        return;
+    if (lit->len + n + 2 > lit->size) {
+        size_t size = lit->size ? lit->size : 256;
+        while (lit->len + n + 2 > size)
+            size *= 2;
+        char *text = realloc(lit->text, size);
+        if (text == NULL) {
+            lit->failed = true;
+            return;
+        }
+        lit->text = text;
+        lit->size = size;
+    }
+    memcpy(lit->text + lit->len, bytes, n);
+    lit->len += n;
+    lit->text[lit->len] = '\0';
+}
+
+/* One element: NULL when value is NULL, else quoted, so that any byte but NUL stays data. */
+static void element(literal_t *lit, const char *value, size_t n)
+{
+    put(lit, lit->len == 0 ? "{" : ",", 1);
+    if (value == NULL) {
+        put(lit, "NULL", 4);
+        return;
+    }
+    put(lit, "\"", 1);
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (value[i] == '"' || value[i] == '\\') {
+            put(lit, value + start, i - start);
+            put(lit, "\\", 1);
+            start = i;
+        }
+    }
+    put(lit, value + start, n - start);
+    put(lit, "\"", 1);
+}
+
+static void string_element(literal_t *lit, const char *value)
+{
+    element(lit, value, value ? strlen(value) : 0);
+}
+
+static void int_element(literal_t *lit, bool present, long long value)
+{
+    char text[24];
+    snprintf(text, sizeof(text), "%lld", value);
+    string_element(lit, present ? text : NULL);
+}
+
+/* Closes the literal; an empty one is "{}". */
+static const char *finish(literal_t *lit)
+{
+    put(lit, lit->len == 0 ? "{}" : "}", lit->len == 0 ? 2 : 1);
+    return lit->failed ? NULL : lit->text;
+}
+
+enum {
+    P_PREFIX,
+    P_HASH,
+    P_ORG,
+    P_SCOPE,
+    P_BUCKET,
+    P_LIMIT,
+    P_WANT,
+    P_HOLD,
+    P_RETURN_AT,
+    P_RETURN,
+    P_ACTION,
+    P_LIST_ID,
+    P_LIST_NAME,
+    P_CODE_COUNT,
+    P_CODES,
+    P_COUNT
+};
+
+static const char admit_sql[] =
+    "SELECT i, org_id, slug, scopes, granted, used, reset_ms, counted_at, done, list_name,"
+    " list_state, list_created_ms, list_loaded_ms, list_codes"
+    " FROM wl_admit($1, $2, $3::bytea[], $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
+    " $16)";
+
+static const char *const action_names[] = {"take", "create", "get"};
+
+static void write_request(literal_t *lits, const wl_admit_t *r)
+{
+    bool key_known = r->org_id != 0;
+    string_element(&lits[P_PREFIX], key_known ? NULL : r->prefix);
+    char hash[2 + 2 * WL_KEY_DIGEST_SIZE + 1] = "\\x";
+    for (size_t i = 0; i < WL_KEY_DIGEST_SIZE; i++)
+        snprintf(hash + 2 + 2 * i, 3, "%02x", r->digest[i]);
+    string_element(&lits[P_HASH], key_known ? NULL : hash);
+    int_element(&lits[P_ORG], key_known, r->org_id);
+    char scope[64];
+    wl_scopes_format(r->scope, scope, sizeof(scope));
+    string_element(&lits[P_SCOPE], scope);
+    string_element(&lits[P_BUCKET], r->bucket);
+    int_element(&lits[P_LIMIT], true, r->limit);
+    int_element(&lits[P_WANT], r->ask != NULL, r->ask ? r->ask->want : 0);
+    int_element(&lits[P_HOLD], true, r->ask ? r->ask->hold_ms : 0);
+    string_element(&lits[P_RETURN_AT], r->ask ? r->ask->return_at : NULL);
+    int_element(&lits[P_RETURN], true, r->ask && r->ask->return_at ? r->ask->return_count : 0);
+    string_element(&lits[P_ACTION], action_names[r->action]);
+    string_element(&lits[P_LIST_ID], r->action != WL_ADMIT_TAKE ? r->list_id : NULL);
+    string_element(&lits[P_LIST_NAME], r->action == WL_ADMIT_CREATE ? r->list_name : NULL);
+    size_t codes = r->action == WL_ADMIT_CREATE ? r->codes_count : 0;
+    int_element(&lits[P_CODE_COUNT], true, (long long)codes);
+    for (size_t i = 0; i < codes; i++)
+        element(&lits[P_CODES], r->codes[i].base, r->codes[i].len);
+}
+
+/*
+ * A text[] value as PostgreSQL writes it ({a,"b c","d\"e"}) into arena
+ * strings. Elements are never NULL here (list codes).
+ */
+static int parse_text_array(const char *text, wl_arena_t *arena, char ***out, size_t *count)
+{
+    size_t n = 0, capacity = 0;
+    char **items = NULL;
+    const char *p = text + (*text == '{');
+    char *buf = wl_arena_alloc(arena, strlen(text) + 1);
+    if (buf == NULL)
+        return WL_ENOMEM;
+    while (*p != '\0' && *p != '}') {
+        char *item = buf;
+        if (*p == '"') {
+            for (p++; *p != '\0' && *p != '"'; p++) {
+                if (*p == '\\' && p[1] != '\0')
+                    p++;
+                *buf++ = *p;
+            }
+            p += *p == '"';
+        } else {
+            while (*p != '\0' && *p != ',' && *p != '}')
+                *buf++ = *p++;
+        }
+        *buf++ = '\0';
+        if (n == capacity) {
+            capacity = capacity ? capacity * 2 : 16;
+            char **grown = wl_arena_alloc(arena, capacity * sizeof(*grown));
+            if (grown == NULL)
+                return WL_ENOMEM;
+            if (n > 0)
+                memcpy(grown, items, n * sizeof(*grown));
+            items = grown;
+        }
+        items[n++] = item;
+        p += *p == ',';
+    }
+    *out = items;
+    *count = n;
+    return 0;
+}
+
+static int read_answer(const PGresult *res, int row, wl_admit_t *r)
+{
+    r->key_valid = !PQgetisnull(res, row, 1);
+    r->asked = !PQgetisnull(res, row, 4);
+    r->done = PQgetvalue(res, row, 8)[0] == 't';
+    if (!r->key_valid)
+        return 0;
+    bool key_known = r->org_id != 0;
+    r->principal.org_id = wl_db_int64(res, row, 1);
+    snprintf(r->principal.key_prefix, sizeof(r->principal.key_prefix), "%s", r->prefix);
+    if (!key_known) {
+        snprintf(r->principal.org_slug, sizeof(r->principal.org_slug), "%s",
+                 PQgetvalue(res, row, 2));
+        wl_keys_scope_bits(PQgetvalue(res, row, 3), &r->principal.scopes);
+    }
+    if (r->asked) {
+        r->grant.granted = atoi(PQgetvalue(res, row, 4));
+        r->grant.used = atoi(PQgetvalue(res, row, 5));
+        r->grant.reset_ms = wl_db_int64(res, row, 6);
+        snprintf(r->grant.counted_at, sizeof(r->grant.counted_at), "%s", PQgetvalue(res, row, 7));
+    }
+    if (!r->done)
+        return 0;
+    r->list.created_ms = wl_db_int64(res, row, 11);
+    if (r->action != WL_ADMIT_GET)
+        return 0;
+    r->list.name = wl_arena_strdup(r->arena, PQgetvalue(res, row, 9));
+    r->list.state = wl_arena_strdup(r->arena, PQgetvalue(res, row, 10));
+    r->list.loaded_ms = PQgetisnull(res, row, 12) ? -1 : wl_db_int64(res, row, 12);
+    if (r->list.name == NULL || r->list.state == NULL)
+        return WL_ENOMEM;
+    return parse_text_array(PQgetvalue(res, row, 13), r->arena, &r->list.codes,
+                            &r->list.codes_count);
+}
+
+/* The group's statement: 0 with every request answered, or the failure in err. */
+static int run(PGconn *conn, wl_admit_t *const *requests, int count, wl_error_t *err)
+{
+    literal_t lits[P_COUNT];
+    memset(lits, 0, sizeof(lits));
+    for (int i = 0; i < count; i++)
+        write_request(lits, requests[i]);
+    char window[16];
+    snprintf(window, sizeof(window), "%d", requests[0]->window_ms);
+    const char *params[P_COUNT + 1] = {window};
+    bool built = true;
+    for (int p = 0; p < P_COUNT; p++) {
+        params[p + 1] = finish(&lits[p]);
+        built = built && params[p + 1] != NULL;
+    }
+    PGresult *res = NULL;
+    int rc = built ? wl_db_exec_hot(conn, admit_sql, P_COUNT + 1, params, &res, err)
+                   : wl_error_set(err, WL_ENOMEM, NULL);
+    for (int p = 0; p < P_COUNT; p++)
+        free(lits[p].text);
+    if (rc != 0)
+        return rc;
+    if (PQntuples(res) != count) {
+        PQclear(res);
+        return wl_error_set(err, WL_EINTERNAL, "admission: %d answers for %d requests",
+                            PQntuples(res), count);
+    }
+    for (int row = 0; row < count; row++) {
+        int i = atoi(PQgetvalue(res, row, 0)) - 1;
+        wl_admit_t *r = i >= 0 && i < count ? requests[i] : NULL;
+        int answer_rc = r != NULL ? read_answer(res, row, r) : WL_EINTERNAL;
+        if (r != NULL)
+            r->rc = answer_rc != 0 ? wl_error_set(r->err, answer_rc, NULL) : 0;
+    }
+    PQclear(res);
+    return 0;
+}
+
+void wl_admit_batch(PGconn *conn, wl_admit_t *const *requests, int count)
+{
+    for (int i = 0; i < count; i++) {
+        wl_admit_t *r = requests[i];
+        r->rc = 0;
+        r->key_valid = r->asked = r->done = false;
+        memset(&r->principal, 0, sizeof(r->principal));
+        r->principal.org_id = r->org_id;
+    }
+    wl_error_t err;
+    wl_error_init(&err);
+    int rc = run(conn, requests, count, &err);
+    if (rc == 0)
+        return;
+    /* Nothing was committed. One request's failure must stay its own, so each runs alone; a
+     * lost connection (which may have committed) fails them all instead of running twice. */
+    for (int i = 0; i < count; i++) {
+        if (count == 1 || rc == WL_EUNAVAILABLE || rc == WL_ETIMEDOUT)
+            requests[i]->rc = wl_error_set(requests[i]->err, rc, "%s", err.message);
+        else
+            wl_admit_batch(conn, &requests[i], 1);
+    }
+}

@@ -1,0 +1,102 @@
+-- Admissions: the requests a walklistd process has in flight, let in together in one statement
+-- (one round trip, one durable commit). For each request: the key check when the process does
+-- not know the key, the rate-limit decision when it holds no leased permit, and then, when the
+-- request is let in, its own work: a walk list inserted, or one read.
+--
+-- Rate-limit rows are locked in (organization, bucket) order whatever the order of the
+-- requests, so that two admissions (from any processes) never wait for each other in a cycle.
+--
+-- Parameters are parallel arrays, one element per request; p_codes holds every inserted list's
+-- codes one after the other, p_code_count how many belong to each request. A request has:
+--   p_prefix, p_token_hash   the key to check (NULL when p_org is known)
+--   p_org                    the organization of a key the process knows (else NULL)
+--   p_scope                  the scope the request's work needs (checked for a key checked here)
+--   p_bucket, p_limit, p_want, p_hold_ms, p_return_at, p_return
+--                            the wl_rate_take ask (p_want NULL: the process decided already)
+--   p_action                 'take' (nothing more), 'create' or 'get'
+--   p_list_id, p_list_name   the list to insert or read
+--
+-- One row per request, in request order (i from 1): org_id NULL when the key is unknown,
+-- revoked or wrong; slug and scopes of a key checked here; the grant (granted NULL when no
+-- ask was made); done when the work was done (for 'get', false also when no such list).
+CREATE FUNCTION wl_admit(p_window_ms integer, p_prefix text[], p_token_hash bytea[],
+                         p_org bigint[], p_scope text[], p_bucket text[], p_limit integer[],
+                         p_want integer[], p_hold_ms integer[], p_return_at timestamptz[],
+                         p_return integer[], p_action text[], p_list_id text[],
+                         p_list_name text[], p_code_count integer[], p_codes text[])
+RETURNS TABLE (i integer, org_id bigint, slug text, scopes text, granted integer, used integer,
+               reset_ms bigint, counted_at timestamptz, done boolean, list_name text,
+               list_state text, list_created_ms bigint, list_loaded_ms bigint, list_codes text[])
+LANGUAGE plpgsql AS $$
+DECLARE
+    r record;
+    v_row record;
+    v_let_in boolean;
+BEGIN
+    FOR r IN
+        WITH req AS (
+            SELECT u.*, (sum(coalesce(u.n, 0)) OVER (ORDER BY u.i))::integer - coalesce(u.n, 0)
+                       AS codes_before
+              FROM unnest(p_prefix, p_token_hash, p_org, p_scope, p_bucket, p_limit, p_want,
+                          p_hold_ms, p_return_at, p_return, p_action, p_list_id, p_list_name,
+                          p_code_count)
+                   WITH ORDINALITY AS u(prefix, token_hash, org, scope, bucket, lim, want,
+                                        hold_ms, return_at, ret, action, list_id, list_name, n,
+                                        i))
+        SELECT q.*, coalesce(q.org, k.org_id) AS org_of, o.slug AS org_slug, k.scopes AS key_scopes
+          FROM req q
+          LEFT JOIN api_keys k ON q.org IS NULL AND k.prefix = q.prefix
+                              AND k.token_hash = q.token_hash AND k.revoked_at IS NULL
+          LEFT JOIN organizations o ON o.org_id = k.org_id
+         ORDER BY coalesce(q.org, k.org_id), q.bucket, q.i
+    LOOP
+        i := r.i;
+        org_id := r.org_of;
+        slug := r.org_slug;
+        scopes := array_to_string(r.key_scopes, ',');
+        granted := NULL;
+        used := NULL;
+        reset_ms := NULL;
+        counted_at := NULL;
+        done := false;
+        list_name := NULL;
+        list_state := NULL;
+        list_created_ms := NULL;
+        list_loaded_ms := NULL;
+        list_codes := NULL;
+        IF r.org_of IS NOT NULL THEN
+            IF r.want IS NOT NULL THEN
+                SELECT t.granted, t.used, t.reset_ms, t.counted_at
+                  INTO granted, used, reset_ms, counted_at
+                  FROM wl_rate_take(r.org_of, r.bucket, r.lim, p_window_ms, r.want, r.hold_ms,
+                                    r.return_at, r.ret) AS t;
+            END IF;
+            v_let_in := (r.want IS NULL OR granted > 0)
+                        AND (r.org IS NOT NULL OR r.scope = ANY (r.key_scopes));
+            IF v_let_in AND r.action = 'create' THEN
+                INSERT INTO locate_lists AS l (org_id, id, name, codes)
+                VALUES (r.org_of, r.list_id, r.list_name,
+                        p_codes[r.codes_before + 1 : r.codes_before + r.n])
+                RETURNING floor(extract(epoch FROM l.created_at) * 1000)::bigint
+                     INTO list_created_ms;
+                done := true;
+            ELSIF v_let_in AND r.action = 'get' THEN
+                SELECT l.name, l.state,
+                       floor(extract(epoch FROM l.created_at) * 1000)::bigint AS created_ms,
+                       floor(extract(epoch FROM l.loaded_at) * 1000)::bigint AS loaded_ms, l.codes
+                  INTO v_row
+                  FROM locate_lists l WHERE l.org_id = r.org_of AND l.id = r.list_id;
+                IF FOUND THEN
+                    list_name := v_row.name;
+                    list_state := v_row.state;
+                    list_created_ms := v_row.created_ms;
+                    list_loaded_ms := v_row.loaded_ms;
+                    list_codes := v_row.codes;
+                    done := true;
+                END IF;
+            END IF;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;

@@ -1,0 +1,432 @@
+/*
+ * Admissions (store/admit.c, services/admissions.c): a group of requests is let in with one
+ * statement, each request on its own terms (its key, its bucket, its scope, its work), and a
+ * refused request writes nothing; a group commits every request or (when one fails) each
+ * request alone, so that a failure is only its own; requests arriving while a commit is in
+ * flight form the next group, and every request learns its own fate.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fixture.h"
+#include "services/admissions.h"
+#include "store/admit.h"
+#include "test.h"
+#include "testdb.h"
+
+static const char *conninfo;
+static PGconn *db;
+
+static wl_pool_t *pool_new(int size)
+{
+    wl_pool_config_t config = {
+        .conninfo = conninfo, .size = size, .acquire_timeout_ms = 5000, .connect_timeout_s = 3};
+    wl_pool_t *pool = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    if (wl_pool_create(&config, &pool, &err) != 0) {
+        FAIL("pool: %s", err.message);
+        exit(1);
+    }
+    return pool;
+}
+
+typedef struct {
+    wl_admit_t request;
+    wl_error_t err;
+    wl_arena_t arena;
+    char id[32];
+    wl_span_t codes[2];
+    wl_rate_ask_t ask;
+} pending_t;
+
+/* A walk list to create for an organization whose key the process knows, decided already. */
+static void pending_init(pending_t *p, int64_t org, const char *id, const char *code)
+{
+    memset(p, 0, sizeof(*p));
+    wl_arena_init(&p->arena, 0);
+    wl_error_init(&p->err);
+    snprintf(p->id, sizeof(p->id), "%s", id);
+    p->codes[0] = wl_span_str(code);
+    p->codes[1] = wl_span_str("EAN-0001");
+    p->request = (wl_admit_t){.org_id = org,
+                              .scope = WL_SCOPE_LISTS_WRITE,
+                              .bucket = "locate-lists",
+                              .limit = 30,
+                              .window_ms = 60000,
+                              .action = WL_ADMIT_CREATE,
+                              .list_id = p->id,
+                              .list_name = "Group",
+                              .codes = p->codes,
+                              .codes_count = 2,
+                              .arena = &p->arena,
+                              .err = &p->err};
+}
+
+/* The same request with its key to check (no organization known) and one permit to ask. */
+static void pending_key(pending_t *p, const char *token, int limit)
+{
+    wl_span_t span = wl_span_str(token);
+    CHECK(wl_keys_parse(span, p->request.prefix));
+    wl_keys_digest(span, p->request.digest);
+    p->request.org_id = 0;
+    p->request.limit = limit;
+    p->ask = (wl_rate_ask_t){.want = 1};
+    p->request.ask = &p->ask;
+}
+
+static long long lists_named(const char *id)
+{
+    char sql[160];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM locate_lists WHERE id = '%s'", id);
+    return testdb_count(db, sql);
+}
+
+/* Runs count requests as one batch on a pooled connection, which must be clean afterwards (no
+ * transaction open) and so reusable. */
+static void run_batch(pending_t *p, int count)
+{
+    wl_pool_t *pool = pool_new(1);
+    PGconn *conn = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_pool_acquire(pool, &conn, &err), 0);
+    wl_admit_t *requests[16];
+    for (int i = 0; i < count; i++)
+        requests[i] = &p[i].request;
+    wl_admit_batch(conn, requests, count);
+    CHECK_INT(PQtransactionStatus(conn), PQTRANS_IDLE);
+    wl_pool_release(pool, conn);
+    wl_pool_destroy(pool);
+}
+
+static void dispose(pending_t *p, int count)
+{
+    for (int i = 0; i < count; i++)
+        wl_arena_dispose(&p[i].arena);
+}
+
+static void test_batch_commits_all(int64_t org)
+{
+    pending_t p[3];
+    pending_init(&p[0], org, "batch-all-0", "SKU-A");
+    pending_init(&p[1], org, "batch-all-1", "SKU-\"quoted\"");
+    pending_init(&p[2], org, "batch-all-2", "SKU-C");
+    run_batch(p, 3);
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT(p[i].request.rc, 0);
+        CHECK_INT(p[i].err.code, 0);
+        CHECK(p[i].request.key_valid);
+        CHECK(!p[i].request.asked); /* decided already: nothing counted */
+        CHECK(p[i].request.done);
+        CHECK(p[i].request.list.created_ms > 0);
+        CHECK_INT(lists_named(p[i].id), 1);
+    }
+    dispose(p, 3);
+    char code[64];
+    testdb_value(db, "SELECT codes[1] FROM locate_lists WHERE id = 'batch-all-1'", code,
+                 sizeof(code));
+    CHECK_STR(code, "SKU-\"quoted\"");
+    /* One organization's requests are served in the batch's order: created_at follows it. */
+    CHECK_INT(testdb_count(db, "SELECT count(*) FROM (SELECT id, lag(id) OVER (ORDER BY"
+                               " created_at) AS before FROM locate_lists WHERE id LIKE"
+                               " 'batch-all-%') o WHERE before > id"),
+              0);
+}
+
+static long long counted(int64_t org, const char *bucket)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT coalesce(sum(c), 0) FROM rate_limits r, unnest(r.hits, r.counts) AS u(h, c)"
+             " WHERE r.org_id = %lld AND r.bucket = '%s'",
+             (long long)org, bucket);
+    return testdb_count(db, sql);
+}
+
+/*
+ * One batch, every request on its own terms: a valid key creates its list and is counted; a
+ * revoked key, a wrong secret and a full bucket write nothing (and a refused key counts
+ * nothing); a key without the scope is counted but writes nothing; a read finds its own
+ * organization's list and not another's.
+ */
+static void test_each_request_decided_alone(void)
+{
+    int64_t a = fixture_org(db, "admit-a"), b = fixture_org(db, "admit-b"),
+            full = fixture_org(db, "admit-full"), reader = fixture_org(db, "admit-reader");
+    char key_a[WL_KEY_TOKEN_SIZE], key_b[WL_KEY_TOKEN_SIZE], key_full[WL_KEY_TOKEN_SIZE],
+        key_reader[WL_KEY_TOKEN_SIZE], revoked[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, a, "lists:write", key_a);
+    fixture_key(db, b, "stock:read", key_b);
+    fixture_key(db, full, "lists:write", key_full);
+    fixture_key(db, reader, "lists:write", key_reader);
+    fixture_key(db, a, "lists:write", revoked);
+    char sql[256];
+    snprintf(sql, sizeof(sql), "UPDATE api_keys SET revoked_at = now() WHERE prefix = '%.8s'",
+             revoked + 4);
+    testdb_exec(db, sql);
+    char wrong[WL_KEY_TOKEN_SIZE];
+    snprintf(wrong, sizeof(wrong), "%s", key_a);
+    wrong[strlen(wrong) - 1] = wrong[strlen(wrong) - 1] == 'A' ? 'B' : 'A';
+
+    /* The full bucket: a limit of 1, already spent. */
+    pending_t spend;
+    pending_init(&spend, 0, "full-first", "SKU-F");
+    pending_key(&spend, key_full, 1);
+    run_batch(&spend, 1);
+    CHECK(spend.request.done);
+    dispose(&spend, 1);
+    /* The reader's list, another organization's list of the same id. */
+    pending_t made[2];
+    pending_init(&made[0], reader, "read-me", "SKU-R");
+    pending_init(&made[1], a, "not-yours", "SKU-N");
+    run_batch(made, 2);
+    dispose(made, 2);
+
+    enum { COUNT = 8 };
+    pending_t p[COUNT];
+    pending_init(&p[0], 0, "each-valid", "SKU-1");
+    pending_key(&p[0], key_a, 30);
+    pending_init(&p[1], 0, "each-revoked", "SKU-2");
+    pending_key(&p[1], revoked, 30);
+    pending_init(&p[2], 0, "each-wrong", "SKU-3");
+    pending_key(&p[2], wrong, 30);
+    pending_init(&p[3], 0, "each-full", "SKU-4");
+    pending_key(&p[3], key_full, 1);
+    pending_init(&p[4], 0, "each-scope", "SKU-5");
+    pending_key(&p[4], key_b, 30);
+    pending_init(&p[5], 0, "read-me", "");
+    pending_key(&p[5], key_reader, 30);
+    p[5].request.action = WL_ADMIT_GET;
+    pending_init(&p[6], 0, "not-yours", "");
+    pending_key(&p[6], key_reader, 30);
+    p[6].request.action = WL_ADMIT_GET;
+    pending_init(&p[7], 0, "", "");
+    pending_key(&p[7], key_reader, 30);
+    p[7].request.action = WL_ADMIT_TAKE;
+    run_batch(p, COUNT);
+    for (int i = 0; i < COUNT; i++)
+        CHECK_INT(p[i].request.rc, 0);
+
+    CHECK(p[0].request.key_valid && p[0].request.asked && p[0].request.done);
+    CHECK_INT(p[0].request.principal.org_id, a);
+    CHECK_STR(p[0].request.principal.org_slug, "admit-a");
+    CHECK_INT(p[0].request.principal.scopes, WL_SCOPE_LISTS_WRITE);
+    CHECK_INT(p[0].request.grant.granted, 1);
+    CHECK_INT(p[0].request.grant.used, 1);
+    CHECK_INT(lists_named("each-valid"), 1);
+    for (int i = 1; i <= 2; i++) {
+        CHECK(!p[i].request.key_valid && !p[i].request.asked && !p[i].request.done);
+        CHECK_INT(p[i].request.principal.org_id, 0);
+    }
+    CHECK_INT(lists_named("each-revoked"), 0);
+    CHECK_INT(lists_named("each-wrong"), 0);
+    CHECK_INT(counted(a, "locate-lists"), 1); /* the valid key's request alone */
+
+    CHECK(p[3].request.key_valid && p[3].request.asked && !p[3].request.done);
+    CHECK_INT(p[3].request.grant.granted, 0);
+    CHECK_INT(p[3].request.grant.used, 1);
+    CHECK(p[3].request.grant.reset_ms > 0);
+    CHECK_INT(lists_named("each-full"), 0);
+    CHECK_INT(counted(full, "locate-lists"), 1);
+
+    CHECK(p[4].request.key_valid && p[4].request.asked && !p[4].request.done);
+    CHECK_INT(p[4].request.principal.scopes, WL_SCOPE_STOCK_READ);
+    CHECK_INT(p[4].request.grant.granted, 1);
+    CHECK_INT(lists_named("each-scope"), 0);
+    CHECK_INT(counted(b, "locate-lists"), 1);
+
+    CHECK(p[5].request.done);
+    CHECK_STR(p[5].request.list.name, "Group");
+    CHECK_STR(p[5].request.list.state, "pending");
+    CHECK(p[5].request.list.created_ms > 0);
+    CHECK_INT(p[5].request.list.loaded_ms, -1);
+    CHECK_INT(p[5].request.list.codes_count, 2);
+    if (p[5].request.list.codes_count == 2) {
+        CHECK_STR(p[5].request.list.codes[0], "SKU-R");
+        CHECK_STR(p[5].request.list.codes[1], "EAN-0001");
+    }
+    CHECK(p[6].request.key_valid && !p[6].request.done); /* another organization's id */
+    CHECK(p[7].request.key_valid && !p[7].request.done);
+    CHECK_INT(p[7].request.grant.granted, 1);
+    CHECK_INT(counted(reader, "locate-lists"), 3);
+    dispose(p, COUNT);
+}
+
+/* Codes that PostgreSQL quotes in an array come back as they were stored. */
+static void test_read_back_quoted_codes(int64_t org)
+{
+    pending_t made;
+    pending_init(&made, org, "quoted-codes", "a \\\"b\",{c} NULL");
+    run_batch(&made, 1);
+    CHECK(made.request.done);
+    dispose(&made, 1);
+    pending_t get;
+    pending_init(&get, org, "quoted-codes", "");
+    get.request.action = WL_ADMIT_GET;
+    run_batch(&get, 1);
+    CHECK(get.request.done);
+    CHECK_INT(get.request.list.codes_count, 2);
+    if (get.request.list.codes_count == 2)
+        CHECK_STR(get.request.list.codes[0], "a \\\"b\",{c} NULL");
+    dispose(&get, 1);
+}
+
+/* A failing list (here: an organization that does not exist) fails alone; the others commit. */
+static void test_failure_stays_its_own(int64_t org)
+{
+    long long before = testdb_count(db, "SELECT count(*) FROM locate_lists");
+    pending_t p[3];
+    pending_init(&p[0], org, "alone-0", "SKU-A");
+    pending_init(&p[1], 987654321, "alone-1", "SKU-B");
+    pending_init(&p[2], org, "alone-2", "SKU-C");
+    run_batch(p, 3);
+    CHECK_INT(p[0].request.rc, 0);
+    CHECK_INT(p[0].err.code, 0);
+    CHECK_INT(p[1].request.rc, WL_EINTERNAL);
+    CHECK_INT(p[1].err.code, WL_EINTERNAL);
+    CHECK_INT(p[2].request.rc, 0);
+    CHECK_INT(p[2].err.code, 0);
+    dispose(p, 3);
+    CHECK_INT(lists_named("alone-0"), 1);
+    CHECK_INT(lists_named("alone-1"), 0);
+    CHECK_INT(lists_named("alone-2"), 1);
+    CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists"), before + 2);
+}
+
+typedef struct {
+    wl_admissions_t *commits;
+    pending_t pending;
+    int rc;
+    pthread_t thread;
+} inserter_t;
+
+static void *insert_thread(void *arg)
+{
+    inserter_t *inserter = arg;
+    inserter->rc = wl_admissions_run(inserter->commits, &inserter->pending.request);
+    return NULL;
+}
+
+static void start_inserter(inserter_t *inserter, wl_admissions_t *commits, int64_t org,
+                           const char *prefix, int i)
+{
+    char id[32];
+    snprintf(id, sizeof(id), "%s-%d", prefix, i);
+    inserter->commits = commits;
+    pending_init(&inserter->pending, org, id, "SKU-G");
+    CHECK_INT(pthread_create(&inserter->thread, NULL, insert_thread, inserter), 0);
+}
+
+static wl_admissions_t *commits_new(wl_pool_t *pool, int groups)
+{
+    wl_admissions_t *commits = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_admissions_create(pool, groups, &commits, &err), 0);
+    return commits;
+}
+
+static void wait_for_waiting(wl_admissions_t *commits, int waiting)
+{
+    for (int i = 0; i < 1000; i++) {
+        wl_admissions_stats_t stats;
+        wl_admissions_stats(commits, &stats);
+        if (stats.waiting == waiting)
+            return;
+        struct timespec pause = {0, 5000000};
+        nanosleep(&pause, NULL);
+    }
+    FAIL("never saw %d lists waiting", waiting);
+}
+
+/*
+ * With one commit in flight (held up by a table lock), the lists created meanwhile wait and
+ * then commit as one group: 1 + 6 lists in 2 commits, each request with its own answer, the
+ * one bad list among them failing alone.
+ */
+static void test_lists_created_meanwhile_form_one_group(int64_t org)
+{
+    wl_pool_t *pool = pool_new(2);
+    wl_admissions_t *commits = commits_new(pool, 1);
+    PGconn *blocker = testdb_connect(conninfo);
+    testdb_exec(blocker, "BEGIN");
+    testdb_exec(blocker, "LOCK TABLE locate_lists IN SHARE MODE");
+
+    enum { COUNT = 7 };
+    inserter_t inserters[COUNT];
+    for (int i = 0; i < COUNT; i++) {
+        start_inserter(&inserters[i], commits, i == 4 ? 987654321 : org, "group", i);
+        /* The first one leads (and blocks on the lock); the rest queue behind it. */
+        wait_for_waiting(commits, i == 0 ? 0 : i);
+        if (i == 0) {
+            for (int tries = 0; tries < 1000; tries++) {
+                if (testdb_count(db, "SELECT count(*) FROM pg_locks WHERE NOT granted AND"
+                                     " relation = 'locate_lists'::regclass") == 1)
+                    break;
+                struct timespec pause = {0, 5000000};
+                nanosleep(&pause, NULL);
+            }
+        }
+    }
+    testdb_exec(blocker, "COMMIT");
+    PQfinish(blocker);
+    for (int i = 0; i < COUNT; i++) {
+        pthread_join(inserters[i].thread, NULL);
+        CHECK_INT(inserters[i].rc, i == 4 ? WL_EINTERNAL : 0);
+        CHECK_INT(inserters[i].pending.err.code, i == 4 ? WL_EINTERNAL : 0);
+        CHECK_INT(lists_named(inserters[i].pending.id), i == 4 ? 0 : 1);
+        wl_arena_dispose(&inserters[i].pending.arena);
+    }
+    wl_admissions_stats_t stats;
+    wl_admissions_stats(commits, &stats);
+    CHECK_INT(stats.commits, 2);
+    CHECK_INT(stats.requests, COUNT);
+    CHECK_INT(stats.waiting, 0);
+    wl_admissions_destroy(commits);
+    wl_pool_destroy(pool);
+}
+
+/* Many threads at once: every list lands exactly once, whatever the groups turned out to be. */
+static void test_concurrent_inserts_all_land(int64_t org)
+{
+    wl_pool_t *pool = pool_new(4);
+    wl_admissions_t *commits = commits_new(pool, 2);
+    enum { THREADS = 24 };
+    inserter_t inserters[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        start_inserter(&inserters[i], commits, org, "many", i);
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(inserters[i].thread, NULL);
+        CHECK_INT(inserters[i].rc, 0);
+        CHECK(inserters[i].pending.request.list.created_ms > 0);
+        wl_arena_dispose(&inserters[i].pending.arena);
+    }
+    CHECK_INT(
+        testdb_count(db, "SELECT count(DISTINCT id) FROM locate_lists WHERE id LIKE 'many-%'"),
+        THREADS);
+    wl_admissions_stats_t stats;
+    wl_admissions_stats(commits, &stats);
+    CHECK_INT(stats.requests, THREADS);
+    CHECK(stats.commits >= 1 && stats.commits <= THREADS);
+    wl_admissions_destroy(commits);
+    wl_pool_destroy(pool);
+}
+
+int main(void)
+{
+    conninfo = testdb_create("walklist_test_admissions");
+    db = testdb_connect(conninfo);
+    int64_t org = fixture_org(db, "group-commit");
+    test_batch_commits_all(org);
+    test_failure_stays_its_own(org);
+    test_each_request_decided_alone();
+    test_read_back_quoted_codes(org);
+    test_lists_created_meanwhile_form_one_group(org);
+    test_concurrent_inserts_all_land(org);
+    PQfinish(db);
+    return test_exit();
+}
