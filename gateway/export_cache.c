@@ -8,9 +8,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_ENTRIES   16384 /* organizations whose version is kept; a power of two */
-#define PROBE         16    /* an organization lives in one of the slots after its home */
-#define GENERATIONS   1024  /* organizations hash into these change counters */
+#define MAX_ENTRIES   131072 /* organizations whose version is kept; a power of two */
+#define PROBE         16     /* an organization lives in one of the slots after its home */
+#define GENERATIONS   1024   /* organizations hash into these change counters */
 #define WATCH_WAIT_MS 1000
 #define DEFAULT_MB    1024
 

@@ -28,7 +28,7 @@
  * strong ETag promises the same bytes, and generatedAt remains the time of
  * the snapshot they show (nothing changed since).
  *
- * Limits: versions of at most 16384 organizations and WALKLIST_EXPORT_CACHE_MB megabytes of
+ * Limits: versions of at most 131072 organizations and WALKLIST_EXPORT_CACHE_MB megabytes of
  * bodies (default 1024; 0 keeps no bodies), least recently used first out.
  * Files live, unlinked, in TMPDIR (default /tmp).
  */

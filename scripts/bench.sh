@@ -318,8 +318,9 @@ bench_export() {
 
 bench_create() {
   local keys=$WORK/keys.txt rps p50 p99 transfer bad floor_rps sync
-  COMMANDS+=("psql -tA -F ' ' -v orgs=$ORGS -f scripts/bench/setup_orgs.sql \$DB > keys.txt")
-  pg_psql "$DB" -tA -F ' ' -v orgs="$ORGS" -f "$BENCH_DIR/setup_orgs.sql" | grep '^wlk_' >"$keys"
+  COMMANDS+=("psql -tA -F ' ' -v orgs=$ORGS -v set=bk -f scripts/bench/setup_orgs.sql \$DB > keys.txt")
+  pg_psql "$DB" -tA -F ' ' -v orgs="$ORGS" -v set=bk -f "$BENCH_DIR/setup_orgs.sql" |
+    grep '^wlk_' >"$keys"
   COMMANDS+=("export WALKLIST_BENCH_KEYS=keys.txt WALKLIST_BENCH_DIR=scripts/bench")
   export WALKLIST_BENCH_KEYS=$keys WALKLIST_BENCH_DIR=$BENCH_DIR
   # The organizations rotate, but one organization per request: 304s over the empty exports of
@@ -359,8 +360,8 @@ bench_create() {
   create_postgres_us=$(cpu_us $((p1 - p0)) "$served")
   read -r rps p50 p99 transfer bad <<<"$(wrk_figures "$WORK/create.txt")"
   local org_min org_max
-  org_min=$(sql -c "SELECT min(org_id) FROM organizations WHERE slug LIKE 'bench-%'")
-  org_max=$(sql -c "SELECT max(org_id) FROM organizations WHERE slug LIKE 'bench-%'")
+  org_min=$(sql -c "SELECT min(org_id) FROM organizations WHERE slug LIKE 'bk-%'")
+  org_max=$(sql -c "SELECT max(org_id) FROM organizations WHERE slug LIKE 'bk-%'")
   sync=$(sql -c 'SHOW synchronous_commit')
   # -l logs every transaction's latency: the floor's own p50 and p99 at the same concurrency.
   rm -f "$WORK"/pgbench_log.*

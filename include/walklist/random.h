@@ -9,7 +9,12 @@
 
 #include "walklist/error.h"
 
-/** Fills buf with len bytes from getrandom(2). */
+/**
+ * Fills buf with len bytes from getrandom(2). Small requests are served from
+ * a block each thread draws at once (every byte handed out once, then
+ * wiped), so a process must not fork between draws: the child would repeat
+ * the parent's block.
+ */
 int wl_random_bytes(void *buf, size_t len) WL_CHECK_RESULT;
 
 /** Writes len random base62 characters and a NUL (out holds len + 1 bytes). */

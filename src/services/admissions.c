@@ -2,14 +2,15 @@
 #include "services/admissions.h"
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
-/* A request waiting for its admission: on its own stack, queued in arrival order. */
+/* A request waiting for its admission: on its own stack, queued in arrival order. Its
+ * committer posts wake exactly once, after the last time it touches the waiter. */
 typedef struct waiter {
     wl_admit_t *request;
-    bool done;
-    pthread_cond_t wake;
+    sem_t wake;
     struct waiter *next;
 } waiter_t;
 
@@ -17,37 +18,16 @@ struct wl_admissions {
     wl_pool_t *pool;
     int groups;
     pthread_mutex_t lock;
-    int in_flight;   /* groups being committed */
+    pthread_cond_t work; /* a request was queued while a committer was idle, or stop */
+    int idle;            /* committers waiting for work */
+    bool stop;
     int waiting;     /* entries between head and tail */
     waiter_t *head;  /* not yet taken by a group */
     waiter_t **tail; /* where the next waiter goes */
     uint64_t commits, requests;
+    int threads;
+    pthread_t committers[WL_ADMIT_GROUPS_MAX];
 };
-
-int wl_admissions_create(wl_pool_t *pool, int groups, wl_admissions_t **out, wl_error_t *err)
-{
-    *out = NULL;
-    wl_admissions_t *commits = calloc(1, sizeof(*commits));
-    if (commits == NULL)
-        return wl_error_set(err, WL_ENOMEM, NULL);
-    if (pthread_mutex_init(&commits->lock, NULL) != 0) {
-        free(commits);
-        return wl_error_set(err, WL_EINTERNAL, "cannot create a lock");
-    }
-    commits->pool = pool;
-    commits->groups = groups;
-    commits->tail = &commits->head;
-    *out = commits;
-    return 0;
-}
-
-void wl_admissions_destroy(wl_admissions_t *commits)
-{
-    if (commits == NULL)
-        return;
-    pthread_mutex_destroy(&commits->lock);
-    free(commits);
-}
 
 /* Takes up to WL_ADMIT_BATCH_MAX waiters from the queue's head; the lock is held. */
 static int take_group(wl_admissions_t *commits, waiter_t **group)
@@ -76,60 +56,106 @@ static void commit_group(wl_admissions_t *commits, wl_admit_t *const *requests, 
     wl_pool_release(commits->pool, conn);
 }
 
-/* Without grouping: the request alone, counted as a group of one. */
-static void commit_group_alone(wl_admissions_t *commits, wl_admit_t *request)
+/* A committer: takes whatever queued up meanwhile (at least one request), commits it as one
+ * group, answers every request of it, and goes again; at stop, once the queue is empty. */
+static void *committer(void *arg)
 {
-    commit_group(commits, &request, 1);
+    wl_admissions_t *commits = arg;
     pthread_mutex_lock(&commits->lock);
-    commits->commits++;
-    commits->requests++;
+    for (;;) {
+        while (commits->head == NULL && !commits->stop) {
+            commits->idle++;
+            pthread_cond_wait(&commits->work, &commits->lock);
+            commits->idle--;
+        }
+        if (commits->head == NULL)
+            break;
+        waiter_t *group[WL_ADMIT_BATCH_MAX];
+        int count = take_group(commits, group);
+        pthread_mutex_unlock(&commits->lock);
+        wl_admit_t *requests[WL_ADMIT_BATCH_MAX];
+        for (int i = 0; i < count; i++)
+            requests[i] = group[i]->request;
+        commit_group(commits, requests, count);
+        pthread_mutex_lock(&commits->lock);
+        commits->commits++;
+        commits->requests += (uint64_t)count;
+        pthread_mutex_unlock(&commits->lock);
+        for (int i = 0; i < count; i++)
+            sem_post(&group[i]->wake); /* the waiter may be gone right after */
+        pthread_mutex_lock(&commits->lock);
+    }
     pthread_mutex_unlock(&commits->lock);
+    return NULL;
+}
+
+int wl_admissions_create(wl_pool_t *pool, int groups, wl_admissions_t **out, wl_error_t *err)
+{
+    *out = NULL;
+    wl_admissions_t *commits = calloc(1, sizeof(*commits));
+    if (commits == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    if (pthread_mutex_init(&commits->lock, NULL) != 0) {
+        free(commits);
+        return wl_error_set(err, WL_EINTERNAL, "cannot create a lock");
+    }
+    if (pthread_cond_init(&commits->work, NULL) != 0) {
+        pthread_mutex_destroy(&commits->lock);
+        free(commits);
+        return wl_error_set(err, WL_EINTERNAL, "cannot create a condition variable");
+    }
+    commits->pool = pool;
+    commits->groups = groups < WL_ADMIT_GROUPS_MAX ? groups : WL_ADMIT_GROUPS_MAX;
+    commits->tail = &commits->head;
+    for (int i = 0; i < commits->groups; i++) {
+        if (pthread_create(&commits->committers[i], NULL, committer, commits) != 0) {
+            wl_admissions_destroy(commits);
+            return wl_error_set(err, WL_EINTERNAL, "cannot start a committer thread");
+        }
+        commits->threads++;
+    }
+    *out = commits;
+    return 0;
+}
+
+void wl_admissions_destroy(wl_admissions_t *commits)
+{
+    if (commits == NULL)
+        return;
+    pthread_mutex_lock(&commits->lock);
+    commits->stop = true;
+    pthread_cond_broadcast(&commits->work);
+    pthread_mutex_unlock(&commits->lock);
+    for (int i = 0; i < commits->threads; i++)
+        pthread_join(commits->committers[i], NULL);
+    pthread_cond_destroy(&commits->work);
+    pthread_mutex_destroy(&commits->lock);
+    free(commits);
 }
 
 int wl_admissions_run(wl_admissions_t *commits, wl_admit_t *request)
 {
     if (commits->groups < 1) {
-        commit_group_alone(commits, request);
+        commit_group(commits, &request, 1);
+        pthread_mutex_lock(&commits->lock);
+        commits->commits++;
+        commits->requests++;
+        pthread_mutex_unlock(&commits->lock);
         return request->rc;
     }
     waiter_t self = {.request = request};
-    if (pthread_cond_init(&self.wake, NULL) != 0)
-        return wl_error_set(request->err, WL_EINTERNAL, "cannot create a condition variable");
+    if (sem_init(&self.wake, 0, 0) != 0)
+        return wl_error_set(request->err, WL_EINTERNAL, "cannot create a semaphore");
     pthread_mutex_lock(&commits->lock);
     *commits->tail = &self;
     commits->tail = &self.next;
     commits->waiting++;
-    while (!self.done) {
-        /* Lead when a commit slot is free and this request is the oldest one waiting; the
-         * group is whatever queued up meanwhile (at least this request). */
-        if (commits->in_flight < commits->groups && commits->head == &self) {
-            waiter_t *group[WL_ADMIT_BATCH_MAX];
-            int count = take_group(commits, group);
-            commits->in_flight++;
-            if (commits->head != NULL && commits->in_flight < commits->groups)
-                pthread_cond_signal(&commits->head->wake); /* more than one group waits */
-            pthread_mutex_unlock(&commits->lock);
-            wl_admit_t *requests[WL_ADMIT_BATCH_MAX];
-            for (int i = 0; i < count; i++)
-                requests[i] = group[i]->request;
-            commit_group(commits, requests, count);
-            pthread_mutex_lock(&commits->lock);
-            commits->in_flight--;
-            commits->commits++;
-            commits->requests += (uint64_t)count;
-            for (int i = 0; i < count; i++) {
-                group[i]->done = true;
-                if (group[i] != &self)
-                    pthread_cond_signal(&group[i]->wake);
-            }
-            if (commits->head != NULL)
-                pthread_cond_signal(&commits->head->wake); /* the next group's leader */
-            break;
-        }
-        pthread_cond_wait(&self.wake, &commits->lock);
-    }
+    if (commits->idle > 0)
+        pthread_cond_signal(&commits->work);
     pthread_mutex_unlock(&commits->lock);
-    pthread_cond_destroy(&self.wake);
+    while (sem_wait(&self.wake) != 0)
+        ; /* EINTR */
+    sem_destroy(&self.wake);
     return request->rc;
 }
 

@@ -3,11 +3,11 @@
  * database at the same moment (a key to check, a rate-limit decision, a walk
  * list to insert or read) go together, in one statement with one durable
  * commit, and each is answered after that commit. Nobody waits for a group to
- * fill: a request leads a group itself when fewer than `groups` commits are in
- * flight, and otherwise joins the next group, which the first request left
- * waiting leads as soon as a commit finishes. At low load every request
- * therefore commits alone; under a burst, PostgreSQL does one commit (and one
- * round trip) for many requests.
+ * fill: `groups` committer threads each take whatever is queued (at least one
+ * request), commit it as one group and answer its requests, so at most
+ * `groups` commits are in flight. At low load every request therefore commits
+ * alone; under a burst, PostgreSQL does one commit (and one round trip) for
+ * many requests, and a request costs its thread one wake-up.
  */
 #ifndef WALKLIST_SERVICES_ADMISSIONS_H
 #define WALKLIST_SERVICES_ADMISSIONS_H
@@ -26,8 +26,11 @@ typedef struct {
     int waiting;       /* requests queued for the next group right now */
 } wl_admissions_stats_t;
 
-/** groups: commits in flight at most (>= 1; < 1: every request commits alone); connections
- * come from pool. */
+/** Committer threads (and so commits in flight) at most. */
+#define WL_ADMIT_GROUPS_MAX 64
+
+/** groups: committer threads, commits in flight at most (>= 1; < 1: every request commits
+ * alone, in its own thread); connections come from pool. */
 int wl_admissions_create(wl_pool_t *pool, int groups, wl_admissions_t **out,
                          wl_error_t *err) WL_CHECK_RESULT;
 void wl_admissions_destroy(wl_admissions_t *admissions);

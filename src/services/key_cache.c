@@ -13,7 +13,7 @@
 
 #include "store/listen.h"
 
-#define SLOTS    8192 /* a power of two */
+#define SLOTS    65536 /* a power of two: room for every key of tens of thousands of tenants */
 #define PROBE    8
 #define WAIT_MS  1000
 #define RETRY_MS 1000
