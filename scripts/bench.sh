@@ -439,20 +439,22 @@ specified_run() {
 bench_specified_limits() {
   local orgs seconds set keys codes
   codes=$(printf '"SKU-%07d",' $(seq 37 37 740))
+  local n=0
   for orgs in "${SPEC_ORGS[@]}"; do
+    n=$((n + 1)) # names the row's organization sets: c1, e1, g1 for the first count
     seconds=$DURATION
     ((orgs < SPEC_ORGS[-1])) && seconds=$SPEC_SHORT
     for set in c e g; do
       keys=$WORK/keys-$set-$orgs.txt
-      COMMANDS+=("psql -tA -F ' ' -v orgs=$orgs -v set=${set}${#orgs} -f scripts/bench/setup_orgs.sql \$DB > keys-$set-$orgs.txt")
-      pg_psql "$DB" -tA -F ' ' -v orgs="$orgs" -v set="${set}${#orgs}" \
+      COMMANDS+=("psql -tA -F ' ' -v orgs=$orgs -v set=$set$n -f scripts/bench/setup_orgs.sql \$DB > keys-$set-$orgs.txt")
+      pg_psql "$DB" -tA -F ' ' -v orgs="$orgs" -v set="$set$n" \
         -f "$BENCH_DIR/setup_orgs.sql" | grep '^wlk_' >"$keys"
     done
     # One pending list per organization of the GET set, with the id get_list.lua asks for.
-    COMMANDS+=("psql -c \"INSERT INTO locate_lists (org_id, id, name, codes) SELECT org_id, 'bench-' || org_id, 'Bench walk', '{20 codes}' FROM organizations WHERE slug LIKE 'g${#orgs}-%'\"")
+    COMMANDS+=("psql -c \"INSERT INTO locate_lists (org_id, id, name, codes) SELECT org_id, 'bench-' || org_id, 'Bench walk', '{20 codes}' FROM organizations WHERE slug LIKE 'g$n-%'\"")
     sql -c "INSERT INTO locate_lists (org_id, id, name, codes)
               SELECT org_id, 'bench-' || org_id, 'Bench walk', '{${codes%,}}'
-                FROM organizations WHERE slug LIKE 'g${#orgs}-%'" >/dev/null
+                FROM organizations WHERE slug LIKE 'g$n-%'" >/dev/null
     specified_run "spec-create-$orgs" create.lua "$WORK/keys-c-$orgs.txt" "$seconds" 201 \
       "create walk list, POST, 20 codes, specified limits, $orgs organizations, ${seconds} s (wrk $CONNECTIONS connections)" \
       floor
