@@ -100,3 +100,74 @@ BEGIN
     END LOOP;
 END;
 $$;
+
+-- A bucket's first request makes its row with the decision already in it: one INSERT instead
+-- of an empty row, a locked read and an UPDATE (every organization's first request of each
+-- bucket took those). A concurrent first request waits for that INSERT and then takes the row
+-- lock as every later request does. Otherwise as in 0006.
+CREATE OR REPLACE FUNCTION wl_rate_take(p_org bigint, p_bucket text, p_limit integer,
+                                        p_window_ms integer, p_want integer, p_hold_ms integer,
+                                        p_return_at timestamptz, p_return integer)
+RETURNS TABLE (granted integer, used integer, reset_ms bigint, counted_at timestamptz)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_hits timestamptz[];
+    v_counts integer[];
+    v_now timestamptz;
+    v_window interval := make_interval(secs => p_window_ms / 1000.0);
+    v_used integer;
+    v_oldest timestamptz;
+BEGIN
+    SELECT r.hits, r.counts INTO v_hits, v_counts
+      FROM rate_limits r WHERE r.org_id = p_org AND r.bucket = p_bucket FOR UPDATE;
+    IF NOT FOUND THEN
+        v_now := clock_timestamp();
+        granted := greatest(0, least(p_want, p_limit));
+        counted_at := v_now + make_interval(secs => greatest(p_hold_ms, 0) / 1000.0);
+        INSERT INTO rate_limits AS r (org_id, bucket, hits, counts)
+        VALUES (p_org, p_bucket,
+                CASE WHEN granted > 0 THEN ARRAY[counted_at] ELSE '{}' END,
+                CASE WHEN granted > 0 THEN ARRAY[granted] ELSE '{}' END)
+            ON CONFLICT ON CONSTRAINT rate_limits_pkey DO NOTHING;
+        IF FOUND THEN
+            used := granted;
+            reset_ms := CASE WHEN granted = 0 THEN 0
+                        ELSE ceil(extract(epoch FROM (counted_at + v_window - v_now)) * 1000)
+                        END;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        SELECT r.hits, r.counts INTO v_hits, v_counts
+          FROM rate_limits r WHERE r.org_id = p_org AND r.bucket = p_bucket FOR UPDATE;
+    END IF;
+    -- The clock is read once the row is locked, so decisions are ordered like the clock.
+    v_now := clock_timestamp();
+    SELECT coalesce(array_agg(live.h ORDER BY live.h), '{}'),
+           coalesce(array_agg(live.c ORDER BY live.h), '{}'),
+           coalesce(sum(live.c), 0), min(live.h)
+      INTO v_hits, v_counts, v_used, v_oldest
+      FROM (SELECT u.h, u.c - CASE WHEN u.h = p_return_at
+                                   THEN least(u.c, greatest(p_return, 0)) ELSE 0 END AS c
+              FROM unnest(v_hits, coalesce(v_counts, array_fill(1, ARRAY[cardinality(v_hits)])))
+                   AS u(h, c)
+             WHERE u.h > v_now - v_window) AS live
+     WHERE live.c > 0;
+    granted := greatest(0, least(p_want, p_limit - v_used));
+    counted_at := v_now + make_interval(secs => greatest(p_hold_ms, 0) / 1000.0);
+    IF granted > 0 THEN
+        v_hits := v_hits || counted_at;
+        v_counts := v_counts || granted;
+        v_used := v_used + granted;
+        v_oldest := least(v_oldest, counted_at);
+    END IF;
+    UPDATE rate_limits r SET hits = v_hits, counts = v_counts
+     WHERE r.org_id = p_org AND r.bucket = p_bucket;
+    used := v_used;
+    -- Until the oldest counted request leaves the window (a request is then accepted again).
+    reset_ms := CASE WHEN v_oldest IS NULL THEN 0
+                ELSE greatest(0, ceil(extract(epoch FROM (v_oldest + v_window - v_now)) * 1000))
+                END;
+    RETURN NEXT;
+END;
+$$;
