@@ -256,6 +256,66 @@ static void test_each_request_decided_alone(void)
     dispose(p, COUNT);
 }
 
+/*
+ * One bucket asked for several times in one batch: the asks share its room in request order,
+ * as if one after the other; permits given back in the batch make room for all of them.
+ */
+static void test_one_bucket_shared_in_a_batch(void)
+{
+    int64_t org = fixture_org(db, "admit-shared");
+    char key[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "lists:write", key);
+    pending_t p[3];
+    for (int i = 0; i < 3; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "shared-%d", i);
+        pending_init(&p[i], 0, id, "SKU-S");
+        pending_key(&p[i], key, 2);
+    }
+    run_batch(p, 3);
+    for (int i = 0; i < 3; i++) {
+        CHECK_INT(p[i].request.rc, 0);
+        CHECK(p[i].request.key_valid && p[i].request.asked);
+        CHECK_INT(p[i].request.grant.granted, i < 2 ? 1 : 0);
+        CHECK_INT(p[i].request.grant.used, i < 1 ? 1 : 2);
+        CHECK(p[i].request.done == (i < 2));
+    }
+    CHECK_INT(lists_named("shared-0") + lists_named("shared-1") + lists_named("shared-2"), 2);
+    CHECK_INT(counted(org, "locate-lists"), 2);
+    dispose(p, 3);
+
+    /* A lease of 5 of 6 permits, counted 10 s ahead; then, in one batch, 4 of them given back
+     * with an ask for 1, and an ask for 3: 1 + 3 granted, 5 counted in all. */
+    int64_t leaser = fixture_org(db, "admit-leaser");
+    pending_t lease;
+    pending_init(&lease, leaser, "", "");
+    lease.request.action = WL_ADMIT_TAKE;
+    lease.request.limit = 6;
+    lease.ask = (wl_rate_ask_t){.want = 5, .hold_ms = 10000};
+    lease.request.ask = &lease.ask;
+    run_batch(&lease, 1);
+    CHECK_INT(lease.request.grant.granted, 5);
+    CHECK(lease.request.grant.reset_ms >= 69000);
+    pending_t next[2];
+    for (int i = 0; i < 2; i++) {
+        pending_init(&next[i], leaser, "", "");
+        next[i].request.action = WL_ADMIT_TAKE;
+        next[i].request.limit = 6;
+        next[i].request.ask = &next[i].ask;
+    }
+    next[0].ask =
+        (wl_rate_ask_t){.want = 1, .return_at = lease.request.grant.counted_at, .return_count = 4};
+    next[1].ask = (wl_rate_ask_t){.want = 3};
+    run_batch(next, 2);
+    CHECK_INT(next[0].request.grant.granted, 1);
+    CHECK_INT(next[0].request.grant.used, 2);
+    CHECK_INT(next[1].request.grant.granted, 3);
+    CHECK_INT(next[1].request.grant.used, 5);
+    CHECK_INT(counted(leaser, "locate-lists"), 5);
+    dispose(&lease, 1);
+    dispose(next, 2);
+}
+
 /* Codes that PostgreSQL quotes in an array come back as they were stored. */
 static void test_read_back_quoted_codes(int64_t org)
 {
@@ -424,6 +484,7 @@ int main(void)
     test_batch_commits_all(org);
     test_failure_stays_its_own(org);
     test_each_request_decided_alone();
+    test_one_bucket_shared_in_a_batch();
     test_read_back_quoted_codes(org);
     test_lists_created_meanwhile_form_one_group(org);
     test_concurrent_inserts_all_land(org);
