@@ -32,6 +32,15 @@ DECLARE
     r record;
     v_row record;
     v_let_in boolean;
+    v_window interval := make_interval(secs => p_window_ms / 1000.0);
+    v_now timestamptz;
+    v_hits timestamptz[];
+    v_counts integer[];
+    v_used integer;
+    v_oldest timestamptz;
+    v_granted integer;
+    v_stamp timestamptz;
+    v_made boolean;
 BEGIN
     FOR r IN
         WITH req AS (
@@ -66,10 +75,64 @@ BEGIN
         list_codes := NULL;
         IF r.org_of IS NOT NULL THEN
             IF r.want IS NOT NULL THEN
-                SELECT t.granted, t.used, t.reset_ms, t.counted_at
-                  INTO granted, used, reset_ms, counted_at
-                  FROM wl_rate_take(r.org_of, r.bucket, r.lim, p_window_ms, r.want, r.hold_ms,
-                                    r.return_at, r.ret) AS t;
+                -- The rate-limit ask (0006 explains leases and returns).
+                SELECT rl.hits, rl.counts INTO v_hits, v_counts
+                  FROM rate_limits rl WHERE rl.org_id = r.org_of AND rl.bucket = r.bucket
+                   FOR UPDATE;
+                v_made := false;
+                IF NOT FOUND THEN
+                    -- The bucket's first request makes its row with the decision in it; a
+                    -- concurrent first request waits for that INSERT, then locks the row.
+                    v_now := clock_timestamp();
+                    v_granted := greatest(0, least(r.want, r.lim));
+                    v_stamp := v_now + make_interval(secs => greatest(r.hold_ms, 0) / 1000.0);
+                    INSERT INTO rate_limits AS rl (org_id, bucket, hits, counts)
+                    VALUES (r.org_of, r.bucket,
+                            CASE WHEN v_granted > 0 THEN ARRAY[v_stamp] ELSE '{}' END,
+                            CASE WHEN v_granted > 0 THEN ARRAY[v_granted] ELSE '{}' END)
+                        ON CONFLICT ON CONSTRAINT rate_limits_pkey DO NOTHING;
+                    v_made := FOUND;
+                    v_used := v_granted;
+                    v_oldest := CASE WHEN v_granted > 0 THEN v_stamp END;
+                    IF NOT v_made THEN
+                        SELECT rl.hits, rl.counts INTO v_hits, v_counts
+                          FROM rate_limits rl WHERE rl.org_id = r.org_of AND rl.bucket = r.bucket
+                           FOR UPDATE;
+                    END IF;
+                END IF;
+                IF NOT v_made THEN
+                    -- The clock is read once the row is locked: decisions follow the clock.
+                    v_now := clock_timestamp();
+                    SELECT coalesce(array_agg(live.h ORDER BY live.h), '{}'),
+                           coalesce(array_agg(live.c ORDER BY live.h), '{}'),
+                           coalesce(sum(live.c), 0), min(live.h)
+                      INTO v_hits, v_counts, v_used, v_oldest
+                      FROM (SELECT u.h, u.c - CASE WHEN u.h = r.return_at
+                                                   THEN least(u.c, greatest(r.ret, 0))
+                                                   ELSE 0 END AS c
+                              FROM unnest(v_hits, coalesce(v_counts,
+                                          array_fill(1, ARRAY[cardinality(v_hits)]))) AS u(h, c)
+                             WHERE u.h > v_now - v_window) AS live
+                     WHERE live.c > 0;
+                    v_granted := greatest(0, least(r.want, r.lim - v_used));
+                    v_stamp := v_now + make_interval(secs => greatest(r.hold_ms, 0) / 1000.0);
+                    IF v_granted > 0 THEN
+                        v_hits := v_hits || v_stamp;
+                        v_counts := v_counts || v_granted;
+                        v_used := v_used + v_granted;
+                        v_oldest := least(v_oldest, v_stamp);
+                    END IF;
+                    UPDATE rate_limits rl SET hits = v_hits, counts = v_counts
+                     WHERE rl.org_id = r.org_of AND rl.bucket = r.bucket;
+                END IF;
+                granted := v_granted;
+                used := v_used;
+                counted_at := v_stamp;
+                -- Until the oldest counted request leaves the window (one is then accepted).
+                reset_ms := CASE WHEN v_oldest IS NULL THEN 0
+                            ELSE greatest(0, ceil(extract(epoch FROM (v_oldest + v_window - v_now))
+                                                  * 1000))
+                            END;
             END IF;
             v_let_in := (r.want IS NULL OR granted > 0)
                         AND (r.org IS NOT NULL OR r.scope = ANY (r.key_scopes));
@@ -101,73 +164,16 @@ BEGIN
 END;
 $$;
 
--- A bucket's first request makes its row with the decision already in it: one INSERT instead
--- of an empty row, a locked read and an UPDATE (every organization's first request of each
--- bucket took those). A concurrent first request waits for that INSERT and then takes the row
--- lock as every later request does. Otherwise as in 0006.
+-- Counting outside a request (the refill threads' leases): an admission of one ask, so that
+-- the rate-limit decision is written once, in wl_admit.
 CREATE OR REPLACE FUNCTION wl_rate_take(p_org bigint, p_bucket text, p_limit integer,
                                         p_window_ms integer, p_want integer, p_hold_ms integer,
                                         p_return_at timestamptz, p_return integer)
 RETURNS TABLE (granted integer, used integer, reset_ms bigint, counted_at timestamptz)
-LANGUAGE plpgsql AS $$
-#variable_conflict use_column
-DECLARE
-    v_hits timestamptz[];
-    v_counts integer[];
-    v_now timestamptz;
-    v_window interval := make_interval(secs => p_window_ms / 1000.0);
-    v_used integer;
-    v_oldest timestamptz;
-BEGIN
-    SELECT r.hits, r.counts INTO v_hits, v_counts
-      FROM rate_limits r WHERE r.org_id = p_org AND r.bucket = p_bucket FOR UPDATE;
-    IF NOT FOUND THEN
-        v_now := clock_timestamp();
-        granted := greatest(0, least(p_want, p_limit));
-        counted_at := v_now + make_interval(secs => greatest(p_hold_ms, 0) / 1000.0);
-        INSERT INTO rate_limits AS r (org_id, bucket, hits, counts)
-        VALUES (p_org, p_bucket,
-                CASE WHEN granted > 0 THEN ARRAY[counted_at] ELSE '{}' END,
-                CASE WHEN granted > 0 THEN ARRAY[granted] ELSE '{}' END)
-            ON CONFLICT ON CONSTRAINT rate_limits_pkey DO NOTHING;
-        IF FOUND THEN
-            used := granted;
-            reset_ms := CASE WHEN granted = 0 THEN 0
-                        ELSE ceil(extract(epoch FROM (counted_at + v_window - v_now)) * 1000)
-                        END;
-            RETURN NEXT;
-            RETURN;
-        END IF;
-        SELECT r.hits, r.counts INTO v_hits, v_counts
-          FROM rate_limits r WHERE r.org_id = p_org AND r.bucket = p_bucket FOR UPDATE;
-    END IF;
-    -- The clock is read once the row is locked, so decisions are ordered like the clock.
-    v_now := clock_timestamp();
-    SELECT coalesce(array_agg(live.h ORDER BY live.h), '{}'),
-           coalesce(array_agg(live.c ORDER BY live.h), '{}'),
-           coalesce(sum(live.c), 0), min(live.h)
-      INTO v_hits, v_counts, v_used, v_oldest
-      FROM (SELECT u.h, u.c - CASE WHEN u.h = p_return_at
-                                   THEN least(u.c, greatest(p_return, 0)) ELSE 0 END AS c
-              FROM unnest(v_hits, coalesce(v_counts, array_fill(1, ARRAY[cardinality(v_hits)])))
-                   AS u(h, c)
-             WHERE u.h > v_now - v_window) AS live
-     WHERE live.c > 0;
-    granted := greatest(0, least(p_want, p_limit - v_used));
-    counted_at := v_now + make_interval(secs => greatest(p_hold_ms, 0) / 1000.0);
-    IF granted > 0 THEN
-        v_hits := v_hits || counted_at;
-        v_counts := v_counts || granted;
-        v_used := v_used + granted;
-        v_oldest := least(v_oldest, counted_at);
-    END IF;
-    UPDATE rate_limits r SET hits = v_hits, counts = v_counts
-     WHERE r.org_id = p_org AND r.bucket = p_bucket;
-    used := v_used;
-    -- Until the oldest counted request leaves the window (a request is then accepted again).
-    reset_ms := CASE WHEN v_oldest IS NULL THEN 0
-                ELSE greatest(0, ceil(extract(epoch FROM (v_oldest + v_window - v_now)) * 1000))
-                END;
-    RETURN NEXT;
-END;
+LANGUAGE sql AS $$
+    SELECT a.granted, a.used, a.reset_ms, a.counted_at
+      FROM wl_admit(p_window_ms, ARRAY[NULL::text], ARRAY[NULL::bytea], ARRAY[p_org], ARRAY[''],
+                    ARRAY[p_bucket], ARRAY[p_limit], ARRAY[p_want], ARRAY[p_hold_ms],
+                    ARRAY[p_return_at], ARRAY[p_return], ARRAY['take'], ARRAY[NULL::text],
+                    ARRAY[NULL::text], ARRAY[0], '{}') AS a
 $$;
