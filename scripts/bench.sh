@@ -611,9 +611,9 @@ main() {
   done
   log "walk lists"
   bench_create
+  bench_load_list
   log "the specified rate limits"
   bench_specified_limits
-  bench_load_list
   write_report
   cat "$OUT"
 }
