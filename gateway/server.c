@@ -393,7 +393,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         log_text(&line, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "\",\"completed\":true}"
                                                                    : "\",\"completed\":false}");
         line.text[line.len++] = '\n';
-        fwrite(line.text, 1, line.len, stderr);
+        wl_log_write_line(line.text, line.len);
     }
     /* A stream that was set but never handed over (the client left first). */
     if (ex->stream_state != NULL)

@@ -9,6 +9,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "walklist/error.h"
 
@@ -21,5 +22,11 @@ void wl_log_use_json(bool json);
  */
 void wl_log(const char *level, const char *msg, const char *fmt, ...) WL_PRINTF(3, 4);
 void wl_logv(const char *level, const char *msg, const char *fmt, va_list ap);
+
+/**
+ * Writes a line made elsewhere (the request log; ending in '\n', at most 4 KiB) the same way:
+ * one write(2), no stdio lock held across it, so that request threads never queue for stderr.
+ */
+void wl_log_write_line(const char *line, size_t len);
 
 #endif

@@ -1,6 +1,7 @@
 /* Writing diagnostic lines, plain or as JSON, happens here. */
 #include "walklist/log.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -67,9 +68,13 @@ void wl_logv(const char *level, const char *msg, const char *fmt, va_list ap)
         used = append(line, used, sizeof(line) - 1, detail, false);
     }
     line[used++] = '\n';
-    if (write(STDERR_FILENO, line, used) < 0) {
-        /* Nowhere left to report it. */
-    }
+    wl_log_write_line(line, used);
+}
+
+void wl_log_write_line(const char *line, size_t len)
+{
+    while (write(STDERR_FILENO, line, len) < 0 && errno == EINTR)
+        ; /* anything else: nowhere left to report it */
 }
 
 void wl_log(const char *level, const char *msg, const char *fmt, ...)
