@@ -51,7 +51,7 @@ export WALKLIST_BUILD_DIR=${WALKLIST_BUILD_DIR:-build-release}
 BUILD=$(build_dir)
 STATE=$BUILD/benchpg
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/walklist-bench.XXXXXX")
-PORT=0 WALKLISTD_PID= DB= ADMIN= WALKLISTD_RECORDED=0 SPEC_RECORDED=0
+PORT=0 WALKLISTD_PID= DB= ADMIN= WALKLISTD_RECORDED=0 SPEC_RECORDED=0 SETTLE_RECORDED=0
 declare -a COMMANDS=() ROWS=()
 
 # --- Helpers ---------------------------------------------------------------------------------
@@ -181,6 +181,13 @@ run_wrk() {
   record wrk --latency "$@" >"$out" 2>&1 || true
   grep -q '^Requests/sec' "$out" ||
     log "wrk measured nothing: $(tail -n 2 "$out" | tr '\n' ' ') walklistd: $(tail -n 3 "$WORK/walklistd.log" 2>/dev/null | tr '\n' ' ')"
+}
+
+# Before a measured walk-list run (and the floor): no checkpoint left to run in the middle of
+# it, so that every run of the same work starts from the same state of the server.
+settle() {
+  ((SETTLE_RECORDED++)) || COMMANDS+=("psql -c CHECKPOINT   (before the floor and each specified-limit row)")
+  sql -c CHECKPOINT >/dev/null
 }
 
 # CPU time (clock ticks, user + system) used so far by walklistd, and by the cluster: its live
@@ -372,10 +379,12 @@ bench_create() {
   sync=$(sql -c 'SHOW synchronous_commit')
   # -l logs every transaction's latency: the floor's own p50 and p99 at the same concurrency.
   rm -f "$WORK"/pgbench_log.*
+  settle
   p0=$(cpu_ticks_postgres)
   record pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "$DURATION" -D org_min="$org_min" \
     -D org_max="$org_max" -l --log-prefix="$WORK/pgbench_log" -f "$BENCH_DIR/create_floor.sql" \
     "$DB" >"$WORK/pgbench.txt" 2>&1 || true
+  sleep 1 # the postmaster reaps pgbench's backends (their CPU time) after they exit
   p1=$(cpu_ticks_postgres)
   floor_rps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$WORK/pgbench.txt" | head -n 1)
   local floor_postgres_us
@@ -409,6 +418,7 @@ specified_run() {
   local name=$1 lua=$2 keys=$3 seconds=$4 expected=$5 label=$6 w0 p0 w1 p1 served per_commit c0 r0
   local rps p50 p99 transfer bad
   stop_walklistd
+  settle
   start_walklistd specified
   export WALKLIST_BENCH_KEYS=$keys
   w0=$(cpu_ticks_walklistd) p0=$(cpu_ticks_postgres)

@@ -33,18 +33,6 @@ int wl_db_exec_params(PGconn *conn, const char *sql, int nparams, const char *co
 int wl_db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *const *values,
                    PGresult **out, wl_error_t *err) WL_CHECK_RESULT;
 
-/**
- * Runs a hot statement (see wl_db_exec_hot) count times in one pipeline: one
- * round trip and one implicit transaction, so one commit for all of them.
- * values[i] are the parameters of the i-th run. On success results[i] holds
- * its result (the caller PQclears each); on failure nothing was committed,
- * every results[i] is NULL and err names the first failure. count stays small
- * (libpq writes the whole pipeline before reading any result).
- */
-int wl_db_exec_hot_batch(PGconn *conn, const char *sql, int nparams,
-                         const char *const *const *values, int count, PGresult **results,
-                         wl_error_t *err) WL_CHECK_RESULT;
-
 /** Sends the connection's notices (and the server's messages between queries, such as a
  * shutdown's FATAL) to wl_log instead of libpq's plain stderr lines. */
 void wl_db_log_notices(PGconn *conn);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "walklist/random.h"
+#include "store/admit.h"
 #include "store/db.h"
 
 static bool is_base62(char c)
@@ -116,52 +117,22 @@ void wl_keys_scope_bits(const char *scopes, unsigned *bits)
     }
 }
 
-int wl_keys_authorize(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_rate_t *rate,
-                      wl_error_t *err)
-{
-    char prefix[WL_KEY_PREFIX_LEN + 1];
-    if (!wl_keys_parse(token, prefix))
-        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
-    /* The database compares SHA-256 digests, never the secret itself, so how long the
-     * comparison takes says nothing about the secret. */
-    char hex[65], limit[16], window[16];
-    hash_hex(token, hex);
-    snprintf(limit, sizeof(limit), "%d", rate ? rate->limit : 0);
-    snprintf(window, sizeof(window), "%d", rate ? rate->window_s * 1000 : 0);
-    const char *params[] = {prefix, hex, rate ? rate->bucket : NULL, limit, window};
-    PGresult *res = NULL;
-    int rc = wl_db_exec_hot(conn,
-                            "SELECT org_id, slug, scopes, accepted, used, reset_ms"
-                            " FROM wl_authorize($1, decode($2, 'hex'), $3, $4, $5)",
-                            5, params, &res, err);
-    if (rc != 0)
-        return rc;
-    if (PQntuples(res) != 1) {
-        PQclear(res);
-        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
-    }
-    memset(out, 0, sizeof(*out));
-    out->org_id = wl_db_int64(res, 0, 0);
-    snprintf(out->org_slug, sizeof(out->org_slug), "%s", PQgetvalue(res, 0, 1));
-    snprintf(out->key_prefix, sizeof(out->key_prefix), "%s", prefix);
-    wl_keys_scope_bits(PQgetvalue(res, 0, 2), &out->scopes);
-    if (rate != NULL) {
-        int used = atoi(PQgetvalue(res, 0, 4));
-        int64_t reset_ms = wl_db_int64(res, 0, 5);
-        rate->accepted = PQgetvalue(res, 0, 3)[0] == 't';
-        rate->remaining = rate->limit > used ? rate->limit - used : 0;
-        rate->reset_s = (int)((reset_ms + 999) / 1000);
-    }
-    PQclear(res);
-    if (rate != NULL && !rate->accepted)
-        return wl_error_set(err, WL_EEXHAUSTED, "rate limit of %d requests per %d s exceeded",
-                            rate->limit, rate->window_s);
-    return 0;
-}
-
 int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_error_t *err)
 {
-    return wl_keys_authorize(conn, token, out, NULL, err);
+    /* The key check of an admission with nothing counted and no work (wl_admit compares
+     * SHA-256 digests, never the secret itself, so timing says nothing about the secret). */
+    wl_admit_t check = {.action = WL_ADMIT_TAKE, .err = err};
+    if (!wl_keys_parse(token, check.prefix))
+        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
+    wl_keys_digest(token, check.digest);
+    wl_admit_t *one = &check;
+    wl_admit_batch(conn, &one, 1);
+    if (check.rc != 0)
+        return check.rc;
+    if (!check.key_valid)
+        return wl_error_set(err, WL_EUNAUTHENTICATED, "invalid API key");
+    *out = check.principal;
+    return 0;
 }
 
 int wl_keys_revoke(PGconn *conn, const char *prefix, wl_error_t *err)

@@ -42,14 +42,6 @@ int wl_keys_create(PGconn *conn, int64_t org_id, unsigned scopes, const char *na
 int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out,
                          wl_error_t *err) WL_CHECK_RESULT;
 
-/**
- * Looks a token up and, when it is valid, counts the request in the
- * organization's bucket (rate->bucket, rate->limit, rate->window_s set by the
- * caller) unless the bucket is full: WL_EEXHAUSTED then. One round trip.
- */
-int wl_keys_authorize(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_rate_t *rate,
-                      wl_error_t *err) WL_CHECK_RESULT;
-
 /** Marks a key revoked; WL_ENOTFOUND when no such prefix. Revoking twice is fine. */
 int wl_keys_revoke(PGconn *conn, const char *prefix, wl_error_t *err) WL_CHECK_RESULT;
 
