@@ -54,6 +54,8 @@ static void answer_refusal(const wl_access_t *access, wl_exchange_t *ex, const w
 
 bool wl_access_admitted(const wl_access_t *access, wl_exchange_t *ex)
 {
+    if (ex->admission == NULL)
+        return true; /* nothing asked for admission (no route needs one before it starts) */
     wl_error_t err;
     wl_error_init(&err);
     int rc = wl_admission_decide(access->core, ex->admission, &err);

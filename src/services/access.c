@@ -135,7 +135,6 @@ int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_e
     request->scope = admission->policy->scope;
     request->bucket = admission->rate.bucket;
     request->limit = admission->rate.limit;
-    request->window_ms = core->rate_window_ms;
     request->err = err;
     wl_rate_t *rate = &admission->rate;
 

@@ -17,6 +17,7 @@ typedef struct waiter {
 struct wl_admissions {
     wl_pool_t *pool;
     int groups;
+    int window_ms;
     pthread_mutex_t lock;
     pthread_cond_t work; /* a request was queued while a committer was idle, or stop */
     int idle;            /* committers waiting for work */
@@ -52,7 +53,7 @@ static void commit_group(wl_admissions_t *commits, wl_admit_t *const *requests, 
                                            requests[0]->err->message);
         return;
     }
-    wl_admit_batch(conn, requests, count);
+    wl_admit_batch(conn, commits->window_ms, requests, count);
     wl_pool_release(commits->pool, conn);
 }
 
@@ -89,7 +90,8 @@ static void *committer(void *arg)
     return NULL;
 }
 
-int wl_admissions_create(wl_pool_t *pool, int groups, wl_admissions_t **out, wl_error_t *err)
+int wl_admissions_create(wl_pool_t *pool, int groups, int window_ms, wl_admissions_t **out,
+                         wl_error_t *err)
 {
     *out = NULL;
     wl_admissions_t *commits = calloc(1, sizeof(*commits));
@@ -105,6 +107,7 @@ int wl_admissions_create(wl_pool_t *pool, int groups, wl_admissions_t **out, wl_
         return wl_error_set(err, WL_EINTERNAL, "cannot create a condition variable");
     }
     commits->pool = pool;
+    commits->window_ms = window_ms;
     commits->groups = groups < WL_ADMIT_GROUPS_MAX ? groups : WL_ADMIT_GROUPS_MAX;
     commits->tail = &commits->head;
     for (int i = 0; i < commits->groups; i++) {

@@ -30,8 +30,9 @@ typedef struct {
 #define WL_ADMIT_GROUPS_MAX 64
 
 /** groups: committer threads, commits in flight at most (>= 1; < 1: every request commits
- * alone, in its own thread); connections come from pool. */
-int wl_admissions_create(wl_pool_t *pool, int groups, wl_admissions_t **out,
+ * alone, in its own thread); connections come from pool; window_ms: every bucket's rolling
+ * window. */
+int wl_admissions_create(wl_pool_t *pool, int groups, int window_ms, wl_admissions_t **out,
                          wl_error_t *err) WL_CHECK_RESULT;
 void wl_admissions_destroy(wl_admissions_t *admissions);
 

@@ -87,7 +87,7 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     if (groups > pool_config.size)
         groups = pool_config.size;
     if (rc == 0)
-        rc = wl_admissions_create(core->pool, groups, &core->admissions, err);
+        rc = wl_admissions_create(core->pool, groups, core->rate_window_ms, &core->admissions, err);
     if (rc != 0) {
         wl_core_destroy(core);
         return rc;

@@ -228,14 +228,14 @@ static int read_answer(const PGresult *res, int row, wl_admit_t *r)
 }
 
 /* The group's statement: 0 with every request answered, or the failure in err. */
-static int run(PGconn *conn, wl_admit_t *const *requests, int count, wl_error_t *err)
+static int run(PGconn *conn, int window_ms, wl_admit_t *const *requests, int count, wl_error_t *err)
 {
     literal_t lits[P_COUNT];
     memset(lits, 0, sizeof(lits));
     for (int i = 0; i < count; i++)
         write_request(lits, requests[i]);
     char window[16];
-    snprintf(window, sizeof(window), "%d", requests[0]->window_ms);
+    snprintf(window, sizeof(window), "%d", window_ms);
     const char *params[P_COUNT + 1] = {window};
     bool built = true;
     for (int p = 0; p < P_COUNT; p++) {
@@ -265,7 +265,7 @@ static int run(PGconn *conn, wl_admit_t *const *requests, int count, wl_error_t 
     return 0;
 }
 
-void wl_admit_batch(PGconn *conn, wl_admit_t *const *requests, int count)
+void wl_admit_batch(PGconn *conn, int window_ms, wl_admit_t *const *requests, int count)
 {
     for (int i = 0; i < count; i++) {
         wl_admit_t *r = requests[i];
@@ -276,7 +276,7 @@ void wl_admit_batch(PGconn *conn, wl_admit_t *const *requests, int count)
     }
     wl_error_t err;
     wl_error_init(&err);
-    int rc = run(conn, requests, count, &err);
+    int rc = run(conn, window_ms, requests, count, &err);
     if (rc == 0)
         return;
     /* Nothing was committed. One request's failure must stay its own, so each runs alone; a
@@ -285,6 +285,6 @@ void wl_admit_batch(PGconn *conn, wl_admit_t *const *requests, int count)
         if (count == 1 || rc == WL_EUNAVAILABLE || rc == WL_ETIMEDOUT)
             requests[i]->rc = wl_error_set(requests[i]->err, rc, "%s", err.message);
         else
-            wl_admit_batch(conn, &requests[i], 1);
+            wl_admit_batch(conn, window_ms, &requests[i], 1);
     }
 }

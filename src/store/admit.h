@@ -39,7 +39,7 @@ typedef struct {
     int64_t org_id;
     unsigned scope; /* the scope bits the action needs, checked here for an unknown key */
     const char *bucket;
-    int limit, window_ms;
+    int limit;
     const wl_rate_ask_t *ask; /* NULL: the process decided the rate limit already */
     wl_admit_action_t action;
     const char *list_id; /* CREATE, GET */
@@ -63,10 +63,10 @@ typedef struct {
 
 /**
  * Runs up to WL_ADMIT_BATCH_MAX requests in one statement and sets each one's
- * rc and answers. When that statement fails, each request runs alone so that
- * one request's failure is only its own; on a lost connection every request
- * fails with WL_EUNAVAILABLE.
+ * rc and answers; window_ms is the rolling window of every bucket. When that statement fails, each
+ * request runs alone so that one request's failure is only its own; on a lost connection every
+ * request fails with WL_EUNAVAILABLE.
  */
-void wl_admit_batch(PGconn *conn, wl_admit_t *const *requests, int count);
+void wl_admit_batch(PGconn *conn, int window_ms, wl_admit_t *const *requests, int count);
 
 #endif

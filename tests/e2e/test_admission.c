@@ -30,12 +30,7 @@ static long long metric_now(const char *series)
 
 static long long counted(int64_t org)
 {
-    char sql[256];
-    snprintf(sql, sizeof(sql),
-             "SELECT coalesce(sum(c), 0) FROM rate_limits r, unnest(r.hits, r.counts) AS u(h, c)"
-             " WHERE r.org_id = %lld AND r.bucket = 'locate-lists'",
-             (long long)org);
-    return testdb_count(db, sql);
+    return fixture_counted(db, org, "locate-lists");
 }
 
 static long long lists_of(int64_t org)
@@ -63,10 +58,7 @@ static void test_refused_keys_write_nothing(void)
     char key[WL_KEY_TOKEN_SIZE], revoked[WL_KEY_TOKEN_SIZE], wrong[WL_KEY_TOKEN_SIZE];
     fixture_key(db, org, "lists:write", key);
     fixture_key(db, org, "lists:write", revoked);
-    char sql[128];
-    snprintf(sql, sizeof(sql), "UPDATE api_keys SET revoked_at = now() WHERE prefix = '%.8s'",
-             revoked + 4);
-    testdb_exec(db, sql);
+    fixture_revoke(db, revoked);
     snprintf(wrong, sizeof(wrong), "%s", key);
     wrong[strlen(wrong) - 1] = wrong[strlen(wrong) - 1] == 'x' ? 'y' : 'x';
     const char *bodies[] = {valid_body, "{not json", "{\"name\":\"\",\"codes\":[]}"};

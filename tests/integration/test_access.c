@@ -173,17 +173,6 @@ static void run_hammers(wl_core_t *cores[2], const char *token, int64_t stop_ns,
     pthread_mutex_destroy(&record->lock);
 }
 
-static long long counted_in_database(int64_t org)
-{
-    char sql[256];
-    snprintf(sql, sizeof(sql),
-             "SELECT coalesce(sum(c), 0) FROM rate_limits r,"
-             " unnest(r.hits, coalesce(r.counts, array_fill(1, ARRAY[cardinality(r.hits)])))"
-             " AS u(h, c) WHERE r.org_id = %lld AND r.bucket = 'locate-lists'",
-             (long long)org);
-    return testdb_count(db, sql);
-}
-
 /* Two processes hammering one bucket until it is full: exactly the limit is let in, the
  * database counted exactly that (no leased permit lost, none spent twice), and most decisions
  * cost no round trip. */
@@ -196,7 +185,7 @@ static void test_leases_fill_the_bucket_exactly(int64_t org)
     static record_t record;
     run_hammers(cores, token, 0, 20, &record);
     CHECK_INT(record.accepted, LIMIT);
-    CHECK_INT(counted_in_database(org), LIMIT);
+    CHECK_INT(fixture_counted(db, org, "locate-lists"), LIMIT);
 
     uint64_t round_trips = 0, local = 0, refills = 0;
     for (int i = 0; i < 2; i++) {
@@ -278,7 +267,7 @@ static void test_full_bucket_is_remembered(int64_t org)
     }
     wl_core_access_stats(core, &after);
     CHECK(after.rate_round_trips - before.rate_round_trips <= 1);
-    CHECK_INT(counted_in_database(org), 3);
+    CHECK_INT(fixture_counted(db, org, "locate-lists"), 3);
     wl_core_destroy(core);
 }
 

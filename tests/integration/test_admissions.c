@@ -56,7 +56,6 @@ static void pending_init(pending_t *p, int64_t org, const char *id, const char *
                               .scope = WL_SCOPE_LISTS_WRITE,
                               .bucket = "locate-lists",
                               .limit = 30,
-                              .window_ms = 60000,
                               .action = WL_ADMIT_CREATE,
                               .list_id = p->id,
                               .list_name = "Group",
@@ -97,7 +96,7 @@ static void run_batch(pending_t *p, int count)
     wl_admit_t *requests[16];
     for (int i = 0; i < count; i++)
         requests[i] = &p[i].request;
-    wl_admit_batch(conn, requests, count);
+    wl_admit_batch(conn, 60000, requests, count);
     CHECK_INT(PQtransactionStatus(conn), PQTRANS_IDLE);
     wl_pool_release(pool, conn);
     wl_pool_destroy(pool);
@@ -137,16 +136,6 @@ static void test_batch_commits_all(int64_t org)
               0);
 }
 
-static long long counted(int64_t org, const char *bucket)
-{
-    char sql[256];
-    snprintf(sql, sizeof(sql),
-             "SELECT coalesce(sum(c), 0) FROM rate_limits r, unnest(r.hits, r.counts) AS u(h, c)"
-             " WHERE r.org_id = %lld AND r.bucket = '%s'",
-             (long long)org, bucket);
-    return testdb_count(db, sql);
-}
-
 /*
  * One batch, every request on its own terms: a valid key creates its list and is counted; a
  * revoked key, a wrong secret and a full bucket write nothing (and a refused key counts
@@ -164,10 +153,7 @@ static void test_each_request_decided_alone(void)
     fixture_key(db, full, "lists:write", key_full);
     fixture_key(db, reader, "lists:write", key_reader);
     fixture_key(db, a, "lists:write", revoked);
-    char sql[256];
-    snprintf(sql, sizeof(sql), "UPDATE api_keys SET revoked_at = now() WHERE prefix = '%.8s'",
-             revoked + 4);
-    testdb_exec(db, sql);
+    fixture_revoke(db, revoked);
     char wrong[WL_KEY_TOKEN_SIZE];
     snprintf(wrong, sizeof(wrong), "%s", key_a);
     wrong[strlen(wrong) - 1] = wrong[strlen(wrong) - 1] == 'A' ? 'B' : 'A';
@@ -224,20 +210,20 @@ static void test_each_request_decided_alone(void)
     }
     CHECK_INT(lists_named("each-revoked"), 0);
     CHECK_INT(lists_named("each-wrong"), 0);
-    CHECK_INT(counted(a, "locate-lists"), 1); /* the valid key's request alone */
+    CHECK_INT(fixture_counted(db, a, "locate-lists"), 1); /* the valid key's request alone */
 
     CHECK(p[3].request.key_valid && p[3].request.asked && !p[3].request.done);
     CHECK_INT(p[3].request.grant.granted, 0);
     CHECK_INT(p[3].request.grant.used, 1);
     CHECK(p[3].request.grant.reset_ms > 0);
     CHECK_INT(lists_named("each-full"), 0);
-    CHECK_INT(counted(full, "locate-lists"), 1);
+    CHECK_INT(fixture_counted(db, full, "locate-lists"), 1);
 
     CHECK(p[4].request.key_valid && p[4].request.asked && !p[4].request.done);
     CHECK_INT(p[4].request.principal.scopes, WL_SCOPE_STOCK_READ);
     CHECK_INT(p[4].request.grant.granted, 1);
     CHECK_INT(lists_named("each-scope"), 0);
-    CHECK_INT(counted(b, "locate-lists"), 1);
+    CHECK_INT(fixture_counted(db, b, "locate-lists"), 1);
 
     CHECK(p[5].request.done);
     CHECK_STR(p[5].request.list.name, "Group");
@@ -252,7 +238,7 @@ static void test_each_request_decided_alone(void)
     CHECK(p[6].request.key_valid && !p[6].request.done); /* another organization's id */
     CHECK(p[7].request.key_valid && !p[7].request.done);
     CHECK_INT(p[7].request.grant.granted, 1);
-    CHECK_INT(counted(reader, "locate-lists"), 3);
+    CHECK_INT(fixture_counted(db, reader, "locate-lists"), 3);
     dispose(p, COUNT);
 }
 
@@ -281,7 +267,7 @@ static void test_one_bucket_shared_in_a_batch(void)
         CHECK(p[i].request.done == (i < 2));
     }
     CHECK_INT(lists_named("shared-0") + lists_named("shared-1") + lists_named("shared-2"), 2);
-    CHECK_INT(counted(org, "locate-lists"), 2);
+    CHECK_INT(fixture_counted(db, org, "locate-lists"), 2);
     dispose(p, 3);
 
     /* A lease of 5 of 6 permits, counted 10 s ahead; then, in one batch, 4 of them given back
@@ -311,9 +297,39 @@ static void test_one_bucket_shared_in_a_batch(void)
     CHECK_INT(next[0].request.grant.used, 2);
     CHECK_INT(next[1].request.grant.granted, 3);
     CHECK_INT(next[1].request.grant.used, 5);
-    CHECK_INT(counted(leaser, "locate-lists"), 5);
+    CHECK_INT(fixture_counted(db, leaser, "locate-lists"), 5);
     dispose(&lease, 1);
     dispose(next, 2);
+}
+
+/* A request decided in memory first in a batch changes nothing for the asks after it: the
+ * bucket that holds its limit already refuses. */
+static void test_decided_request_first_in_a_batch(int64_t org)
+{
+    int64_t full = fixture_org(db, "admit-window");
+    pending_t first;
+    pending_init(&first, full, "", "");
+    first.request.action = WL_ADMIT_TAKE;
+    first.request.limit = 1;
+    first.ask = (wl_rate_ask_t){.want = 1};
+    first.request.ask = &first.ask;
+    run_batch(&first, 1);
+    CHECK_INT(first.request.grant.granted, 1);
+    dispose(&first, 1);
+    pending_t p[2];
+    pending_init(&p[0], org, "window-decided", "SKU-W");
+    pending_init(&p[1], full, "window-asked", "SKU-W");
+    p[1].request.limit = 1;
+    p[1].ask = (wl_rate_ask_t){.want = 1};
+    p[1].request.ask = &p[1].ask;
+    run_batch(p, 2);
+    CHECK(p[0].request.done);
+    CHECK(!p[0].request.asked);
+    CHECK_INT(p[1].request.grant.granted, 0);
+    CHECK(!p[1].request.done);
+    CHECK_INT(lists_named("window-asked"), 0);
+    CHECK_INT(fixture_counted(db, full, "locate-lists"), 1);
+    dispose(p, 2);
 }
 
 /* Codes that PostgreSQL quotes in an array come back as they were stored. */
@@ -386,7 +402,7 @@ static wl_admissions_t *commits_new(wl_pool_t *pool, int groups)
     wl_admissions_t *commits = NULL;
     wl_error_t err;
     wl_error_init(&err);
-    CHECK_INT(wl_admissions_create(pool, groups, &commits, &err), 0);
+    CHECK_INT(wl_admissions_create(pool, groups, 60000, &commits, &err), 0);
     return commits;
 }
 
@@ -485,6 +501,7 @@ int main(void)
     test_failure_stays_its_own(org);
     test_each_request_decided_alone();
     test_one_bucket_shared_in_a_batch();
+    test_decided_request_first_in_a_batch(org);
     test_read_back_quoted_codes(org);
     test_lists_created_meanwhile_form_one_group(org);
     test_concurrent_inserts_all_land(org);

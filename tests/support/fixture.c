@@ -35,6 +35,37 @@ void fixture_key(PGconn *conn, int64_t org_id, const char *scopes, char token[WL
     fixture_record_token(token);
 }
 
+void fixture_revoke(PGconn *conn, const char *token)
+{
+    char prefix[WL_KEY_PREFIX_LEN + 1];
+    wl_error_t err;
+    wl_error_init(&err);
+    if (!wl_keys_parse(wl_span_str(token), prefix) || wl_keys_revoke(conn, prefix, &err) != 0) {
+        fprintf(stderr, "fixture_revoke: %s\n", err.message);
+        exit(1);
+    }
+}
+
+long long fixture_counted(PGconn *conn, int64_t org_id, const char *bucket)
+{
+    char org[24];
+    snprintf(org, sizeof(org), "%lld", (long long)org_id);
+    const char *params[] = {org, bucket};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT coalesce(sum(u.c), 0) FROM rate_limits r,"
+                                 " unnest(r.hits, coalesce(r.counts,"
+                                 " array_fill(1, ARRAY[cardinality(r.hits)]))) AS u(h, c)"
+                                 " WHERE r.org_id = $1 AND r.bucket = $2",
+                                 2, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        fprintf(stderr, "fixture_counted: %s", PQerrorMessage(conn));
+        exit(1);
+    }
+    long long counted = atoll(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    return counted;
+}
+
 void fixture_record_token(const char *token)
 {
     const char *path = getenv("WALKLIST_TEST_TOKENS");

@@ -20,6 +20,12 @@ int64_t fixture_org(PGconn *conn, const char *slug);
 /** Creates a key with the scopes ("a,b") into token and records it; exits on failure. */
 void fixture_key(PGconn *conn, int64_t org_id, const char *scopes, char token[WL_KEY_TOKEN_SIZE]);
 
+/** Revokes a key through the store, as walklistctl key revoke does; exits on failure. */
+void fixture_revoke(PGconn *conn, const char *token);
+
+/** Requests counted in the organization's bucket (every permit still recorded in its row). */
+long long fixture_counted(PGconn *conn, int64_t org_id, const char *bucket);
+
 /** Records a token issued some other way (e.g. by walklistctl) for the log scan; exits on failure.
  */
 void fixture_record_token(const char *token);
