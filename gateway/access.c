@@ -74,7 +74,10 @@ bool wl_access_begin(const wl_access_t *access, wl_exchange_t *ex, wl_span_t tok
         access->answer(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
         return false;
     }
-    if (may_defer && policy->admits_with_work && wl_admission_pending(ex->admission)) {
+    /* A client that waits for 100 Continue before its body is owed a refusal instead, so its
+     * admission is not deferred (libmicrohttpd sends 100 as soon as the body is wanted). */
+    if (may_defer && policy->admits_with_work && wl_admission_pending(ex->admission) &&
+        wl_exchange_header(ex, "Expect") == NULL) {
         const union MHD_ConnectionInfo *info =
             MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         if (wl_anon_limiter_would_allow(access->anonymous, info ? info->client_addr : NULL))

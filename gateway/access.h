@@ -37,8 +37,9 @@ void wl_access_unauthenticated(const wl_access_t *access, wl_exchange_t *ex, boo
  * work and may_defer: then it waits for the method, which decides it with
  * its work (one round trip), provided that the request's address is within
  * the per-address limit (so that a client without a valid key cannot send
- * bodies that are read before it is refused more often than that). False
- * after answering a refusal.
+ * bodies that are read before it is refused more often than that) and that
+ * it does not wait for 100 Continue (Expect: a refusal is owed before the
+ * body). False after answering a refusal.
  */
 bool wl_access_begin(const wl_access_t *access, wl_exchange_t *ex, wl_span_t token,
                      const wl_method_policy_t *policy, bool may_defer);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -230,6 +231,14 @@ static bool request_body_beyond_drain(const wl_exchange_t *ex)
     return length != NULL && strtoull(length, NULL, 10) > BODY_DRAIN_LIMIT;
 }
 
+/* A client that sent "Expect: 100-continue" waits before its body (RFC 9110 10.1.1): a decided
+ * answer goes at once, instead of the 100 libmicrohttpd would send to read a body to drop. */
+static bool client_waits_to_continue(const wl_exchange_t *ex)
+{
+    const char *expect = wl_exchange_header(ex, "Expect");
+    return expect != NULL && strcasecmp(expect, "100-continue") == 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
@@ -262,8 +271,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
          * connection while the client may still be writing its body (it then sees EPIPE,
          * not the answer). So a decided answer waits for the end of the body, which is
          * read and dropped, unless the body is announced larger than we are willing to
-         * drain. */
-        if (ex->status != 0 && request_body_beyond_drain(ex))
+         * drain or the client waits for 100 Continue before sending it. */
+        if (ex->status != 0 && (request_body_beyond_drain(ex) || client_waits_to_continue(ex)))
             return send_response(req);
         return MHD_YES;
     }

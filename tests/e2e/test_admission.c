@@ -166,6 +166,35 @@ static void test_valid_key_one_commit_each(void)
     CHECK_INT(counted(other), 2);
 }
 
+/* A client waiting for 100 Continue with a key nobody has gets its 401 instead, before any body;
+ * with a valid key it is told to go on and its list is created. */
+static void test_expect_continue(void)
+{
+    int64_t org = fixture_org(db, "adm-expect");
+    char key[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "lists:write", key);
+    const char *keys[] = {"wlk_Nobody02_0123456789abcdefghijklmnopqrstuvwxyzABCD", key};
+    for (int i = 0; i < 2; i++) {
+        char request[512];
+        int len = snprintf(request, sizeof(request),
+                           "POST /api/v1/locate-lists HTTP/1.1\r\nHost: localhost\r\n"
+                           "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+                           "Content-Length: %zu\r\nExpect: 100-continue\r\n"
+                           "Connection: close\r\n\r\n%s",
+                           keys[i], strlen(valid_body), i == 0 ? "" : valid_body);
+        http_response_t res;
+        CHECK_INT(http_raw(service.port, request, (size_t)len, &res), 0);
+        if (i == 0) {
+            CHECK_INT(res.status, 401);
+            CHECK(res.body == NULL || strstr(res.body, "100 Continue") == NULL);
+        } else {
+            CHECK(res.status == 100 || res.status == 201);
+        }
+        http_response_free(&res);
+    }
+    CHECK_INT(lists_of(org), 1);
+}
+
 static http_response_t connect_call(const char *key, const char *body)
 {
     char headers[256];
@@ -277,6 +306,7 @@ int main(void)
     test_scope_refusal_counts_and_writes_nothing();
     test_valid_key_one_commit_each();
     test_connect();
+    test_expect_continue();
     test_exact_limit_across_processes();
     CHECK_INT(service_stop(&service), 0);
     CHECK_INT(service_stop(&second), 0);
