@@ -19,6 +19,7 @@
 #include "connect.h"
 #include "walklist/log.h"
 #include "walklist/random.h"
+#include "walklist/redact.h"
 #include "exchange.h"
 #include "metrics.h"
 
@@ -388,8 +389,12 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         log_text(&line, "{\"level\":\"info\",\"msg\":\"request\",\"method\":");
         size_t method_len = ex->method ? strlen(ex->method) : 0;
         log_string(&line, ex->method ? ex->method : "", method_len > 32 ? 32 : method_len);
+        /* Whatever the client sent is logged with its keys redacted (a key pasted into the
+         * path, or sent as the request id), before it is cut to length. */
+        char shown[256];
+        size_t shown_len = wl_redact_keys(ex->path.base, ex->path.len, shown, sizeof(shown));
         log_text(&line, ",\"path\":");
-        log_string(&line, ex->path.base, ex->path.len > 200 ? 200 : ex->path.len);
+        log_string(&line, shown, shown_len > 200 ? 200 : shown_len);
         log_text(&line, ",\"route\":\"");
         log_text(&line, ex->route ? ex->route : "");
         snprintf(number, sizeof(number),
@@ -398,7 +403,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         log_text(&line, number);
         log_string(&line, ex->principal.org_slug, strlen(ex->principal.org_slug));
         log_text(&line, ",\"requestId\":\"");
-        log_text(&line, ex->request_id);
+        shown_len = wl_redact_keys(ex->request_id, strlen(ex->request_id), shown, sizeof(shown));
+        log_append(&line, shown, shown_len);
         log_text(&line, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "\",\"completed\":true}"
                                                                    : "\",\"completed\":false}");
         line.text[line.len++] = '\n';

@@ -1,6 +1,8 @@
 /* Writing diagnostic lines, plain or as JSON, happens here. */
 #include "walklist/log.h"
 
+#include "walklist/redact.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,9 +47,10 @@ static size_t append(char *out, size_t used, size_t size, const char *text, bool
 
 void wl_logv(const char *level, const char *msg, const char *fmt, va_list ap)
 {
-    char detail[LINE_MAX_BYTES / 2];
-    vsnprintf(detail, sizeof(detail), fmt, ap);
-    size_t n = strlen(detail);
+    char raw[LINE_MAX_BYTES / 2], detail[LINE_MAX_BYTES / 2];
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    /* A detail may quote what a client sent (libmicrohttpd's messages quote request lines). */
+    size_t n = wl_redact_keys(raw, strlen(raw), detail, sizeof(detail));
     while (n > 0 && (detail[n - 1] == '\n' || detail[n - 1] == '\r'))
         detail[--n] = '\0';
     /* Room for the escapes of the detail (worst case six bytes per byte is cut short). */

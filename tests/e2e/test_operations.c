@@ -146,6 +146,40 @@ static void test_log_lines(void)
     free(log);
 }
 
+/* A key a client puts where the log shows it (the path, however encoded; the request id) is
+ * redacted there; the secret part never appears, whole or cut. */
+static void test_keys_redacted_in_log_lines(void)
+{
+    char secret_start[24];
+    snprintf(secret_start, sizeof(secret_start), "%.16s", key + 13); /* after "wlk_" + 8 + "_" */
+    char encoded[WL_KEY_TOKEN_SIZE * 3];
+    size_t used = 0;
+    for (const char *p = key; *p != '\0'; p++)
+        used +=
+            (size_t)snprintf(encoded + used, sizeof(encoded) - used, "%%%02X", (unsigned char)*p);
+    char targets[6][320];
+    snprintf(targets[0], sizeof(targets[0]), "/api/v1/locate-lists%%3Fapi_key=%s", key);
+    snprintf(targets[1], sizeof(targets[1]), "/api/v1/locate-lists;api_key=%s", key);
+    snprintf(targets[2], sizeof(targets[2]), "/api/v1/locate-lists/%s", key);
+    snprintf(targets[3], sizeof(targets[3]), "/api/v1/locate-lists/%s", encoded);
+    snprintf(targets[4], sizeof(targets[4]), "/nope/%0180d/%s", 0, key);
+    snprintf(targets[5], sizeof(targets[5]), "/api/v1/stock-export");
+    for (int i = 0; i < 6; i++) {
+        char headers[256];
+        snprintf(headers, sizeof(headers), "Authorization: Bearer %s\r\nX-Request-Id: %s\r\n", key,
+                 i == 5 ? key : "redaction");
+        http_response_t res;
+        CHECK_INT(http_request(service.port, "GET", targets[i], headers, NULL, 0, &res), 0);
+        http_response_free(&res);
+    }
+    char *log = service_log(&service);
+    CHECK(strstr(log, secret_start) == NULL);
+    CHECK(strstr(log, "\"path\":\"/api/v1/locate-lists%3Fapi_key=REDACTED\"") != NULL);
+    CHECK(strstr(log, "\"path\":\"/api/v1/locate-lists/REDACTED\"") != NULL);
+    CHECK(strstr(log, "\"requestId\":\"REDACTED\"") != NULL);
+    free(log);
+}
+
 /* SIGTERM: new connections are refused, a request in flight still completes, exit status 0. */
 static void test_graceful_shutdown(void)
 {
@@ -198,6 +232,7 @@ int main(void)
     test_health_and_request_ids();
     test_metrics();
     test_log_lines();
+    test_keys_redacted_in_log_lines();
     test_graceful_shutdown();
 
     PQfinish(db);

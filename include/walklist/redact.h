@@ -1,0 +1,19 @@
+/*
+ * The one redaction rule for what a client controls and a log line shows (a path, a request
+ * id, a message quoting either): every API key in it is replaced by "REDACTED", however it was
+ * encoded. A key is "wlk_", 8 base62 characters, "_" and base62 characters (CONTRACT section
+ * 2), each of them possibly percent-encoded (%77lk%5F...); a key cut short still counts from
+ * its first secret character on. Pure: no I/O, no allocation.
+ */
+#ifndef WALKLIST_REDACT_H
+#define WALKLIST_REDACT_H
+
+#include <stddef.h>
+
+/**
+ * Copies text (len bytes, any bytes) into out, which receives at most size - 1 bytes and a
+ * NUL, with every key replaced. Returns the length written.
+ */
+size_t wl_redact_keys(const char *text, size_t len, char *out, size_t size);
+
+#endif
