@@ -27,6 +27,7 @@ typedef struct {
     int max_connections_per_ip;
     const char *tls_cert_path;
     const char *tls_key_path;
+    const char *tls_min_version;
     int rate_locate_lists;
     int rate_stock_export;
     int rate_shared;
@@ -63,6 +64,8 @@ static void usage(FILE *out)
         "                            (WALKLIST_TLS_CERT); needs --tls-key\n"
         "  --tls-key FILE            the certificate's unencrypted PEM private key\n"
         "                            (WALKLIST_TLS_KEY)\n"
+        "  --tls-min-version V       1.2 (default: TLS 1.2 with forward-secret AEAD suites,\n"
+        "                            and 1.3) or 1.3 (WALKLIST_TLS_MIN_VERSION)\n"
         "  --rate-limit-locate-lists N   requests per minute per organization, default 30\n"
         "  --rate-limit-stock-export N   default 30\n"
         "  --rate-limit-shared N         every other /api/v1 endpoint, default 60\n"
@@ -117,6 +120,7 @@ static int read_config(int argc, char **argv, config_t *config)
     config->max_connections_per_ip = 64;
     config->tls_cert_path = getenv("WALKLIST_TLS_CERT");
     config->tls_key_path = getenv("WALKLIST_TLS_KEY");
+    config->tls_min_version = getenv("WALKLIST_TLS_MIN_VERSION");
     config->rate_locate_lists = 30;
     config->rate_stock_export = 30;
     config->rate_shared = 60;
@@ -166,6 +170,7 @@ static int read_config(int argc, char **argv, config_t *config)
         {"max-connections-per-ip", required_argument, NULL, 'i'},
         {"tls-cert", required_argument, NULL, 'C'},
         {"tls-key", required_argument, NULL, 'K'},
+        {"tls-min-version", required_argument, NULL, 'V'},
         {"rate-limit-locate-lists", required_argument, NULL, 'L'},
         {"rate-limit-stock-export", required_argument, NULL, 'E'},
         {"rate-limit-shared", required_argument, NULL, 'S'},
@@ -214,6 +219,9 @@ static int read_config(int argc, char **argv, config_t *config)
             break;
         case 'K':
             config->tls_key_path = optarg;
+            break;
+        case 'V':
+            config->tls_min_version = optarg;
             break;
         case 'L':
             rc = parse_int(optarg, "--rate-limit-locate-lists", 1, 1000000,
@@ -267,6 +275,15 @@ static int read_config(int argc, char **argv, config_t *config)
         config->tls_cert_path = NULL;
     if (config->tls_key_path != NULL && config->tls_key_path[0] == '\0')
         config->tls_key_path = NULL;
+    if (config->tls_min_version != NULL && config->tls_min_version[0] != '\0' &&
+        strcmp(config->tls_min_version, "1.2") != 0 &&
+        strcmp(config->tls_min_version, "1.3") != 0) {
+        fprintf(stderr,
+                "walklistd: --tls-min-version (WALKLIST_TLS_MIN_VERSION) must be 1.2 or 1.3, not "
+                "'%s'\n",
+                config->tls_min_version);
+        return -1;
+    }
     if ((config->tls_cert_path == NULL) != (config->tls_key_path == NULL)) {
         fprintf(stderr, "walklistd: --tls-cert and --tls-key (WALKLIST_TLS_CERT, "
                         "WALKLIST_TLS_KEY) go together: give both or neither\n");
@@ -389,6 +406,8 @@ int main(int argc, char **argv)
         .anonymous_limit = (unsigned)config.rate_anonymous,
         .tls_cert_pem = tls_cert,
         .tls_key_pem = tls_key,
+        .tls_1_3_only =
+            config.tls_min_version != NULL && strcmp(config.tls_min_version, "1.3") == 0,
     };
     if (wl_server_start(core, &server_config, &server, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);

@@ -516,8 +516,8 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
     struct MHD_OptionItem tls_options[] = {
         {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)config->tls_cert_pem},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)config->tls_key_pem},
-        /* TLS 1.2 and 1.3 only, GnuTLS's default suites otherwise. */
-        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0,
+         (void *)(config->tls_1_3_only ? WL_SERVER_TLS_1_3_PRIORITIES : WL_SERVER_TLS_PRIORITIES)},
         {MHD_OPTION_END, 0, NULL},
     };
     bool tls = config->tls_cert_pem != NULL || config->tls_key_pem != NULL;

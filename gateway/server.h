@@ -25,7 +25,21 @@ typedef struct {
      * stay valid until wl_server_stop. */
     const char *tls_cert_pem; /* the certificate, then any intermediates */
     const char *tls_key_pem;  /* its private key, unencrypted */
+    bool tls_1_3_only;        /* refuse TLS 1.2 (default: 1.2 with forward-secret AEAD suites) */
 } wl_server_config_t;
+
+/*
+ * GnuTLS priorities of the TLS listener: TLS 1.3, and TLS 1.2 with forward-secret key exchange
+ * (ECDHE) and AEAD ciphers only (AES-GCM, ChaCha20-Poly1305): no RSA key exchange, no CBC, no
+ * SHA-1 MACs (Mozilla's "intermediate" profile without finite-field DHE). The server's order
+ * wins.
+ */
+#define WL_SERVER_TLS_PRIORITIES                                                                   \
+    "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:-CIPHER-ALL:"      \
+    "+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305:-MAC-ALL:+AEAD:%SERVER_PRECEDENCE"
+#define WL_SERVER_TLS_1_3_PRIORITIES                                                               \
+    "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:+CHACHA20-POLY1305:"      \
+    "%SERVER_PRECEDENCE"
 
 /* Request header fields answered 431 (Google error JSON) by walklistd itself. Header blocks
  * too large for libmicrohttpd's per-connection memory (128 KiB with the request line) are

@@ -4,9 +4,12 @@
  * creates a walk list (201), reads it back and fetches the stock export over https; plain HTTP
  * to the TLS port gets no HTTP answer, and the server keeps serving after it. walklistd refuses
  * to start, with a clear message, when the certificate or key is missing, unreadable, not PEM,
- * not a matching pair, or only one of the two is given.
+ * not a matching pair, or only one of the two is given. The suites (openssl s_client): TLS 1.3,
+ * and TLS 1.2 with ECDHE and AEAD only (no RSA key exchange, no CBC, no SHA-1), for an ECDSA
+ * and an RSA certificate; --tls-min-version 1.3 refuses TLS 1.2.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 #include "testdb.h"
 
 static char dir[256], cert[320], key_pem[320], other_key[320], key_path_dir[320];
+static char rsa_cert[320], rsa_key[320];
 static char headers_file[320], body_file[320], out_file[320];
 static char conninfo[1200];
 static service_t service;
@@ -132,6 +136,12 @@ static void test_refusals(void)
     CHECK(strstr(log, "is not a PEM file") != NULL);
     free(log);
 
+    snprintf(args, sizeof(args), "--tls-cert '%s' --tls-key '%s' --tls-min-version 1.1", cert,
+             key_pem);
+    CHECK_INT(refused_start(args, &log), 2);
+    CHECK(strstr(log, "--tls-min-version") != NULL && strstr(log, "'1.1'") != NULL);
+    free(log);
+
     snprintf(args, sizeof(args), "--tls-cert '%s'", cert);
     CHECK_INT(refused_start(args, &log), 2);
     CHECK(strstr(log, "--tls-cert and --tls-key") != NULL && strstr(log, "both") != NULL);
@@ -149,6 +159,48 @@ static void test_refusals(void)
     CHECK_INT(refused_start(args, &log), 1);
     CHECK(strstr(log, "cannot start the HTTPS server") != NULL);
     free(log);
+}
+
+/* Whether openssl s_client agrees on a suite with the service, given its options. */
+static bool handshake(const service_t *to, const char *options)
+{
+    char command[600];
+    snprintf(command, sizeof(command),
+             "echo | timeout 10 openssl s_client -connect 127.0.0.1:%u %s 2>&1 "
+             "| grep -qE 'Cipher is [A-Za-z]'",
+             (unsigned)to->port, options);
+    return run(command) == 0;
+}
+
+static void test_suites(void)
+{
+    /* The ECDSA certificate (the service running) ... */
+    CHECK(handshake(&service, "-tls1_3"));
+    CHECK(handshake(&service, "-tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256"));
+    CHECK(handshake(&service, "-tls1_2 -cipher ECDHE-ECDSA-CHACHA20-POLY1305"));
+    CHECK(!handshake(&service, "-tls1_2 -cipher ECDHE-ECDSA-AES128-SHA"));
+    CHECK(!handshake(&service, "-tls1_2 -cipher ECDHE-ECDSA-AES256-SHA384"));
+    CHECK(!handshake(&service, "-tls1_1"));
+
+    /* ... an RSA one: no RSA key exchange, no finite-field DHE, no CBC ... */
+    const char *args[] = {"--tls-cert", rsa_cert, "--tls-key", rsa_key, NULL};
+    service_t rsa;
+    service_start(&rsa, conninfo, args);
+    CHECK(handshake(&rsa, "-tls1_2 -cipher ECDHE-RSA-AES256-GCM-SHA384"));
+    CHECK(!handshake(&rsa, "-tls1_2 -cipher AES128-GCM-SHA256"));
+    CHECK(!handshake(&rsa, "-tls1_2 -cipher AES128-SHA"));
+    CHECK(!handshake(&rsa, "-tls1_2 -cipher DHE-RSA-AES128-GCM-SHA256"));
+    CHECK(!handshake(&rsa, "-tls1_2 -cipher ECDHE-RSA-AES128-SHA"));
+    CHECK_INT(service_stop(&rsa), 0);
+
+    /* ... and TLS 1.3 alone when asked for (the environment twin). */
+    setenv("WALKLIST_TLS_MIN_VERSION", "1.3", 1);
+    service_t strict;
+    service_start(&strict, conninfo, args);
+    unsetenv("WALKLIST_TLS_MIN_VERSION");
+    CHECK(handshake(&strict, "-tls1_3"));
+    CHECK(!handshake(&strict, "-tls1_2 -cipher ECDHE-RSA-AES256-GCM-SHA384"));
+    CHECK_INT(service_stop(&strict), 0);
 }
 
 static void test_https(void)
@@ -226,6 +278,8 @@ int main(void)
     snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
     snprintf(key_pem, sizeof(key_pem), "%s/key.pem", dir);
     snprintf(other_key, sizeof(other_key), "%s/other-key.pem", dir);
+    snprintf(rsa_cert, sizeof(rsa_cert), "%s/rsa-cert.pem", dir);
+    snprintf(rsa_key, sizeof(rsa_key), "%s/rsa-key.pem", dir);
     snprintf(key_path_dir, sizeof(key_path_dir), "%s/a-directory", dir);
     snprintf(headers_file, sizeof(headers_file), "%s/headers", dir);
     snprintf(body_file, sizeof(body_file), "%s/body.json", dir);
@@ -233,14 +287,16 @@ int main(void)
     mkdir(key_path_dir, 0700);
 
     /* A P-256 certificate for the address curl will use, valid for a day. */
-    char command[1400];
+    char command[2400];
     snprintf(command, sizeof(command),
              "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
              "-keyout '%s' -out '%s' -days 1 -subj /CN=127.0.0.1 "
              "-addext subjectAltName=IP:127.0.0.1 2>/dev/null && "
              "openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out '%s' "
-             "2>/dev/null",
-             key_pem, cert, other_key);
+             "2>/dev/null && "
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout '%s' -out '%s' -days 1 "
+             "-subj /CN=127.0.0.1 2>/dev/null",
+             key_pem, cert, other_key, rsa_key, rsa_cert);
     if (run(command) != 0) {
         fprintf(stderr, "openssl could not make the test certificate (is openssl installed?)\n");
         return 1;
@@ -263,6 +319,7 @@ int main(void)
     CHECK(strstr(log, "\"tls\":true") != NULL);
     free(log);
     test_https();
+    test_suites();
     CHECK_INT(service_stop(&service), 0);
     return test_exit();
 }
