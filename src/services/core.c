@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "services/services.h"
 #include "store/migrate.h"
@@ -54,6 +55,7 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     if (core == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     pthread_mutex_init(&core->hook_lock, NULL);
+    pthread_mutex_init(&core->ready_lock, NULL);
     wl_pool_config_t pool_config = {
         .conninfo = config->database_url,
         .size = config->db_pool_size > 0 ? config->db_pool_size : 8,
@@ -120,6 +122,7 @@ void wl_core_destroy(wl_core_t *core)
     wl_pool_destroy(core->pool);
     free(core->database_url);
     pthread_mutex_destroy(&core->hook_lock);
+    pthread_mutex_destroy(&core->ready_lock);
     free(core);
 }
 
@@ -179,14 +182,15 @@ void wl_core_access_stats(wl_core_t *core, wl_core_access_stats_t *out)
     out->rate_refills = leases.refilled;
 }
 
-int wl_core_ready(wl_core_t *core, wl_error_t *err)
+/* The readiness check itself: one statement on the primary (and a connection of the replica). */
+static int check_ready(wl_core_t *core, wl_error_t *err)
 {
     PGconn *conn = NULL;
     int rc = wl_pool_acquire(core->pool, &conn, err);
     if (rc != 0)
         return rc;
     int pending = 0;
-    rc = wl_migrate_pending(conn, &pending, err);
+    rc = wl_migrate_ready(conn, &pending, err);
     wl_pool_release(core->pool, conn);
     if (rc == 0 && pending > 0)
         rc = wl_error_set(err, WL_EUNAVAILABLE,
@@ -197,6 +201,27 @@ int wl_core_ready(wl_core_t *core, wl_error_t *err)
         if (rc == 0)
             wl_pool_release(core->read_pool, conn);
     }
+    return rc;
+}
+
+int wl_core_ready(wl_core_t *core, wl_error_t *err)
+{
+    /* Probes poll /readyz often and from many places: one check a second answers them all
+     * (callers meanwhile wait for the check in flight, then share its answer). */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    pthread_mutex_lock(&core->ready_lock);
+    if (core->ready_checked_ms == 0 || now_ms - core->ready_checked_ms >= 1000) {
+        wl_error_init(&core->ready_err);
+        core->ready_rc = check_ready(core, &core->ready_err);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        core->ready_checked_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    }
+    int rc = core->ready_rc;
+    if (rc != 0)
+        wl_error_set(err, rc, "%s", core->ready_err.message);
+    pthread_mutex_unlock(&core->ready_lock);
     return rc;
 }
 

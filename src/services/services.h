@@ -61,7 +61,11 @@ struct wl_core {
     wl_key_cache_t *keys; /* NULL: every key checked in the database */
     wl_rate_leases_t *leases;
     wl_admissions_t *admissions;
-    pthread_mutex_t hook_lock; /* the hook may be set while requests are served */
+    pthread_mutex_t hook_lock;  /* the hook may be set while requests are served */
+    pthread_mutex_t ready_lock; /* the readiness check, at most one a second */
+    int64_t ready_checked_ms;   /* monotonic; 0: never */
+    int ready_rc;
+    wl_error_t ready_err;
     void (*export_changed)(int64_t org_id, void *data); /* see wl_core_on_export_change */
     void *export_changed_data;
     wl_locate_list_service_t locate_list;

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "store/db.h"
 #include "walklist/log.h"
@@ -106,5 +107,35 @@ int wl_migrate_pending(PGconn *conn, int *pending, wl_error_t *err)
             return rc;
         *pending += !applied;
     }
+    return 0;
+}
+
+int wl_migrate_ready(PGconn *conn, int *pending, wl_error_t *err)
+{
+    PGresult *res = PQexec(conn, "SELECT (SELECT array_agg(version) FROM schema_migrations)::text,"
+                                 " (SELECT count(*) FROM wl_admit(60000, '{}', '{}', '{}', '{}',"
+                                 " '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}',"
+                                 " '{}'))");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        /* A schema from before the migrations, or missing what requests need. */
+        const char *state = wl_db_sqlstate(res);
+        bool behind = strcmp(state, "42P01") == 0 || strcmp(state, "42883") == 0;
+        int rc = behind ? wl_error_set(err, WL_EUNAVAILABLE,
+                                       "database schema is not current: run walklistctl migrate")
+                        : wl_db_fail(conn, res, err);
+        PQclear(res);
+        return rc;
+    }
+    const char *recorded = PQgetvalue(res, 0, 0); /* "{1,2,3}" */
+    *pending = 0;
+    for (size_t i = 0; i < wl_migration_count; i++) {
+        bool found = false;
+        for (const char *p = recorded; *p != '\0' && !found; p++) {
+            if ((*p == '{' || *p == ',') && atoi(p + 1) == wl_migrations[i].version)
+                found = true;
+        }
+        *pending += !found;
+    }
+    PQclear(res);
     return 0;
 }

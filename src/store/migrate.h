@@ -27,4 +27,12 @@ int wl_migrate(PGconn *conn, int *applied, wl_error_t *err) WL_CHECK_RESULT;
 /** Number of embedded migrations the database has not applied yet. */
 int wl_migrate_pending(PGconn *conn, int *pending, wl_error_t *err) WL_CHECK_RESULT;
 
+/**
+ * Whether the database serves the product, in one statement: the migrations recorded (how
+ * many of the embedded ones are missing, in *pending) and an empty admission (wl_admit), which
+ * fails when a function, PL/pgSQL or a table the requests need cannot be used. 0, or the
+ * failure in err (WL_EUNAVAILABLE for a database that cannot be reached or used).
+ */
+int wl_migrate_ready(PGconn *conn, int *pending, wl_error_t *err) WL_CHECK_RESULT;
+
 #endif

@@ -146,6 +146,37 @@ static void test_log_lines(void)
     free(log);
 }
 
+static int readyz_within(int status, int tries)
+{
+    int seen = 0;
+    for (int i = 0; i < tries; i++) {
+        http_response_t res = e2e_request(service.port, "GET", "/readyz", NULL, NULL, NULL);
+        seen = res.status;
+        http_response_free(&res);
+        if (seen == status)
+            break;
+        struct timespec pause = {0, 100000000};
+        nanosleep(&pause, NULL);
+    }
+    return seen;
+}
+
+/* /readyz runs a statement of the product (an empty admission), so a database that answers
+ * but cannot serve requests (here: the admission function gone) is not ready; the answer is
+ * kept a second, so it changes within about that. */
+static void test_readyz_checks_the_product(void)
+{
+    CHECK_INT(readyz_within(200, 50), 200);
+    testdb_exec(db, "ALTER FUNCTION wl_admit RENAME TO wl_admit_away");
+    CHECK_INT(readyz_within(503, 50), 503);
+    http_response_t res = e2e_request(service.port, "GET", "/readyz", NULL, NULL, NULL);
+    CHECK_INT(res.status, 503);
+    CHECK(res.body != NULL && strstr(res.body, "walklistctl migrate") != NULL);
+    http_response_free(&res);
+    testdb_exec(db, "ALTER FUNCTION wl_admit_away RENAME TO wl_admit");
+    CHECK_INT(readyz_within(200, 50), 200);
+}
+
 /* A key a client puts where the log shows it (the path, however encoded; the request id) is
  * redacted there; the secret part never appears, whole or cut. */
 static void test_keys_redacted_in_log_lines(void)
@@ -233,6 +264,7 @@ int main(void)
     test_metrics();
     test_log_lines();
     test_keys_redacted_in_log_lines();
+    test_readyz_checks_the_product();
     test_graceful_shutdown();
 
     PQfinish(db);
