@@ -8,17 +8,7 @@
 
 #include "json_codec.h"
 #include "walklist/codes.h"
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#include "walklist/hex.h"
 
 int wl_query_unescape(wl_span_t in, bool plus_is_space, wl_arena_t *arena, wl_span_t *out)
 {
@@ -29,8 +19,8 @@ int wl_query_unescape(wl_span_t in, bool plus_is_space, wl_arena_t *arena, wl_sp
     for (size_t i = 0; i < in.len; i++) {
         char c = in.base[i];
         if (c == '%') {
-            int hi = i + 1 < in.len ? hex_value(in.base[i + 1]) : -1;
-            int lo = i + 2 < in.len ? hex_value(in.base[i + 2]) : -1;
+            int hi = i + 1 < in.len ? wl_hex_value(in.base[i + 1]) : -1;
+            int lo = i + 2 < in.len ? wl_hex_value(in.base[i + 2]) : -1;
             if (hi < 0 || lo < 0)
                 return WL_EINVAL;
             buf[n++] = (char)(hi * 16 + lo);

@@ -1,19 +1,9 @@
 /* Finding API keys in what a log line would show, however encoded, happens here. */
 #include "walklist/redact.h"
+#include "walklist/hex.h"
 
 #include <stdbool.h>
 #include <string.h>
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* The character at pos as URL decoders would read it, however many times the text was encoded
  * ("%77", "%2577", ... are all 'w'), and the position after it in *next; -1 at the end. */
@@ -24,7 +14,7 @@ static int decoded_at(const char *text, size_t len, size_t pos, size_t *next)
     int c = (unsigned char)text[pos];
     *next = pos + 1;
     while (c == '%' && *next + 1 < len + 1 && *next + 2 <= len) {
-        int high = hex_value(text[*next]), low = hex_value(text[*next + 1]);
+        int high = wl_hex_value(text[*next]), low = wl_hex_value(text[*next + 1]);
         if (high < 0 || low < 0)
             break;
         c = high * 16 + low;

@@ -6,17 +6,9 @@
 
 #include "store/db.h"
 #include "walklist/random.h"
+#include "walklist/hex.h"
 
 static const char hex_digits[] = "0123456789abcdef";
-
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
 
 /* Reads the stored secret; *found is false when there is none yet. */
 static int read_secret(PGconn *conn, const char *name, unsigned char out[WL_SECRET_SIZE],
@@ -37,7 +29,7 @@ static int read_secret(PGconn *conn, const char *name, unsigned char out[WL_SECR
         }
         /* A longer secret is used by its first WL_SECRET_SIZE bytes. */
         for (size_t i = 0; i < WL_SECRET_SIZE; i++)
-            out[i] = (unsigned char)(hex_value(hex[2 * i]) << 4 | hex_value(hex[2 * i + 1]));
+            out[i] = (unsigned char)(wl_hex_value(hex[2 * i]) << 4 | wl_hex_value(hex[2 * i + 1]));
     }
     PQclear(res);
     return 0;
