@@ -49,6 +49,7 @@ typedef struct {
     wl_header_t headers[WL_EXCHANGE_MAX_HEADERS];
     size_t header_count;
     const char *cache_control; /* NULL: "no-store" */
+    bool close;                /* Connection: close (the connection is closed after the answer) */
     /* A streamed body instead of response (wl_exchange_stream). The exchange owns
      * stream_state until the server hands it to libmicrohttpd. */
     ssize_t (*stream_read)(void *state, uint64_t pos, char *buf, size_t max);

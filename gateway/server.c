@@ -136,6 +136,62 @@ static bool header_fields_too_large(struct MHD_Connection *connection)
            sizes.block > WL_SERVER_HEADER_BLOCK_LIMIT;
 }
 
+/* What RFC 9112 says about a request's framing, read from its header fields before its body:
+ * the shapes that let one request smuggle another are refused and the connection closed. */
+typedef struct {
+    int hosts, lengths, codings;
+    bool chunked_only; /* Transfer-Encoding is exactly "chunked" */
+    bool malformed;    /* whitespace in a field name (before the colon), or a NUL */
+} framing_t;
+
+static enum MHD_Result add_framing(void *cls, enum MHD_ValueKind kind, const char *name,
+                                   size_t name_size, const char *value, size_t value_size)
+{
+    (void)kind;
+    framing_t *f = cls;
+    if (strlen(name) != name_size || (value != NULL && strlen(value) != value_size) ||
+        strcspn(name, " \t") != name_size)
+        f->malformed = true;
+    if (strcasecmp(name, "Host") == 0) {
+        f->hosts++;
+    } else if (strcasecmp(name, "Content-Length") == 0) {
+        f->lengths++;
+    } else if (strcasecmp(name, "Transfer-Encoding") == 0) {
+        f->codings++;
+        f->chunked_only = f->codings == 1 && value != NULL && strcasecmp(value, "chunked") == 0;
+    }
+    return MHD_YES;
+}
+
+/* Answers a request whose framing cannot be trusted (and closes its connection); false when
+ * it can be read. A request with both Content-Length and Transfer-Encoding is read as chunked
+ * (libmicrohttpd lets the coding win) and its connection closed after the answer. */
+static bool refuse_framing(wl_exchange_t *ex, struct MHD_Connection *connection,
+                           const char *version)
+{
+    framing_t f = {0, 0, 0, false, false};
+    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, add_framing, &f);
+    unsigned status = 0;
+    const char *message = NULL;
+    if (f.malformed) {
+        status = 400, message = "malformed header field (whitespace in its name, or a NUL byte)";
+    } else if (f.lengths > 1) {
+        status = 400, message = "more than one Content-Length header field";
+    } else if (strcmp(version, "HTTP/1.1") == 0 && f.hosts != 1) {
+        status = 400, message = "an HTTP/1.1 request needs exactly one Host header field";
+    } else if (f.codings > 0 && !f.chunked_only) {
+        status = 501, message = "unsupported transfer coding: only chunked is";
+    }
+    if (status == 0 && f.codings > 0 && f.lengths > 0)
+        ex->close = true;
+    if (status == 0)
+        return false;
+    ex->close = true;
+    wl_exchange_error(ex, status, status == 501 ? WL_GRPC_UNIMPLEMENTED : WL_GRPC_INVALID_ARGUMENT,
+                      message, NULL);
+    return true;
+}
+
 static bool is_ops_path(const wl_exchange_t *ex, const char *path)
 {
     return wl_span_eq(ex->path, wl_span_str(path));
@@ -219,6 +275,8 @@ static enum MHD_Result send_response(request_t *req)
     MHD_add_response_header(response, "Cache-Control",
                             ex->cache_control ? ex->cache_control : "no-store");
     wl_exchange_rate_headers(ex, response);
+    if (ex->close)
+        MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
     for (size_t i = 0; i < ex->header_count; i++)
         MHD_add_response_header(response, ex->headers[i].name, ex->headers[i].value);
     enum MHD_Result result = MHD_queue_response(ex->connection, ex->status, response);
@@ -245,7 +303,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                                   size_t *upload_data_size, void **req_cls)
 {
     (void)url;
-    (void)version;
     wl_server_t *server = cls;
     request_t *req = *req_cls;
     if (req == NULL || req->raw_uri == NULL)
@@ -256,6 +313,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (!req->begun) {
         req->begun = true;
         prepare(req, method);
+        if (refuse_framing(ex, connection, version)) {
+            /* Nothing of it is read: the connection closes after the answer. */
+            return send_response(req);
+        }
         if (header_fields_too_large(connection))
             wl_exchange_error(ex, 431, WL_GRPC_INVALID_ARGUMENT,
                               "request header fields are too large (16 KiB a field line, 64 KiB "
