@@ -103,6 +103,9 @@ start_walklistd() {
     ((WALKLISTD_RECORDED++)) ||
       COMMANDS+=("walklistd --database-url \$DB --listen 127.0.0.1:0 --threads $CONNECTIONS --db-pool-size $((CONNECTIONS + 2)) --max-connections-per-ip 1000 --rate-limit-locate-lists 1000000 --rate-limit-stock-export 1000000 --rate-limit-shared 1000000   (restarted before each cold export)")
   fi
+  # Emptied here, not only by the redirection in the child: until the child runs, the port
+  # below would be read from the previous walklistd's log.
+  : >"$log_file"
   "$BUILD/bin/walklistd" --database-url "$DB" --listen 127.0.0.1:0 \
     --threads "$CONNECTIONS" --db-pool-size "$((CONNECTIONS + 2))" \
     --max-connections-per-ip 1000 "${limits[@]}" 2>"$log_file" &
