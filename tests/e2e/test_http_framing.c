@@ -1,12 +1,14 @@
 /*
  * HTTP/1.1 framing (RFC 9112) at the edge: the shapes that let one request smuggle another are
  * answered once, with Connection: close, and nothing after them on the connection is served;
- * a lone Content-Length or chunked body is read as before.
+ * a lone Content-Length or chunked body is read as before. A refused request writes nothing and
+ * is not counted, even with a valid key and a valid body.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "e2e.h"
+#include "fixture.h"
 #include "service.h"
 #include "testdb.h"
 
@@ -31,7 +33,33 @@ static void check_refused(const char *request, int status)
 int main(void)
 {
     const char *conninfo = testdb_create("e2e_http_framing");
+    PGconn *db = testdb_connect(conninfo);
+    int64_t org = fixture_org(db, "framing");
+    char key[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "lists:write", key);
     service_start(&service, conninfo, NULL);
+
+    /* With a valid key and a valid list in the body: refused all the same, nothing written. */
+    char request[1024];
+    const char *body = "{\"name\":\"Smuggled\",\"codes\":[\"A\"]}";
+    snprintf(request, sizeof(request),
+             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer %s\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\nContent-Length: %zu\r\n"
+             "\r\n%s",
+             key, strlen(body), strlen(body), body);
+    check_refused(request, 400);
+    snprintf(request, sizeof(request),
+             "POST /api/v1/locate-lists HTTP/1.1\r\nAuthorization: Bearer %s\r\n"
+             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             key, strlen(body), body);
+    check_refused(request, 400);
+    snprintf(request, sizeof(request),
+             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer %s\r\n"
+             "Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n%s",
+             key, body);
+    check_refused(request, 501);
+    CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists"), 0);
+    CHECK_INT(fixture_counted(db, org, "locate-lists"), 0);
 
     /* Two Content-Length fields, equal or not: which one frames the body is ambiguous. */
     check_refused("POST /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 30\r\n"
@@ -71,6 +99,8 @@ int main(void)
     CHECK_INT(res.status, 405);
     http_response_free(&res);
 
+    CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists"), 0);
     CHECK_INT(service_stop(&service), 0);
+    PQfinish(db);
     return test_exit();
 }
