@@ -52,8 +52,9 @@ static void usage(FILE *out)
         "(WALKLIST_THREADS)\n"
         "  --db-pool-size N          database connections at most, default threads + 2 "
         "(WALKLIST_DB_POOL_SIZE)\n"
-        "  --db-timeout-ms N         how long a request waits for the database before 503,\n"
-        "                            default 5000 (WALKLIST_DB_TIMEOUT_MS)\n"
+        "  --db-timeout-ms N         the longest a request waits on an unreachable or stuck\n"
+        "                            database before 503, default 5000\n"
+        "                            (WALKLIST_DB_TIMEOUT_MS)\n"
         "  --connection-timeout S    idle HTTP connections close after S seconds, default 30\n"
         "                            (WALKLIST_CONNECTION_TIMEOUT)\n"
         "  --max-connections N       open HTTP connections at most, default 1000\n"
@@ -374,8 +375,7 @@ int main(int argc, char **argv)
         .database_url = config.database_url,
         .read_database_url = config.read_database_url,
         .db_pool_size = config.db_pool_size,
-        .db_acquire_timeout_ms = config.db_timeout_ms,
-        .db_connect_timeout_s = config.db_timeout_ms / 1000 > 2 ? config.db_timeout_ms / 1000 : 2,
+        .db_timeout_ms = config.db_timeout_ms,
         .rate_locate_lists = config.rate_locate_lists,
         .rate_stock_export = config.rate_stock_export,
         .rate_shared = config.rate_shared,

@@ -167,7 +167,8 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *aren
     pthread_mutex_unlock(&metrics->lock);
 
     int size_total = 0, in_use = 0, open = 0;
-    wl_core_pool_stats(core, &size_total, &in_use, &open);
+    bool reachable = false;
+    wl_core_pool_stats(core, &size_total, &in_use, &open, &reachable);
     fprintf(out,
             "# HELP walklist_db_pool_connections Database connections by state.\n"
             "# TYPE walklist_db_pool_connections gauge\n"
@@ -175,8 +176,12 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *aren
             "walklist_db_pool_connections{state=\"idle\"} %d\n"
             "# HELP walklist_db_pool_size Database connections at most.\n"
             "# TYPE walklist_db_pool_size gauge\n"
-            "walklist_db_pool_size %d\n",
-            in_use, open > in_use ? open - in_use : 0, size_total);
+            "walklist_db_pool_size %d\n"
+            "# HELP walklist_db_reachable 0 from a failed database connection until one works "
+            "again (requests are refused 503 meanwhile).\n"
+            "# TYPE walklist_db_reachable gauge\n"
+            "walklist_db_reachable %d\n",
+            in_use, open > in_use ? open - in_use : 0, size_total, reachable ? 1 : 0);
     wl_core_access_stats_t access;
     wl_core_access_stats(core, &access);
     uint64_t admission_commits = 0, admission_requests = 0;

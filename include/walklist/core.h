@@ -22,15 +22,16 @@ typedef struct {
     const char *database_url;      /* libpq conninfo or URI */
     const char *read_database_url; /* optional replica for the export and breakdown (NULL: none) */
     int db_pool_size;              /* default 8 */
-    int db_acquire_timeout_ms;     /* default 5000: wait for a free connection */
-    int db_connect_timeout_s;      /* default 3 */
-    int statement_timeout_ms;      /* default 30000 */
-    int rate_window_ms;            /* default 60000: the rolling window of every bucket */
-    int rate_locate_lists;         /* default 30 per window */
-    int rate_stock_export;         /* default 30 per window */
-    int rate_shared;               /* default 60 per window */
-    int key_cache_ttl_ms;          /* default 600000: checked keys kept this long; < 0: no cache */
-    int rate_lease_ms; /* default 10000: leased permits held this long; < 0: no leases */
+    /* default 5000: how long a request waits to reach the database (a free connection, a
+     * new one, a server gone silent) before WL_EUNAVAILABLE */
+    int db_timeout_ms;
+    int statement_timeout_ms; /* default 30000 */
+    int rate_window_ms;       /* default 60000: the rolling window of every bucket */
+    int rate_locate_lists;    /* default 30 per window */
+    int rate_stock_export;    /* default 30 per window */
+    int rate_shared;          /* default 60 per window */
+    int key_cache_ttl_ms;     /* default 600000: checked keys kept this long; < 0: no cache */
+    int rate_lease_ms;        /* default 10000: leased permits held this long; < 0: no leases */
     /* default 2 (at most db_pool_size): admissions in flight at once, each for every request
      * that needs the database meanwhile (group commit); < 0: each request commits alone */
     int commit_groups;
@@ -40,8 +41,10 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out,
                    wl_error_t *err) WL_CHECK_RESULT;
 void wl_core_destroy(wl_core_t *core);
 
-/** Database pool figures for metrics: the size, connections lent out, connections open. */
-void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open);
+/** Database pool figures for metrics: the size, connections lent out, connections open, and
+ * whether the database is reachable (false from a failed connection until the pool's prober
+ * connects again; requests meanwhile are refused WL_EUNAVAILABLE at once). */
+void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open, bool *reachable);
 
 /**
  * Registers the function called after this process commits a write that may

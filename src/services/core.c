@@ -59,9 +59,8 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     wl_pool_config_t pool_config = {
         .conninfo = config->database_url,
         .size = config->db_pool_size > 0 ? config->db_pool_size : 8,
-        .acquire_timeout_ms =
-            config->db_acquire_timeout_ms > 0 ? config->db_acquire_timeout_ms : 5000,
-        .connect_timeout_s = config->db_connect_timeout_s > 0 ? config->db_connect_timeout_s : 3,
+        .application = "walklist",
+        .timeout_ms = config->db_timeout_ms > 0 ? config->db_timeout_ms : 5000,
         .statement_timeout_ms =
             config->statement_timeout_ms > 0 ? config->statement_timeout_ms : 30000,
     };
@@ -148,13 +147,14 @@ wl_pool_t *wl__core_read_pool(wl_core_t *core)
     return core->read_pool != NULL ? core->read_pool : core->pool;
 }
 
-void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open)
+void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open, bool *reachable)
 {
     wl_pool_stats_t stats;
     wl_pool_stats(core->pool, &stats);
     *size = stats.size;
     *in_use = stats.in_use;
     *open = stats.open;
+    *reachable = !stats.unreachable;
 }
 
 void wl_core_admission_stats(wl_core_t *core, uint64_t *commits, uint64_t *requests)

@@ -1,11 +1,15 @@
 /* Running parameterized statements and mapping PostgreSQL failures happens here. */
 #include "store/db.h"
 
+#include <errno.h>
 #include <libpq-events.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include "walklist/log.h"
 
@@ -37,9 +41,108 @@ int wl_db_fail(PGconn *conn, const PGresult *res, wl_error_t *err)
         return wl_error_set(err, WL_EUNAVAILABLE, "database unavailable");
     if (strcmp(state, "57014") == 0)
         return wl_error_set(err, WL_ETIMEDOUT, "database statement timed out");
+    /* lock_timeout: a row this request needs is held by a session that does not finish. */
+    if (strcmp(state, "55P03") == 0)
+        return wl_error_set(err, WL_EUNAVAILABLE, "database busy: a lock was not granted in time");
     wl_log("error", "database error", "%s: %s", state,
            res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
     return wl_error_set(err, WL_EINTERNAL, NULL);
+}
+
+int64_t wl_db_clock_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_t *err)
+{
+    /* The server ends a session whose client went silent just as fast (its keepalives and
+     * user timeout are session settings), so a partitioned walklistd cannot hold row locks
+     * (rate-limit buckets) that other processes wait for. */
+    int liveness_ms = how->liveness_timeout_ms;
+    char user_timeout[16], options[320];
+    snprintf(user_timeout, sizeof(user_timeout), "%d", liveness_ms);
+    int len =
+        snprintf(options, sizeof(options), "-c statement_timeout=%d", how->statement_timeout_ms);
+    if (how->lock_timeout_ms > 0)
+        len += snprintf(options + len, sizeof(options) - (size_t)len,
+                        " -c lock_timeout=%d -c idle_in_transaction_session_timeout=%d",
+                        how->lock_timeout_ms, how->lock_timeout_ms);
+    if (liveness_ms > 0)
+        snprintf(options + len, sizeof(options) - (size_t)len,
+                 " -c tcp_keepalives_idle=1 -c tcp_keepalives_interval=1"
+                 " -c tcp_keepalives_count=%d -c tcp_user_timeout=%d",
+                 liveness_ms / 1000 > 1 ? liveness_ms / 1000 : 1, liveness_ms);
+    /* Keywords before dbname are defaults the conninfo may override (libpq processes them in
+     * order and expands dbname in place); the ones after it are walklist's own. */
+    const char *keys[] = {"keepalives",       "keepalives_idle",  "keepalives_interval",
+                          "keepalives_count", "tcp_user_timeout", "dbname",
+                          "options",          "application_name", NULL};
+    const char *values[] = {"1",          "1",
+                            "1",          "3",
+                            user_timeout, how->conninfo ? how->conninfo : "",
+                            options,      how->application,
+                            NULL};
+    int first = liveness_ms > 0 ? 0 : 5;
+    PGconn *conn = PQconnectStartParams(keys + first, values + first, 1);
+    if (conn == NULL) {
+        wl_error_set(err, WL_ENOMEM, NULL);
+        return NULL;
+    }
+    /* libpq's connect_timeout counts whole seconds per address tried; polling here keeps
+     * the caller's deadline to the millisecond, whatever the addresses. */
+    PostgresPollingStatusType polling = PGRES_POLLING_WRITING;
+    while (PQstatus(conn) != CONNECTION_BAD && polling != PGRES_POLLING_OK &&
+           polling != PGRES_POLLING_FAILED) {
+        int64_t left = deadline_ms - wl_db_clock_ms();
+        if (left <= 0)
+            break;
+        struct pollfd pfd = {.fd = PQsocket(conn),
+                             .events = polling == PGRES_POLLING_READING ? POLLIN : POLLOUT};
+        int ready = poll(&pfd, 1, (int)left);
+        if (ready < 0 && errno != EINTR)
+            break;
+        if (ready > 0)
+            polling = PQconnectPoll(conn);
+    }
+    if (polling != PGRES_POLLING_OK || PQstatus(conn) != CONNECTION_OK) {
+        bool timed_out = PQstatus(conn) != CONNECTION_BAD && polling != PGRES_POLLING_FAILED;
+        wl_error_set(err, WL_EUNAVAILABLE,
+                     timed_out ? "database unavailable: no connection in time"
+                               : "database unavailable");
+        wl_db_discard(conn);
+        return NULL;
+    }
+    wl_db_log_notices(conn);
+    return conn;
+}
+
+void wl_db_discard(PGconn *conn)
+{
+    if (conn == NULL)
+        return;
+    /* PQfinish says goodbye to the server first; on a connection whose peer is silent that
+     * write could wait. Shut the socket first: the goodbye then fails at once. */
+    int fd = PQsocket(conn);
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
+    PQfinish(conn);
+}
+
+bool wl_db_idle_usable(PGconn *conn)
+{
+    if (PQstatus(conn) != CONNECTION_OK)
+        return false;
+    struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
+    int ready = poll(&pfd, 1, 0);
+    if (ready == 0)
+        return true;
+    if (ready < 0 || (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
+        return false;
+    return PQconsumeInput(conn) == 1 && PQstatus(conn) == CONNECTION_OK && !PQisBusy(conn) &&
+           PQnotifies(conn) == NULL;
 }
 
 /* The statements prepared on one connection, found by their text's address (string

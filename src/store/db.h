@@ -7,9 +7,40 @@
 #define WALKLIST_STORE_DB_H
 
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "walklist/error.h"
+
+/** How to open a connection (wl_db_connect). */
+typedef struct {
+    const char *conninfo;    /* libpq conninfo or URI; what it says wins over the defaults */
+    const char *application; /* application_name */
+    /* A server that stops answering (a partition, a dead host) fails a call after about this
+     * long: TCP keepalives every second and a TCP user timeout, on both ends of the
+     * connection. 0: libpq's and the kernel's defaults (hours). */
+    int liveness_timeout_ms;
+    int statement_timeout_ms; /* 0: none */
+    /* Waits for a row lock and idleness inside a transaction end after this long (a holder
+     * that went silent must not block others for longer). 0: none. */
+    int lock_timeout_ms;
+} wl_db_connect_t;
+
+/** Milliseconds of CLOCK_MONOTONIC: the clock of every deadline below. */
+int64_t wl_db_clock_ms(void);
+
+/**
+ * Opens a connection, giving up at deadline_ms (wl_db_clock_ms) whatever the network
+ * does: NULL with WL_EUNAVAILABLE in err when the server cannot be reached in time.
+ */
+PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_t *err);
+
+/** Closes a connection that may be broken or stuck without waiting on its peer. */
+void wl_db_discard(PGconn *conn);
+
+/** Whether an idle connection still looks usable: no error, nothing unexpected to read (a
+ * server that went away sends its FATAL and closes). */
+bool wl_db_idle_usable(PGconn *conn);
 
 /**
  * Runs one parameterized statement with text parameters (values may be NULL

@@ -8,18 +8,21 @@
 
 #include "store/db.h"
 
+/* How long a listener waits for its server before calling the connection lost. */
+#define LISTEN_LIVENESS_MS 3000
+
 int wl_listen_open(const char *conninfo, const char *channel, const char *application, PGconn **out,
                    wl_error_t *err)
 {
     *out = NULL;
-    const char *keys[] = {"dbname", "application_name", "connect_timeout", NULL};
-    const char *values[] = {conninfo, application, "5", NULL};
-    PGconn *conn = PQconnectdbParams(keys, values, 1);
-    if (PQstatus(conn) != CONNECTION_OK) {
-        PQfinish(conn);
+    /* A listener that went silent must be noticed: what it would have heard is then
+     * assumed (wl_listen_wait's caller distrusts its cache until it listens again). */
+    wl_db_connect_t how = {.conninfo = conninfo,
+                           .application = application,
+                           .liveness_timeout_ms = LISTEN_LIVENESS_MS};
+    PGconn *conn = wl_db_connect(&how, wl_db_clock_ms() + LISTEN_LIVENESS_MS, err);
+    if (conn == NULL)
         return wl_error_set(err, WL_EUNAVAILABLE, "%s: cannot connect", application);
-    }
-    wl_db_log_notices(conn);
     char *quoted = PQescapeIdentifier(conn, channel, strlen(channel));
     char sql[128];
     snprintf(sql, sizeof(sql), "LISTEN %s", quoted ? quoted : "");

@@ -1,15 +1,20 @@
-/* Lending libpq connections to request threads happens here. */
+/* Lending libpq connections to request threads, and noticing that the database is gone,
+ * happens here. */
 #include "store/pool.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "store/db.h"
+
+/* While the database cannot be reached, the pool's prober tries to connect this often; an
+ * attempt waits this long (then the next starts with a fresh SYN, so that a network that
+ * returns is noticed within about a second, not after the kernel's SYN backoff). */
+#define PROBE_INTERVAL_MS 250
+#define PROBE_TIMEOUT_MS  1500
 
 typedef struct {
     PGconn *conn; /* NULL until first use or after a failure */
@@ -18,15 +23,33 @@ typedef struct {
 
 struct wl_pool {
     pthread_mutex_t lock;
-    pthread_cond_t freed;
+    pthread_cond_t freed; /* a slot was given back (signalled), or the database went away */
+    pthread_cond_t probe; /* the prober has work: the database went away, or stop */
     char *conninfo;
-    int acquire_timeout_ms;
-    int connect_timeout_s;
-    int statement_timeout_ms;
+    char *application;
+    wl_db_connect_t connect;
+    int timeout_ms;
     int size;
     int in_use;
     pool_slot_t *slots;
+    /* A connection broke in use or could not be made: borrowers are refused at once until
+     * the prober connects again. */
+    bool down;
+    bool stop;
+    pthread_t prober;
 };
+
+static void *prober(void *arg);
+
+static int init_clock_cond(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+    return rc;
+}
 
 int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out, wl_error_t *err)
 {
@@ -37,18 +60,38 @@ int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out, wl_error_t *
         return wl_error_set(err, WL_ENOMEM, NULL);
     pool->slots = calloc((size_t)config->size, sizeof(*pool->slots));
     pool->conninfo = strdup(config->conninfo ? config->conninfo : "");
-    if (pool->slots == NULL || pool->conninfo == NULL) {
+    pool->application = strdup(config->application ? config->application : "walklist");
+    if (pool->slots == NULL || pool->conninfo == NULL || pool->application == NULL) {
         free(pool->slots);
         free(pool->conninfo);
+        free(pool->application);
         free(pool);
         return wl_error_set(err, WL_ENOMEM, NULL);
     }
     pool->size = config->size;
-    pool->acquire_timeout_ms = config->acquire_timeout_ms > 0 ? config->acquire_timeout_ms : 5000;
-    pool->connect_timeout_s = config->connect_timeout_s >= 2 ? config->connect_timeout_s : 2;
-    pool->statement_timeout_ms = config->statement_timeout_ms;
+    pool->timeout_ms = config->timeout_ms > 0 ? config->timeout_ms : 5000;
+    /* A silent server is given up on in 3/5 of the timeout, so that the request that was
+     * waiting on it still has time to be answered 503 within the timeout. */
+    pool->connect = (wl_db_connect_t){
+        .conninfo = pool->conninfo,
+        .application = pool->application,
+        .liveness_timeout_ms = pool->timeout_ms * 3 / 5 > 500 ? pool->timeout_ms * 3 / 5 : 500,
+        .statement_timeout_ms = config->statement_timeout_ms,
+        .lock_timeout_ms = pool->timeout_ms,
+    };
     pthread_mutex_init(&pool->lock, NULL);
-    pthread_cond_init(&pool->freed, NULL);
+    init_clock_cond(&pool->freed);
+    init_clock_cond(&pool->probe);
+    if (pthread_create(&pool->prober, NULL, prober, pool) != 0) {
+        pthread_cond_destroy(&pool->probe);
+        pthread_cond_destroy(&pool->freed);
+        pthread_mutex_destroy(&pool->lock);
+        free(pool->slots);
+        free(pool->conninfo);
+        free(pool->application);
+        free(pool);
+        return wl_error_set(err, WL_EINTERNAL, "cannot start the database prober thread");
+    }
     *out = pool;
     return 0;
 }
@@ -57,77 +100,120 @@ void wl_pool_destroy(wl_pool_t *pool)
 {
     if (pool == NULL)
         return;
-    for (int i = 0; i < pool->size; i++) {
-        if (pool->slots[i].conn != NULL)
-            PQfinish(pool->slots[i].conn);
-    }
+    pthread_mutex_lock(&pool->lock);
+    pool->stop = true;
+    pthread_cond_signal(&pool->probe);
+    pthread_mutex_unlock(&pool->lock);
+    pthread_join(pool->prober, NULL);
+    for (int i = 0; i < pool->size; i++)
+        wl_db_discard(pool->slots[i].conn);
+    pthread_cond_destroy(&pool->probe);
     pthread_cond_destroy(&pool->freed);
     pthread_mutex_destroy(&pool->lock);
     free(pool->slots);
     free(pool->conninfo);
+    free(pool->application);
     free(pool);
 }
 
-static PGconn *connect_slot(wl_pool_t *pool, wl_error_t *err)
+/* Waits on cond until deadline_ms (wl_db_clock_ms); ETIMEDOUT once it has passed. */
+static int wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t deadline_ms)
 {
-    char connect_timeout[16], options[64];
-    snprintf(connect_timeout, sizeof(connect_timeout), "%d", pool->connect_timeout_s);
-    snprintf(options, sizeof(options), "-c statement_timeout=%d", pool->statement_timeout_ms);
-    /* expand_dbname lets the conninfo be a URI or key=value string; the keywords
-     * after it override what it says. */
-    const char *keys[] = {"dbname", "connect_timeout", "options", "application_name", NULL};
-    const char *values[] = {pool->conninfo, connect_timeout, options, "walklist", NULL};
-    PGconn *conn = PQconnectdbParams(keys, values, 1);
-    if (conn == NULL) {
-        wl_error_set(err, WL_ENOMEM, NULL);
-        return NULL;
+    struct timespec until = {.tv_sec = deadline_ms / 1000,
+                             .tv_nsec = (long)(deadline_ms % 1000) * 1000000L};
+    int rc = pthread_cond_timedwait(cond, lock, &until);
+    return rc == ETIMEDOUT || wl_db_clock_ms() >= deadline_ms ? ETIMEDOUT : 0;
+}
+
+/* The database went away or came back (lock held). Idle connections made before a failure
+ * are not trusted (across a partition they look alive and hang their next borrower), and
+ * borrowers waiting for a slot look again. */
+static void set_down(wl_pool_t *pool, bool down)
+{
+    if (down) {
+        for (int i = 0; i < pool->size; i++) {
+            if (!pool->slots[i].in_use && pool->slots[i].conn != NULL) {
+                wl_db_discard(pool->slots[i].conn);
+                pool->slots[i].conn = NULL;
+            }
+        }
+        pthread_cond_broadcast(&pool->freed);
+        pthread_cond_signal(&pool->probe);
     }
-    if (PQstatus(conn) != CONNECTION_OK) {
-        wl_error_set(err, WL_EUNAVAILABLE, "database unavailable");
-        PQfinish(conn);
-        return NULL;
+    pool->down = down;
+}
+
+/* Puts a connection the prober made into a free slot (lock held); false when none is free. */
+static bool adopt(wl_pool_t *pool, PGconn *conn)
+{
+    for (int i = 0; i < pool->size; i++) {
+        if (!pool->slots[i].in_use && pool->slots[i].conn == NULL) {
+            pool->slots[i].conn = conn;
+            return true;
+        }
     }
-    wl_db_log_notices(conn);
-    return conn;
+    return false;
 }
 
 /*
- * An idle connection has nothing to read unless the server closed it (a restart
- * or crash sends a FATAL and EOF). Checking is one poll(2); it spares the
- * borrower a 503 for a connection that died while idle.
+ * The prober: while the database is not known to be reachable it connects afresh (only a new
+ * connection shows that the server answers; an old one looks alive across a partition), every
+ * PROBE_INTERVAL_MS at most. Borrowers are refused at once meanwhile and never wait on the
+ * network themselves, so a worker thread that also serves /healthz is not held by an outage.
  */
-static bool still_connected(PGconn *conn)
+static void *prober(void *arg)
 {
-    if (PQstatus(conn) != CONNECTION_OK)
-        return false;
-    struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
-    int ready = poll(&pfd, 1, 0);
-    if (ready == 0)
-        return true;
-    if (ready < 0 || (pfd.revents & (POLLERR | POLLHUP | POLLNVAL)))
-        return false;
-    return PQconsumeInput(conn) == 1 && PQstatus(conn) == CONNECTION_OK && !PQisBusy(conn) &&
-           PQnotifies(conn) == NULL;
+    wl_pool_t *pool = arg;
+    pthread_mutex_lock(&pool->lock);
+    while (!pool->stop) {
+        if (!pool->down) {
+            pthread_cond_wait(&pool->probe, &pool->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&pool->lock);
+        int64_t started = wl_db_clock_ms();
+        wl_error_t err;
+        wl_error_init(&err);
+        PGconn *conn = wl_db_connect(&pool->connect, started + PROBE_TIMEOUT_MS, &err);
+        pthread_mutex_lock(&pool->lock);
+        if (conn != NULL) {
+            if (!adopt(pool, conn))
+                wl_db_discard(conn);
+            set_down(pool, false);
+            continue;
+        }
+        if (!pool->stop)
+            wait_until(&pool->probe, &pool->lock, started + PROBE_INTERVAL_MS);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+}
+
+/* Waits (lock held) until this borrower may take a slot; false with err set when it is
+ * refused. */
+static bool wait_for_turn(wl_pool_t *pool, int64_t deadline_ms, wl_error_t *err)
+{
+    for (;;) {
+        if (pool->down) {
+            wl_error_set(err, WL_EUNAVAILABLE, "database unavailable");
+            return false;
+        }
+        if (pool->in_use < pool->size)
+            return true;
+        if (wait_until(&pool->freed, &pool->lock, deadline_ms) == ETIMEDOUT) {
+            wl_error_set(err, WL_EUNAVAILABLE, "no database connection free in time");
+            return false;
+        }
+    }
 }
 
 int wl_pool_acquire(wl_pool_t *pool, PGconn **out, wl_error_t *err)
 {
-    struct timespec deadline;
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += pool->acquire_timeout_ms / 1000;
-    deadline.tv_nsec += (long)(pool->acquire_timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
-
+    int64_t deadline_ms = wl_db_clock_ms() + pool->timeout_ms;
     pthread_mutex_lock(&pool->lock);
-    while (pool->in_use == pool->size) {
-        if (pthread_cond_timedwait(&pool->freed, &pool->lock, &deadline) == ETIMEDOUT &&
-            pool->in_use == pool->size) {
-            pthread_mutex_unlock(&pool->lock);
-            return wl_error_set(err, WL_EUNAVAILABLE, "no database connection free in time");
-        }
+    if (!wait_for_turn(pool, deadline_ms, err)) {
+        pthread_mutex_unlock(&pool->lock);
+        return err->code;
     }
     /* Prefer a slot that is already connected. */
     pool_slot_t *slot = NULL;
@@ -143,17 +229,22 @@ int wl_pool_acquire(wl_pool_t *pool, PGconn **out, wl_error_t *err)
     slot->conn = NULL;
     pthread_mutex_unlock(&pool->lock);
 
-    if (conn != NULL && !still_connected(conn)) {
-        PQfinish(conn);
+    if (conn != NULL && !wl_db_idle_usable(conn)) {
+        wl_db_discard(conn);
         conn = NULL;
     }
+    /* A new connection gets as long as a statement would to hear from a silent server. */
+    int64_t connect_until = wl_db_clock_ms() + pool->connect.liveness_timeout_ms;
     if (conn == NULL)
-        conn = connect_slot(pool, err);
+        conn = wl_db_connect(&pool->connect,
+                             connect_until < deadline_ms ? connect_until : deadline_ms, err);
 
     pthread_mutex_lock(&pool->lock);
     if (conn == NULL) {
         slot->in_use = false;
         pool->in_use--;
+        if (!pool->down)
+            set_down(pool, true);
         pthread_cond_signal(&pool->freed);
         pthread_mutex_unlock(&pool->lock);
         return err->code != 0 ? err->code : WL_EUNAVAILABLE;
@@ -168,7 +259,8 @@ void wl_pool_release(wl_pool_t *pool, PGconn *conn)
 {
     if (conn == NULL)
         return;
-    bool reusable = PQstatus(conn) == CONNECTION_OK && PQtransactionStatus(conn) == PQTRANS_IDLE &&
+    bool broken = PQstatus(conn) != CONNECTION_OK;
+    bool reusable = !broken && PQtransactionStatus(conn) == PQTRANS_IDLE &&
                     PQpipelineStatus(conn) == PQ_PIPELINE_OFF;
     pthread_mutex_lock(&pool->lock);
     for (int i = 0; i < pool->size; i++) {
@@ -176,7 +268,7 @@ void wl_pool_release(wl_pool_t *pool, PGconn *conn)
         if (slot->conn != conn)
             continue;
         if (!reusable) {
-            PQfinish(conn);
+            wl_db_discard(conn);
             slot->conn = NULL;
         }
         slot->in_use = false;
@@ -184,6 +276,8 @@ void wl_pool_release(wl_pool_t *pool, PGconn *conn)
         pthread_cond_signal(&pool->freed);
         break;
     }
+    if (broken && !pool->down)
+        set_down(pool, true);
     pthread_mutex_unlock(&pool->lock);
 }
 
@@ -195,5 +289,6 @@ void wl_pool_stats(wl_pool_t *pool, wl_pool_stats_t *out)
     out->open = 0;
     for (int i = 0; i < pool->size; i++)
         out->open += pool->slots[i].conn != NULL;
+    out->unreachable = pool->down;
     pthread_mutex_unlock(&pool->lock);
 }

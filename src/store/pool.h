@@ -2,6 +2,12 @@
  * A small, thread-safe pool of libpq connections. Connections open lazily and
  * reopen after a failure, so the service recovers by itself when PostgreSQL
  * returns. Callers borrow one connection per request and give it back.
+ *
+ * Nothing waits on an unreachable database for longer than the pool's timeout:
+ * connections carry TCP keepalives and a user timeout (a silent server fails a
+ * call in 3/5 of it), and once a connection breaks in use or an attempt to
+ * connect fails, borrowers are refused at once (instead of each waiting out
+ * the network) until the pool's prober thread connects again.
  */
 #ifndef WALKLIST_STORE_POOL_H
 #define WALKLIST_STORE_POOL_H
@@ -14,21 +20,22 @@
 typedef struct wl_pool wl_pool_t;
 
 typedef struct {
-    const char *conninfo;       /* libpq conninfo string or URI; copied */
-    int size;                   /* connections at most, >= 1 */
-    int acquire_timeout_ms;     /* how long acquire waits for a free connection */
-    int connect_timeout_s;      /* libpq connect_timeout, >= 2 (libpq rounds smaller up) */
-    int statement_timeout_ms;   /* 0: none */
+    const char *conninfo;     /* libpq conninfo string or URI; copied */
+    const char *application;  /* application_name, default "walklist" */
+    int size;                 /* connections at most, >= 1 */
+    int timeout_ms;           /* how long a borrower waits to reach the database, default 5000 */
+    int statement_timeout_ms; /* 0: none */
 } wl_pool_config_t;
 
 typedef struct {
     int size;
     int in_use;
-    int open; /* connections currently established */
+    int open;         /* connections currently established */
+    bool unreachable; /* the last attempt to reach the database failed */
 } wl_pool_stats_t;
 
-int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out, wl_error_t *err)
-    WL_CHECK_RESULT;
+int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out,
+                   wl_error_t *err) WL_CHECK_RESULT;
 void wl_pool_destroy(wl_pool_t *pool);
 
 /**
@@ -39,7 +46,8 @@ int wl_pool_acquire(wl_pool_t *pool, PGconn **out, wl_error_t *err) WL_CHECK_RES
 
 /**
  * Gives a connection back. A connection that is not idle (open transaction,
- * broken socket) is closed so that the next borrower starts clean.
+ * broken socket) is closed so that the next borrower starts clean; a broken
+ * one also makes the pool probe the database before it lends again.
  */
 void wl_pool_release(wl_pool_t *pool, PGconn *conn);
 

@@ -144,7 +144,7 @@ static void test_unavailable(void)
     wl_error_t err;
     wl_error_init(&err);
     wl_core_config_t config = {.database_url = "host=/nonexistent-walklist port=1 dbname=x",
-                               .db_connect_timeout_s = 2};
+                               .db_timeout_ms = 2000};
     CHECK_INT(wl_core_create(&config, &dead, &err), 0);
     CHECK_INT(wl_core_ready(dead, &err), WL_EUNAVAILABLE);
     wl_error_init(&err);
