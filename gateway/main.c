@@ -85,7 +85,9 @@ static void usage(FILE *out)
         "                            at most N commits in flight, default 2; 0: every request\n"
         "                            commits alone (WALKLIST_COMMIT_GROUPS)\n"
         "  --shutdown-timeout-ms N   on SIGTERM, how long requests in flight may finish,\n"
-        "                            default 10000 (WALKLIST_SHUTDOWN_TIMEOUT_MS)\n");
+        "                            default 10000; then those not yet at the database\n"
+        "                            are refused, those at it still waited for\n"
+        "                            (WALKLIST_SHUTDOWN_TIMEOUT_MS)\n");
 }
 
 static int parse_int(const char *text, const char *name, int min, int max, int *out)

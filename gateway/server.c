@@ -38,6 +38,7 @@ struct wl_server {
     struct MHD_Daemon *daemon;
     wl_acceptor_t *acceptor;    /* owns the listening socket once started */
     atomic_int active_requests; /* between the request line and its completion */
+    atomic_bool stopping;       /* wl_server_stop began: close after every answer */
     int listen_fd;
     uint16_t port;
 };
@@ -275,6 +276,8 @@ static enum MHD_Result send_response(request_t *req)
     MHD_add_response_header(response, "Cache-Control",
                             ex->cache_control ? ex->cache_control : "no-store");
     wl_exchange_rate_headers(ex, response);
+    if (atomic_load(&req->server->stopping))
+        ex->close = true; /* clients go to another process */
     if (ex->close)
         MHD_add_response_header(response, MHD_HTTP_HEADER_CONNECTION, "close");
     for (size_t i = 0; i < ex->header_count; i++)
@@ -317,7 +320,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             /* Nothing of it is read: the connection closes after the answer. */
             return send_response(req);
         }
-        if (header_fields_too_large(connection))
+        if (atomic_load(&server->stopping)) {
+            /* Arrived after SIGTERM (on a kept-alive connection): not served. A definite "not
+             * done" lets the client send it elsewhere, even a creation. */
+            ex->close = true;
+            wl_exchange_add_header(ex, "Retry-After", "1");
+            wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE,
+                              "the server is shutting down: not served, retry", NULL);
+        } else if (header_fields_too_large(connection))
             wl_exchange_error(ex, 431, WL_GRPC_INVALID_ARGUMENT,
                               "request header fields are too large (16 KiB a field line, 64 KiB "
                               "in all)",
@@ -642,18 +652,61 @@ uint16_t wl_server_port(const wl_server_t *server)
     return server->port;
 }
 
+/* Past the shutdown timeout, requests at the database are waited for this long at most (its
+ * statement_timeout, 30 s, and the time to notice a silent server); then their answers this
+ * long to go out. */
+#define SHUTDOWN_DATABASE_WAIT_MS 35000
+#define SHUTDOWN_ANSWER_WAIT_MS   2000
+
+/* Polls until done(server) or timeout_ms have passed; true when done. */
+static bool wait_for(wl_server_t *server, bool (*done)(wl_server_t *), int timeout_ms)
+{
+    for (int waited = 0; !done(server); waited += 20) {
+        if (waited >= timeout_ms)
+            return false;
+        usleep(20 * 1000);
+    }
+    return true;
+}
+
+static bool no_request_active(wl_server_t *server)
+{
+    return atomic_load(&server->active_requests) == 0;
+}
+
+static bool database_idle(wl_server_t *server)
+{
+    return wl_core_database_busy(server->core) == 0;
+}
+
 void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
 {
     if (server == NULL)
         return;
-    /* Stop accepting first, then give requests in flight up to drain_timeout_ms to finish;
-     * MHD_stop_daemon then closes whatever is left (idle keep-alive connections). */
+    /* From here every answer closes its connection and a request that arrives on a kept-alive
+     * connection is answered 503 unserved; no new connection is accepted. */
+    atomic_store(&server->stopping, true);
     wl_acceptor_stop(server->acceptor);
-    for (int waited = 0; waited < drain_timeout_ms; waited += 20) {
-        if (atomic_load(&server->active_requests) == 0)
-            break;
-        usleep(20 * 1000);
+    if (!wait_for(server, no_request_active, drain_timeout_ms)) {
+        /* The timeout cuts only what has not reached the database. A request at it may have
+         * committed: it is waited for, so that its client hears how it ended. */
+        wl_core_close_database(server->core);
+        wl_log("warn", "shutdown",
+               "%d requests still in flight after %d ms: those not yet at the database are "
+               "refused 503 (shutting down), those at it are waited for",
+               atomic_load(&server->active_requests), drain_timeout_ms);
+        if (!wait_for(server, database_idle, SHUTDOWN_DATABASE_WAIT_MS))
+            wl_log("error", "shutdown",
+                   "%d requests still at the database after %d ms more: their connections are "
+                   "cut, their outcome unknown to their clients",
+                   wl_core_database_busy(server->core), SHUTDOWN_DATABASE_WAIT_MS);
+        if (!wait_for(server, no_request_active, SHUTDOWN_ANSWER_WAIT_MS))
+            wl_log("warn", "shutdown",
+                   "%d requests cut that never reached the database (a client still sending "
+                   "its request or reading its answer)",
+                   atomic_load(&server->active_requests));
     }
+    /* Closes whatever is left: idle keep-alive connections. */
     MHD_stop_daemon(server->daemon);
     wl_acceptor_destroy(server->acceptor);
     wl_connect_destroy(server->connect);

@@ -54,8 +54,12 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
 uint16_t wl_server_port(const wl_server_t *server);
 
 /**
- * Stops accepting connections, lets requests in flight finish for up to
- * drain_timeout_ms, then closes every connection and frees the server.
+ * Stops accepting connections; from then on every answer carries
+ * "Connection: close" and a request arriving on a kept-alive connection is
+ * answered 503 without being served. Requests in flight may finish for up to
+ * drain_timeout_ms; after that, those that have not reached the database are
+ * refused and those at it are still waited for (their commit may be done), and
+ * the log says so. Then every connection closes and the server is freed.
  */
 void wl_server_stop(wl_server_t *server, int drain_timeout_ms);
 

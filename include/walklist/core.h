@@ -55,6 +55,15 @@ void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open, bool
 void wl_core_on_export_change(wl_core_t *core, void (*changed)(int64_t org_id, void *data),
                               void *data);
 
+/**
+ * Shutdown: from now on no request reaches the database (requests that would are refused
+ * WL_EUNAVAILABLE, "shutting down"); those already at it finish. Returns at once.
+ */
+void wl_core_close_database(wl_core_t *core);
+
+/** Database connections lent out to requests right now (0: none is at the database). */
+int wl_core_database_busy(wl_core_t *core);
+
 /** Admission commits so far (group commit) and the requests they held. */
 void wl_core_admission_stats(wl_core_t *core, uint64_t *commits, uint64_t *requests);
 

@@ -157,6 +157,22 @@ void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open, bool
     *reachable = !stats.unreachable;
 }
 
+void wl_core_close_database(wl_core_t *core)
+{
+    wl_pool_close(core->pool);
+    if (core->read_pool != NULL)
+        wl_pool_close(core->read_pool);
+}
+
+int wl_core_database_busy(wl_core_t *core)
+{
+    wl_pool_stats_t stats = {0}, read_stats = {0};
+    wl_pool_stats(core->pool, &stats);
+    if (core->read_pool != NULL)
+        wl_pool_stats(core->read_pool, &read_stats);
+    return stats.in_use + read_stats.in_use;
+}
+
 void wl_core_admission_stats(wl_core_t *core, uint64_t *commits, uint64_t *requests)
 {
     wl_admissions_stats_t stats;

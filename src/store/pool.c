@@ -35,6 +35,7 @@ struct wl_pool {
     /* A connection broke in use or could not be made: borrowers are refused at once until
      * the prober connects again. */
     bool down;
+    bool closed; /* wl_pool_close: refuse every borrower */
     bool stop;
     pthread_t prober;
 };
@@ -194,6 +195,10 @@ static void *prober(void *arg)
 static bool wait_for_turn(wl_pool_t *pool, int64_t deadline_ms, wl_error_t *err)
 {
     for (;;) {
+        if (pool->closed) {
+            wl_error_set(err, WL_EUNAVAILABLE, "shutting down: not sent to the database");
+            return false;
+        }
         if (pool->down) {
             wl_error_set(err, WL_EUNAVAILABLE, "database unavailable");
             return false;
@@ -278,6 +283,14 @@ void wl_pool_release(wl_pool_t *pool, PGconn *conn)
     }
     if (broken && !pool->down)
         set_down(pool, true);
+    pthread_mutex_unlock(&pool->lock);
+}
+
+void wl_pool_close(wl_pool_t *pool)
+{
+    pthread_mutex_lock(&pool->lock);
+    pool->closed = true;
+    pthread_cond_broadcast(&pool->freed);
     pthread_mutex_unlock(&pool->lock);
 }
 
