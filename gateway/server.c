@@ -21,6 +21,8 @@
 #include "walklist/random.h"
 #include "walklist/redact.h"
 #include "exchange.h"
+#include "framing.h"
+#include "linger.h"
 #include "metrics.h"
 
 /* A request's memory: decoded messages and replies. Export replies are larger. */
@@ -37,6 +39,7 @@ struct wl_server {
     wl_metrics_t *metrics;
     struct MHD_Daemon *daemon;
     wl_acceptor_t *acceptor;    /* owns the listening socket once started */
+    wl_linger_t *linger;        /* connections answered before their body was read */
     atomic_int active_requests; /* between the request line and its completion */
     atomic_bool stopping;       /* wl_server_stop began: close after every answer */
     int listen_fd;
@@ -51,7 +54,8 @@ typedef struct {
     bool begun;
     bool responded;
     bool body_too_large;
-    bool connect; /* handled by the Connect transport */
+    bool connect;               /* handled by the Connect transport */
+    wl_framing_target_t target; /* the request target in libmicrohttpd's read buffer */
     size_t body_drained;
     size_t body_cap;
 } request_t;
@@ -74,6 +78,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connectio
     req->server = cls;
     atomic_fetch_add(&req->server->active_requests, 1);
     req->raw_uri = strdup(uri ? uri : "/");
+    req->target = (wl_framing_target_t){uri, req->raw_uri, uri ? strlen(uri) : 0};
     wl_arena_init(&req->ex.arena, REQUEST_ARENA_LIMIT);
     req->ex.connection = connection;
     clock_gettime(CLOCK_MONOTONIC, &req->started);
@@ -137,59 +142,25 @@ static bool header_fields_too_large(struct MHD_Connection *connection)
            sizes.block > WL_SERVER_HEADER_BLOCK_LIMIT;
 }
 
-/* What RFC 9112 says about a request's framing, read from its header fields before its body:
- * the shapes that let one request smuggle another are refused and the connection closed. */
-typedef struct {
-    int hosts, lengths, codings;
-    bool chunked_only; /* Transfer-Encoding is exactly "chunked" */
-    bool malformed;    /* whitespace in a field name (before the colon), or a NUL */
-} framing_t;
-
-static enum MHD_Result add_framing(void *cls, enum MHD_ValueKind kind, const char *name,
-                                   size_t name_size, const char *value, size_t value_size)
-{
-    (void)kind;
-    framing_t *f = cls;
-    if (strlen(name) != name_size || (value != NULL && strlen(value) != value_size) ||
-        strcspn(name, " \t") != name_size)
-        f->malformed = true;
-    if (strcasecmp(name, "Host") == 0) {
-        f->hosts++;
-    } else if (strcasecmp(name, "Content-Length") == 0) {
-        f->lengths++;
-    } else if (strcasecmp(name, "Transfer-Encoding") == 0) {
-        f->codings++;
-        f->chunked_only = f->codings == 1 && value != NULL && strcasecmp(value, "chunked") == 0;
-    }
-    return MHD_YES;
-}
-
-/* Answers a request whose framing cannot be trusted (and closes its connection); false when
- * it can be read. A request with both Content-Length and Transfer-Encoding is read as chunked
- * (libmicrohttpd lets the coding win) and its connection closed after the answer. */
-static bool refuse_framing(wl_exchange_t *ex, struct MHD_Connection *connection,
+/* Answers a request whose framing cannot be trusted (framing.h) and closes its connection;
+ * false when it can be read. */
+static bool refuse_framing(request_t *req, struct MHD_Connection *connection, const char *method,
                            const char *version)
 {
-    framing_t f = {0, 0, 0, false, false};
-    MHD_get_connection_values_n(connection, MHD_HEADER_KIND, add_framing, &f);
-    unsigned status = 0;
-    const char *message = NULL;
-    if (f.malformed) {
-        status = 400, message = "malformed header field (whitespace in its name, or a NUL byte)";
-    } else if (f.lengths > 1) {
-        status = 400, message = "more than one Content-Length header field";
-    } else if (strcmp(version, "HTTP/1.1") == 0 && f.hosts != 1) {
-        status = 400, message = "an HTTP/1.1 request needs exactly one Host header field";
-    } else if (f.codings > 0 && !f.chunked_only) {
-        status = 501, message = "unsupported transfer coding: only chunked is";
-    }
-    if (status == 0 && f.codings > 0 && f.lengths > 0)
-        ex->close = true;
-    if (status == 0)
+    wl_exchange_t *ex = &req->ex;
+    wl_framing_verdict_t verdict;
+    wl_framing_check(connection, method, &req->target, version, &verdict);
+    ex->close = ex->close || verdict.close;
+    if (verdict.status == 0)
         return false;
-    ex->close = true;
-    wl_exchange_error(ex, status, status == 501 ? WL_GRPC_UNIMPLEMENTED : WL_GRPC_INVALID_ARGUMENT,
-                      message, NULL);
+    if (verdict.answered) {
+        ex->status = verdict.status; /* for the log: libmicrohttpd's answer is already queued */
+        req->responded = true;
+        return true;
+    }
+    wl_exchange_error(ex, verdict.status,
+                      verdict.status == 501 ? WL_GRPC_UNIMPLEMENTED : WL_GRPC_INVALID_ARGUMENT,
+                      verdict.message, NULL);
     return true;
 }
 
@@ -301,6 +272,22 @@ static bool client_waits_to_continue(const wl_exchange_t *ex)
     return expect != NULL && strcasecmp(expect, "100-continue") == 0;
 }
 
+/* Answers before the request's body is read: libmicrohttpd then closes the connection, and
+ * what the client still sends is read and dropped meanwhile (linger.h) so that the client
+ * reads the answer rather than a reset. */
+static enum MHD_Result answer_before_body(request_t *req)
+{
+    wl_exchange_t *ex = &req->ex;
+    const char *length = wl_exchange_header(ex, "Content-Length");
+    bool body_coming = wl_exchange_header(ex, "Transfer-Encoding") != NULL ||
+                       (length != NULL && strspn(length, "0") != strlen(length));
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (body_coming && info != NULL)
+        wl_linger_add(req->server->linger, info->connect_fd);
+    return send_response(req);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
@@ -316,9 +303,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (!req->begun) {
         req->begun = true;
         prepare(req, method);
-        if (refuse_framing(ex, connection, version)) {
+        if (refuse_framing(req, connection, method, version)) {
             /* Nothing of it is read: the connection closes after the answer. */
-            return send_response(req);
+            return req->responded ? MHD_YES : answer_before_body(req);
         }
         if (atomic_load(&server->stopping)) {
             /* Arrived after SIGTERM (on a kept-alive connection): not served. A definite "not
@@ -344,8 +331,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
          * not the answer). So a decided answer waits for the end of the body, which is
          * read and dropped, unless the body is announced larger than we are willing to
          * drain or the client waits for 100 Continue before sending it. */
-        if (ex->status != 0 && (request_body_beyond_drain(ex) || client_waits_to_continue(ex)))
-            return send_response(req);
+        if (ex->status != 0 &&
+            (ex->status == 413 || request_body_beyond_drain(ex) || client_waits_to_continue(ex)))
+            return answer_before_body(req);
         return MHD_YES;
     }
     if (ex->status != 0 && !req->responded && *upload_data_size > 0) {
@@ -571,7 +559,9 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         free(server);
         return wl_error_set(err, WL_ENOMEM, NULL);
     }
-    int rc = wl_api_create(core, (int)config->anonymous_limit, &server->api, err);
+    int rc = wl_linger_create(&server->linger, err);
+    if (rc == 0)
+        rc = wl_api_create(core, (int)config->anonymous_limit, &server->api, err);
     if (rc == 0)
         rc = wl_connect_create(core, wl_api_anonymous_limiter(server->api), &server->connect, err);
     if (rc == 0)
@@ -642,6 +632,7 @@ Fail:
         close(server->listen_fd);
     wl_connect_destroy(server->connect);
     wl_api_destroy(server->api);
+    wl_linger_destroy(server->linger);
     wl_metrics_destroy(server->metrics);
     free(server);
     return rc;
@@ -709,6 +700,7 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
     /* Closes whatever is left: idle keep-alive connections. */
     MHD_stop_daemon(server->daemon);
     wl_acceptor_destroy(server->acceptor);
+    wl_linger_destroy(server->linger);
     wl_connect_destroy(server->connect);
     wl_api_destroy(server->api);
     wl_metrics_destroy(server->metrics);

@@ -4,8 +4,12 @@
  * a lone Content-Length or chunked body is read as before. A refused request writes nothing and
  * is not counted, even with a valid key and a valid body.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "e2e.h"
 #include "fixture.h"
@@ -14,12 +18,12 @@
 
 static service_t service;
 
-/* Sends request as it is; checks the one answer's status, that it closes the connection, and
- * that nothing smuggled behind it was answered. */
-static void check_refused(const char *request, int status)
+/* Sends request as it is (len bytes, NULs included); checks the one answer's status, that it
+ * closes the connection, and that nothing smuggled behind it was answered. */
+static void check_refused_n(const char *request, size_t len, int status)
 {
     http_response_t res;
-    CHECK_INT(http_raw(service.port, request, strlen(request), &res), 0);
+    CHECK_INT(http_raw(service.port, request, len, &res), 0);
     CHECK_INT(res.status, status);
     char value[32];
     CHECK_STR(http_header(&res, "Connection", value, sizeof(value)), "close");
@@ -28,6 +32,64 @@ static void check_refused(const char *request, int status)
           (strncmp(res.body, "HTTP/", 5) != 0 && strstr(res.body, "\nHTTP/") == NULL &&
            strstr(res.body, "}HTTP/") == NULL));
     http_response_free(&res);
+}
+
+static void check_refused(const char *request, int status)
+{
+    check_refused_n(request, strlen(request), status);
+}
+
+static int connect_service(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(service.port)};
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval timeout = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    CHECK(connect(fd, (struct sockaddr *)&addr, sizeof(addr)) == 0);
+    return fd;
+}
+
+/* Reads one answer's status line (within the receive timeout); 0 when none came. */
+static int read_status(int fd)
+{
+    char buf[256] = "";
+    ssize_t n = recv(fd, buf, sizeof(buf) - 1, 0);
+    int status = 0;
+    if (n > 0)
+        sscanf(buf, "HTTP/1.1 %d", &status);
+    return status;
+}
+
+/* A Content-Length over the limit is answered 413 before the body: without Expect, when the
+ * body never comes, and when it streams in (the answer is read, not a reset: the rest of the
+ * body is drained after it). */
+static void check_413_before_body(const char *key)
+{
+    char head[512];
+    snprintf(head, sizeof(head),
+             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer %s\r\n"
+             "Content-Type: application/json\r\nContent-Length: 900000\r\n\r\n",
+             key);
+    int fd = connect_service();
+    CHECK(send(fd, head, strlen(head), 0) == (ssize_t)strlen(head));
+    CHECK_INT(read_status(fd), 413); /* no byte of the body was sent */
+    close(fd);
+
+    fd = connect_service();
+    static char body[900000];
+    memset(body, 'a', sizeof(body));
+    CHECK(send(fd, head, strlen(head), 0) == (ssize_t)strlen(head));
+    size_t sent = 0;
+    while (sent < sizeof(body)) {
+        ssize_t n = send(fd, body + sent, sizeof(body) - sent, MSG_NOSIGNAL);
+        if (n <= 0)
+            break;
+        sent += (size_t)n;
+    }
+    CHECK_INT(sent, sizeof(body)); /* drained, not reset */
+    CHECK_INT(read_status(fd), 413);
+    close(fd);
 }
 
 int main(void)
@@ -87,8 +149,46 @@ int main(void)
                   "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
                   405);
 
+    /* Every line ends with CRLF: a bare LF in the request line, a field line or the blank line
+     * is read differently by different parsers. */
+    check_refused("GET /healthz HTTP/1.1\nHost: a\r\n\r\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\n",
+                  400);
+    check_refused("GET /healthz HTTP/1.1\r\nHost: a\nX-A: b\r\n\r\n", 400);
+    check_refused("GET /healthz HTTP/1.1\r\nHost: a\r\n\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\n",
+                  400);
+    /* obs-fold (RFC 9112 5.2: reject), a lone CR or another control byte in a value. */
+    check_refused("GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n", 400);
+    check_refused("GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: b\rc\r\n\r\n", 400);
+    check_refused("GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: b\x01c\r\n\r\n", 400);
+    /* The request line: a NUL in the target (which would cut it short: /healthz answered for
+     * /metrics), a control byte, a space, or more than one space between its parts. */
+    const char nul_target[] = "GET /healthz\0/../metrics HTTP/1.1\r\nHost: a\r\n\r\n";
+    check_refused_n(nul_target, sizeof(nul_target) - 1, 400);
+    check_refused("GET /healthz\x01 HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+    check_refused("GET /health z HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+    check_refused("GET  /healthz HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+    check_refused("GET /healthz  HTTP/1.1\r\nHost: a\r\n\r\n", 400);
+    /* A NUL after a valid key: the key is not taken, nothing is written. */
+    char with_nul[1024];
+    int len = snprintf(with_nul, sizeof(with_nul),
+                       "POST /api/v1/locate-lists HTTP/1.1\r\nHost: a\r\n"
+                       "Authorization: Bearer %s@junk\r\nContent-Type: application/json\r\n"
+                       "Content-Length: %zu\r\n\r\n%s",
+                       key, strlen(body), body);
+    *strchr(with_nul, '@') = '\0';
+    check_refused_n(with_nul, (size_t)len, 400);
+    CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists"), 0);
+    CHECK_INT(fixture_counted(db, org, "locate-lists"), 0);
+
+    check_413_before_body(key);
+
     /* What is well framed is served as before, and HTTP/1.0 needs no Host. */
     http_response_t res;
+    const char *query = "GET /healthz?a=b%20c&d HTTP/1.1\r\nHost: a\r\nX-Empty:\r\n"
+                        "X-Tabs:\tv\t\r\nCookie: a=b; c=d\r\nConnection: close\r\n\r\n";
+    CHECK_INT(http_raw(service.port, query, strlen(query), &res), 0);
+    CHECK_INT(res.status, 200);
+    http_response_free(&res);
     const char *ok = "GET /healthz HTTP/1.0\r\n\r\n";
     CHECK_INT(http_raw(service.port, ok, strlen(ok), &res), 0);
     CHECK_INT(res.status, 200);
