@@ -19,6 +19,7 @@ typedef struct {
     const char *database_url;
     const char *read_database_url;
     const char *listen;
+    const char *ops_listen;
     int threads;
     int db_pool_size;
     int db_timeout_ms;
@@ -48,6 +49,10 @@ static void usage(FILE *out)
         "                            (WALKLIST_DATABASE_READ_URL); without it the primary\n"
         "  --listen HOST:PORT        address to serve on, default 127.0.0.1:8080 "
         "(WALKLIST_LISTEN)\n"
+        "  --ops-listen HOST:PORT    also serve /healthz, /readyz and /metrics on a listener of\n"
+        "                            their own, a thread per connection, never behind a\n"
+        "                            request that waits on the database; default none\n"
+        "                            (WALKLIST_OPS_LISTEN)\n"
         "  --threads N               HTTP worker threads, default 2 x cores "
         "(WALKLIST_THREADS)\n"
         "  --db-pool-size N          database connections at most, default threads + 2 "
@@ -115,6 +120,7 @@ static int read_config(int argc, char **argv, config_t *config)
     config->database_url = getenv("WALKLIST_DATABASE_URL");
     config->read_database_url = getenv("WALKLIST_DATABASE_READ_URL");
     config->listen = getenv("WALKLIST_LISTEN") ? getenv("WALKLIST_LISTEN") : "127.0.0.1:8080";
+    config->ops_listen = getenv("WALKLIST_OPS_LISTEN");
     config->threads = cores > 0 ? (int)(2 * cores) : 4;
     config->db_pool_size = 0;
     config->db_timeout_ms = 5000;
@@ -165,6 +171,7 @@ static int read_config(int argc, char **argv, config_t *config)
         {"database-url", required_argument, NULL, 'd'},
         {"database-read-url", required_argument, NULL, 'r'},
         {"listen", required_argument, NULL, 'l'},
+        {"ops-listen", required_argument, NULL, 'o'},
         {"threads", required_argument, NULL, 't'},
         {"db-pool-size", required_argument, NULL, 'p'},
         {"db-timeout-ms", required_argument, NULL, 'w'},
@@ -197,6 +204,9 @@ static int read_config(int argc, char **argv, config_t *config)
             break;
         case 'l':
             config->listen = optarg;
+            break;
+        case 'o':
+            config->ops_listen = optarg;
             break;
         case 't':
             rc = parse_int(optarg, "--threads", 1, 1024, &config->threads);
@@ -408,6 +418,7 @@ int main(int argc, char **argv)
         .anonymous_limit = (unsigned)config.rate_anonymous,
         .tls_cert_pem = tls_cert,
         .tls_key_pem = tls_key,
+        .ops_listen = config.ops_listen,
         .tls_1_3_only =
             config.tls_min_version != NULL && strcmp(config.tls_min_version, "1.3") == 0,
     };
@@ -420,8 +431,9 @@ int main(int argc, char **argv)
     }
     fprintf(stderr,
             "{\"level\":\"info\",\"msg\":\"listening\",\"listen\":\"%s\",\"port\":%u,"
-            "\"tls\":%s}\n",
-            config.listen, (unsigned)wl_server_port(server), tls_cert ? "true" : "false");
+            "\"tls\":%s,\"opsPort\":%u}\n",
+            config.listen, (unsigned)wl_server_port(server), tls_cert ? "true" : "false",
+            (unsigned)wl_server_ops_port(server));
 
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);

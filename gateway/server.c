@@ -38,6 +38,8 @@ struct wl_server {
     wl_connect_t *connect; /* the Connect transport: /walklist.* paths */
     wl_metrics_t *metrics;
     struct MHD_Daemon *daemon;
+    struct MHD_Daemon *ops_daemon; /* --ops-listen: /healthz, /readyz, /metrics on their own */
+    uint16_t ops_port;
     wl_acceptor_t *acceptor;    /* owns the listening socket once started */
     wl_linger_t *linger;        /* connections answered before their body was read */
     atomic_int active_requests; /* between the request line and its completion */
@@ -169,6 +171,12 @@ static bool is_ops_path(const wl_exchange_t *ex, const char *path)
     return wl_span_eq(ex->path, wl_span_str(path));
 }
 
+static bool is_ops_route(const wl_exchange_t *ex)
+{
+    return is_ops_path(ex, "/healthz") || is_ops_path(ex, "/readyz") ||
+           is_ops_path(ex, "/metrics") || is_ops_path(ex, "/api/v1/openapi.json");
+}
+
 /* The OpenAPI description of /api/v1, embedded at build time from gateway/openapi.json. */
 extern const char wl_openapi_json[];
 extern const size_t wl_openapi_json_len;
@@ -208,6 +216,11 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex)
         return;
     }
     ex->route = "/readyz";
+    if (atomic_load(&server->stopping)) {
+        wl_exchange_add_header(ex, "Retry-After", "1");
+        wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, "shutting down", NULL);
+        return;
+    }
     wl_error_t err;
     wl_error_init(&err);
     if (wl_core_ready(server->core, &err) != 0) {
@@ -319,8 +332,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                               "request header fields are too large (16 KiB a field line, 64 KiB "
                               "in all)",
                               NULL);
-        else if (is_ops_path(ex, "/healthz") || is_ops_path(ex, "/readyz") ||
-                 is_ops_path(ex, "/metrics") || is_ops_path(ex, "/api/v1/openapi.json"))
+        else if (is_ops_route(ex))
             handle_ops(server, ex);
         else if ((req->connect = wl_connect_handles(ex->path)))
             wl_connect_begin(server->connect, ex);
@@ -383,6 +395,39 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     else
         wl_api_finish(server->api, ex);
     return send_response(req);
+}
+
+/* The operations listener (--ops-listen): its own thread per connection, so that /healthz
+ * never waits behind a worker thread that waits on the database, nor behind /readyz. */
+static enum MHD_Result on_ops_request(void *cls, struct MHD_Connection *connection, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **req_cls)
+{
+    (void)url;
+    (void)upload_data;
+    wl_server_t *server = cls;
+    request_t *req = *req_cls;
+    if (req == NULL || req->raw_uri == NULL)
+        return MHD_NO;
+    wl_exchange_t *ex = &req->ex;
+    ex->connection = connection;
+    if (req->begun) {
+        *upload_data_size = 0; /* answered at the first call: the rest is dropped */
+        return MHD_YES;
+    }
+    req->begun = true;
+    prepare(req, method);
+    if (refuse_framing(req, connection, method, version))
+        return req->responded ? MHD_YES : answer_before_body(req);
+    if (is_ops_route(ex))
+        handle_ops(server, ex);
+    else
+        wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND,
+                          "not found: this listener serves /healthz, /readyz, /metrics and "
+                          "/api/v1/openapi.json",
+                          NULL);
+    return answer_before_body(req);
 }
 
 /* The request's log line is built in a fixed buffer: it is written for every request, and
@@ -625,6 +670,27 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         goto Fail;
     }
     server->listen_fd = -1;
+    if (config->ops_listen != NULL && config->ops_listen[0] != '\0') {
+        int ops_fd = -1;
+        rc = open_listener(config->ops_listen, &ops_fd, &server->ops_port, err);
+        if (rc == 0) {
+            server->ops_daemon = MHD_start_daemon(
+                MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+                0, NULL, NULL, on_ops_request, server, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_message,
+                NULL, MHD_OPTION_LISTEN_SOCKET, ops_fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
+                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+                (size_t)(32 * 1024), MHD_OPTION_URI_LOG_CALLBACK, on_uri, server,
+                MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_END);
+            if (server->ops_daemon == NULL) {
+                close(ops_fd);
+                rc = wl_error_set(err, WL_EINTERNAL, "cannot start the operations listener");
+            }
+        }
+        if (rc != 0) {
+            wl_server_stop(server, 0);
+            return rc;
+        }
+    }
     *out = server;
     return 0;
 Fail:
@@ -641,6 +707,11 @@ Fail:
 uint16_t wl_server_port(const wl_server_t *server)
 {
     return server->port;
+}
+
+uint16_t wl_server_ops_port(const wl_server_t *server)
+{
+    return server->ops_port;
 }
 
 /* Past the shutdown timeout, requests at the database are waited for this long at most (its
@@ -697,8 +768,11 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
                    "its request or reading its answer)",
                    atomic_load(&server->active_requests));
     }
-    /* Closes whatever is left: idle keep-alive connections. */
+    /* Closes whatever is left: idle keep-alive connections. The operations listener goes last:
+     * probes see the drain (/readyz 503) until the end. */
     MHD_stop_daemon(server->daemon);
+    if (server->ops_daemon != NULL)
+        MHD_stop_daemon(server->ops_daemon);
     wl_acceptor_destroy(server->acceptor);
     wl_linger_destroy(server->linger);
     wl_connect_destroy(server->connect);

@@ -26,6 +26,10 @@ typedef struct {
     const char *tls_cert_pem; /* the certificate, then any intermediates */
     const char *tls_key_pem;  /* its private key, unencrypted */
     bool tls_1_3_only;        /* refuse TLS 1.2 (default: 1.2 with forward-secret AEAD suites) */
+    /* "host:port" of a plain-HTTP listener for /healthz, /readyz, /metrics and the OpenAPI
+     * document only, a thread per connection (16 at most): never behind a worker thread that
+     * waits on the database. NULL: none (they are served on listen as well, always). */
+    const char *ops_listen;
 } wl_server_config_t;
 
 /*
@@ -49,6 +53,9 @@ typedef struct {
 
 int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server_t **out,
                     wl_error_t *err) WL_CHECK_RESULT;
+
+/** The port of the operations listener (0: none). */
+uint16_t wl_server_ops_port(const wl_server_t *server);
 
 /** The port actually bound (useful with port 0). */
 uint16_t wl_server_port(const wl_server_t *server);

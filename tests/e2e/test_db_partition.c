@@ -4,7 +4,8 @@
  * network loses every packet (the database host's link goes down under load; later iptables
  * drops its traffic while walklistd's connections sit idle), nothing hangs: every request is
  * answered within --db-timeout-ms (503 with Retry-After once the database is given up on, at
- * once after that), /healthz keeps answering 200, and once the network returns creation works
+ * once after that), /healthz keeps answering 200 (on the operations listener at once, all
+ * along), and once the network returns creation works
  * again within a couple of seconds, without a restart, with every 201 in the database.
  * Skipped (77) where network namespaces cannot be made (not root, no iproute2).
  */
@@ -29,16 +30,19 @@
 #define CREATORS     4
 #define OUTCOMES_MAX 20000
 
+typedef enum { CREATION, HEALTHZ, OPS_HEALTHZ } kind_t;
+
 typedef struct {
     double started, took;
     int status;
     bool retry_after;
-    bool healthz;
+    kind_t kind;
     char id[32];
 } outcome_t;
 
 static char name[32], state_dir[512], conninfo[1024];
 static service_t service;
+static uint16_t ops_port;
 static char key[WL_KEY_TOKEN_SIZE];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static outcome_t outcomes[OUTCOMES_MAX];
@@ -74,13 +78,15 @@ static void remove_all(void)
         netns("down");
 }
 
-static outcome_t request(bool healthz)
+static outcome_t request(kind_t kind)
 {
-    outcome_t out = {.started = test_now_s(), .healthz = healthz};
+    outcome_t out = {.started = test_now_s(), .kind = kind};
     http_response_t res =
-        healthz ? e2e_request(service.port, "GET", "/healthz", NULL, NULL, NULL)
-                : e2e_request(service.port, "POST", "/api/v1/locate-lists", key, "application/json",
-                              "{\"name\":\"partition\",\"codes\":[\"A\"]}");
+        kind == CREATION
+            ? e2e_request(service.port, "POST", "/api/v1/locate-lists", key, "application/json",
+                          "{\"name\":\"partition\",\"codes\":[\"A\"]}")
+            : e2e_request(kind == HEALTHZ ? service.port : ops_port, "GET", "/healthz", NULL, NULL,
+                          NULL);
     out.took = test_now_s() - out.started;
     out.status = res.status;
     char retry[16];
@@ -97,10 +103,10 @@ static outcome_t request(bool healthz)
 
 static void *keep_requesting(void *arg)
 {
-    bool healthz = arg != NULL;
+    kind_t kind = *(const kind_t *)arg;
     while (!atomic_load(&stop)) {
-        request(healthz);
-        usleep(healthz ? 100 * 1000 : 20 * 1000);
+        request(kind);
+        usleep(kind == CREATION ? 20 * 1000 : 100 * 1000);
     }
     return NULL;
 }
@@ -109,7 +115,7 @@ static void *keep_requesting(void *arg)
 static double recovered_after(double since)
 {
     while (test_now_s() - since < 15.0) {
-        outcome_t out = request(false);
+        outcome_t out = request(CREATION);
         if (out.status == 201)
             return out.started + out.took;
         usleep(50 * 1000);
@@ -123,15 +129,23 @@ static double recovered_after(double since)
 static void check_outage(double from, double to, double early_201_s)
 {
     double given_up = from + DB_TIMEOUT_MS / 1000.0 + SLACK_S;
-    int refused = 0, quick = 0, healthz = 0;
+    int refused = 0, quick = 0, healthz = 0, ops = 0;
     for (int i = 0; i < outcome_count; i++) {
         const outcome_t *o = &outcomes[i];
         if (o->started < from || o->started >= to)
             continue;
         if (o->took > DB_TIMEOUT_MS / 1000.0 + SLACK_S)
             FAIL("%s started %.2f s into the outage took %.2f s",
-                 o->healthz ? "/healthz" : "a creation", o->started - from, o->took);
-        if (o->healthz) {
+                 o->kind == CREATION ? "a creation" : "/healthz", o->started - from, o->took);
+        if (o->kind == OPS_HEALTHZ) {
+            /* Never behind a worker thread that waits on the database. */
+            ops++;
+            CHECK_INT(o->status, 200);
+            if (o->took > QUICK_S)
+                FAIL("/healthz on the operations listener took %.2f s", o->took);
+            continue;
+        }
+        if (o->kind == HEALTHZ) {
             healthz++;
             CHECK_INT(o->status, 200);
             if (o->started >= given_up && o->took > QUICK_S)
@@ -149,8 +163,10 @@ static void check_outage(double from, double to, double early_201_s)
                 FAIL("a creation took %.2f s after the database was given up on", o->took);
         }
     }
-    fprintf(stderr, "outage: %d creations refused (%d after it was given up on), %d /healthz\n",
-            refused, quick, healthz);
+    fprintf(stderr,
+            "outage: %d creations refused (%d after it was given up on), %d /healthz, %d on the "
+            "operations listener\n",
+            refused, quick, healthz, ops);
     CHECK(refused > 0);
 }
 
@@ -165,9 +181,11 @@ static bool metrics_say(const char *line)
 /* Under load, the database host's link goes down: a pulled cable. */
 static void partition_under_load(void)
 {
-    pthread_t threads[CREATORS + 1];
-    for (int i = 0; i < CREATORS + 1; i++)
-        pthread_create(&threads[i], NULL, keep_requesting, i == CREATORS ? (void *)1 : NULL);
+    static const kind_t kinds[CREATORS + 2] = {CREATION, CREATION, CREATION,
+                                               CREATION, HEALTHZ,  OPS_HEALTHZ};
+    pthread_t threads[CREATORS + 2];
+    for (int i = 0; i < CREATORS + 2; i++)
+        pthread_create(&threads[i], NULL, keep_requesting, (void *)&kinds[i]);
     sleep(1);
     double cut = test_now_s();
     CHECK_INT(netns("cut"), 0);
@@ -178,7 +196,7 @@ static void partition_under_load(void)
     double recovered = recovered_after(mend);
     CHECK(metrics_say("walklist_db_reachable 1\n"));
     atomic_store(&stop, true);
-    for (int i = 0; i < CREATORS + 1; i++)
+    for (int i = 0; i < CREATORS + 2; i++)
         pthread_join(threads[i], NULL);
     int before = 0;
     for (int i = 0; i < outcome_count; i++)
@@ -200,15 +218,16 @@ static void partition_while_idle(void)
     double cut = test_now_s();
     CHECK_INT(iptables("-I"), 0);
     for (int i = 0; i < 3; i++)
-        request(false);
-    request(true);
+        request(CREATION);
+    request(HEALTHZ);
+    request(OPS_HEALTHZ);
     sleep(2);
     for (int i = 0; i < 3; i++)
-        request(false);
+        request(CREATION);
     double mend = test_now_s();
     CHECK_INT(iptables("-D"), 0);
     double recovered = recovered_after(mend);
-    CHECK(outcome_count - start >= 7);
+    CHECK(outcome_count - start >= 8);
     check_outage(cut, mend, 0);
     CHECK(recovered > 0);
     fprintf(stderr, "iptables: creation works again %.2f s after the rules went\n",
@@ -250,8 +269,13 @@ int main(void)
 
     char timeout[16];
     snprintf(timeout, sizeof(timeout), "%d", DB_TIMEOUT_MS);
-    const char *args[] = {"--db-timeout-ms", timeout, NULL};
+    const char *args[] = {"--db-timeout-ms", timeout, "--ops-listen", "127.0.0.1:0", NULL};
     service_start(&service, conninfo, args);
+    char *log = service_log(&service);
+    const char *ops = strstr(log, "\"opsPort\":");
+    ops_port = ops ? (uint16_t)atoi(ops + 10) : 0;
+    free(log);
+    CHECK(ops_port != 0);
 
     partition_under_load();
     if (system("command -v iptables >/dev/null") == 0)

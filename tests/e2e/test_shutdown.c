@@ -171,8 +171,22 @@ int main(void)
                           "4",
                           "--threads",
                           "8",
+                          "--ops-listen",
+                          "127.0.0.1:0",
                           NULL};
     service_start(&service, conninfo, args);
+    char *started_log = service_log(&service);
+    const char *ops = strstr(started_log, "\"opsPort\":");
+    uint16_t ops_port = ops ? (uint16_t)atoi(ops + 10) : 0;
+    free(started_log);
+    CHECK(ops_port != 0);
+    http_response_t res = e2e_request(ops_port, "GET", "/readyz", NULL, NULL, NULL);
+    CHECK_INT(res.status, 200);
+    http_response_free(&res);
+    /* The operations listener serves nothing else. */
+    res = e2e_request(ops_port, "GET", "/api/v1/locate-lists", key_a, NULL, NULL);
+    CHECK_INT(res.status, 404);
+    http_response_free(&res);
 
     /* A kept-alive connection, idle at SIGTERM. */
     int idle = connect_service();
@@ -225,6 +239,14 @@ int main(void)
         close(probe);
         usleep(50 * 1000);
     }
+
+    /* Probes on the operations listener: draining, not ready; alive. */
+    res = e2e_request(ops_port, "GET", "/readyz", NULL, NULL, NULL);
+    CHECK_INT(res.status, 503);
+    http_response_free(&res);
+    res = e2e_request(ops_port, "GET", "/healthz", NULL, NULL, NULL);
+    CHECK_INT(res.status, 200);
+    http_response_free(&res);
 
     /* A request on the idle kept-alive connection. Its answer is read later: the worker thread
      * that serves its connection may be one waiting at the database with the held creation. */
