@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "store/db.h"
+
 /* A request waiting for its admission: on its own stack, queued in arrival order. Its
  * committer posts wake exactly once, after the last time it touches the waiter. */
 typedef struct waiter {
@@ -53,7 +55,12 @@ static void commit_group(wl_admissions_t *commits, wl_admit_t *const *requests, 
                                            requests[0]->err->message);
         return;
     }
+    /* An admission is short by design: a server silent for the whole request budget is given
+     * up on (503) rather than waited for up to its statement timeout. Row-lock waits end before
+     * that (lock_timeout, 4/5 of it). */
+    int silence_ms = wl_db_set_silence_limit(conn, wl_pool_timeout_ms(commits->pool));
     wl_admit_batch(conn, commits->window_ms, requests, count);
+    wl_db_set_silence_limit(conn, silence_ms);
     wl_pool_release(commits->pool, conn);
 }
 

@@ -145,14 +145,16 @@ bool wl_db_idle_usable(PGconn *conn)
            PQnotifies(conn) == NULL;
 }
 
-/* The statements prepared on one connection, found by their text's address (string
- * constants only, see wl_db_exec_hot). libpq hands this to event_proc when the connection is
- * reset (the server forgot them) or freed. */
+/* What walklist keeps with one connection: the statements prepared on it, found by their
+ * text's address (string constants only, see wl_db_exec_hot), and how long a call may go
+ * without a byte from the server. libpq hands this to event_proc when the connection is reset
+ * (the server forgot the statements) or freed. */
 #define PREPARED_MAX 32
 
 typedef struct {
     int count;
     const char *sql[PREPARED_MAX];
+    int silence_ms; /* 0: wait as long as the server takes */
 } prepared_t;
 
 static int event_proc(PGEventId event, void *info, void *passthrough);
@@ -186,6 +188,83 @@ static int event_proc(PGEventId event, void *info, void *passthrough)
     return 1;
 }
 
+int wl_db_set_silence_limit(PGconn *conn, int silence_ms)
+{
+    prepared_t *state = prepared_of(conn);
+    if (state == NULL)
+        return 0;
+    int previous = state->silence_ms;
+    state->silence_ms = silence_ms;
+    return previous;
+}
+
+/*
+ * Waits for the answer to what was just sent, as PQexec would, but gives up once the server
+ * has sent nothing for the connection's silence limit: a server that keeps its TCP connection
+ * alive but does not answer (a stopped process, a host that froze) is then given up on too.
+ * The connection is shut on the way out, so that the pool finds it broken and probes before
+ * it lends again. NULL with *silent set then; otherwise the result PQexec would return.
+ */
+static PGresult *await_answer(PGconn *conn, bool *silent)
+{
+    *silent = false;
+    prepared_t *state = PQinstanceData(conn, event_proc);
+    int silence_ms = state != NULL ? state->silence_ms : 0;
+    int64_t give_up = silence_ms > 0 ? wl_db_clock_ms() + silence_ms : 0;
+    PGresult *kept = NULL;
+    for (;;) {
+        while (PQisBusy(conn) && PQstatus(conn) == CONNECTION_OK) {
+            int wait_ms = -1;
+            if (give_up != 0) {
+                int64_t left = give_up - wl_db_clock_ms();
+                if (left <= 0) {
+                    *silent = true;
+                    PQclear(kept);
+                    shutdown(PQsocket(conn), SHUT_RDWR);
+                    (void)PQconsumeInput(conn); /* libpq sees the end: CONNECTION_BAD */
+                    return NULL;
+                }
+                wait_ms = (int)left;
+            }
+            struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
+            int ready = poll(&pfd, 1, wait_ms);
+            if (ready < 0 && errno != EINTR)
+                break;
+            if (ready <= 0)
+                continue;
+            if (PQconsumeInput(conn) == 0)
+                break; /* PQgetResult reports the failure */
+            if (give_up != 0)
+                give_up = wl_db_clock_ms() + silence_ms;
+        }
+        PGresult *res = PQgetResult(conn);
+        if (res == NULL)
+            return kept;
+        /* Like PQexec: the last result, unless an earlier one was an error. */
+        ExecStatusType status = PQresultStatus(kept);
+        if (kept != NULL && (status == PGRES_FATAL_ERROR || status == PGRES_NONFATAL_ERROR)) {
+            PQclear(res);
+        } else {
+            PQclear(kept);
+            kept = res;
+        }
+        if (PQstatus(conn) != CONNECTION_OK && PQisBusy(conn))
+            return kept;
+    }
+}
+
+/* Takes what a PQsend* call started (sent: its return value) to its result. */
+static PGresult *answer_of(PGconn *conn, int sent, wl_error_t *err, bool *silent)
+{
+    *silent = false;
+    if (!sent)
+        return NULL; /* PQerrorMessage says why; check_result maps it */
+    PGresult *res = await_answer(conn, silent);
+    if (*silent)
+        wl_error_set(err, WL_EUNAVAILABLE, "database unavailable: no answer in time");
+    return res;
+}
+
 static int check_result(PGconn *conn, PGresult *res, PGresult **out, wl_error_t *err)
 {
     ExecStatusType status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
@@ -212,7 +291,11 @@ static int hot_statement(PGconn *conn, const char *sql, int nparams, char name[1
             index = i;
     if (index < 0 && prepared != NULL && prepared->count < PREPARED_MAX) {
         snprintf(name, 16, "wl_%d", prepared->count);
-        PGresult *res = PQprepare(conn, name, sql, nparams, NULL);
+        bool silent;
+        PGresult *res =
+            answer_of(conn, PQsendPrepare(conn, name, sql, nparams, NULL), err, &silent);
+        if (silent)
+            return err->code;
         if (check_result(conn, res, NULL, err) != 0)
             return err->code;
         index = prepared->count++;
@@ -233,14 +316,20 @@ int wl_db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *const
         return err->code;
     if (name[0] == '\0')
         return wl_db_exec(conn, sql, nparams, values, out, err);
-    return check_result(conn, PQexecPrepared(conn, name, nparams, values, NULL, NULL, 0), out, err);
+    bool silent;
+    PGresult *res = answer_of(conn, PQsendQueryPrepared(conn, name, nparams, values, NULL, NULL, 0),
+                              err, &silent);
+    return silent ? err->code : check_result(conn, res, out, err);
 }
 
 int wl_db_exec_params(PGconn *conn, const char *sql, int nparams, const char *const *values,
                       const int *lengths, const int *formats, PGresult **out, wl_error_t *err)
 {
-    return check_result(conn, PQexecParams(conn, sql, nparams, NULL, values, lengths, formats, 0),
-                        out, err);
+    bool silent;
+    PGresult *res =
+        answer_of(conn, PQsendQueryParams(conn, sql, nparams, NULL, values, lengths, formats, 0),
+                  err, &silent);
+    return silent ? err->code : check_result(conn, res, out, err);
 }
 
 int wl_db_exec(PGconn *conn, const char *sql, int nparams, const char *const *values,

@@ -38,6 +38,14 @@ PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_
 /** Closes a connection that may be broken or stuck without waiting on its peer. */
 void wl_db_discard(PGconn *conn);
 
+/**
+ * Sets how long a call on conn may go without a byte from the server before it is given up
+ * (WL_EUNAVAILABLE, and the connection shut: a server that keeps TCP alive but answers nothing
+ * is noticed too). 0: wait as long as the server takes. Returns the previous limit, so that a
+ * caller can tighten it around its own calls and restore it.
+ */
+int wl_db_set_silence_limit(PGconn *conn, int silence_ms);
+
 /** Whether an idle connection still looks usable: no error, nothing unexpected to read (a
  * server that went away sends its FATAL and closes). */
 bool wl_db_idle_usable(PGconn *conn);

@@ -78,7 +78,7 @@ int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out, wl_error_t *
         .application = pool->application,
         .liveness_timeout_ms = pool->timeout_ms * 3 / 5 > 500 ? pool->timeout_ms * 3 / 5 : 500,
         .statement_timeout_ms = config->statement_timeout_ms,
-        .lock_timeout_ms = pool->timeout_ms,
+        .lock_timeout_ms = pool->timeout_ms * 4 / 5,
     };
     pthread_mutex_init(&pool->lock, NULL);
     init_clock_cond(&pool->freed);
@@ -256,6 +256,12 @@ int wl_pool_acquire(wl_pool_t *pool, PGconn **out, wl_error_t *err)
     }
     slot->conn = conn;
     pthread_mutex_unlock(&pool->lock);
+    /* A statement may take up to its statement_timeout, which a server that stopped cannot
+     * enforce: past that and the liveness timeout of silence, it is given up on here. */
+    wl_db_set_silence_limit(conn, pool->connect.statement_timeout_ms > 0
+                                      ? pool->connect.statement_timeout_ms +
+                                            pool->connect.liveness_timeout_ms
+                                      : 0);
     *out = conn;
     return 0;
 }
@@ -292,6 +298,11 @@ void wl_pool_close(wl_pool_t *pool)
     pool->closed = true;
     pthread_cond_broadcast(&pool->freed);
     pthread_mutex_unlock(&pool->lock);
+}
+
+int wl_pool_timeout_ms(const wl_pool_t *pool)
+{
+    return pool->timeout_ms;
 }
 
 void wl_pool_stats(wl_pool_t *pool, wl_pool_stats_t *out)

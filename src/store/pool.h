@@ -53,6 +53,9 @@ void wl_pool_release(wl_pool_t *pool, PGconn *conn);
 
 void wl_pool_stats(wl_pool_t *pool, wl_pool_stats_t *out);
 
+/** The pool's timeout (wl_pool_config_t.timeout_ms, after defaults). */
+int wl_pool_timeout_ms(const wl_pool_t *pool);
+
 /** From now on every borrower is refused (WL_EUNAVAILABLE): nothing more reaches the database
  * through this pool. Connections lent out stay with their borrowers (shutdown). */
 void wl_pool_close(wl_pool_t *pool);

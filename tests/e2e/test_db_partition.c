@@ -2,7 +2,8 @@
  * A database across a network that fails (issue 13): PostgreSQL runs on a host of its own (a
  * network namespace behind a veth pair, tests/netns_db.sh) while walklistd runs here. When the
  * network loses every packet (the database host's link goes down under load; later iptables
- * drops its traffic while walklistd's connections sit idle), nothing hangs: every request is
+ * drops its traffic while walklistd's connections sit idle; last PostgreSQL is stopped with
+ * SIGSTOP, its host still answering TCP), nothing hangs: every request is
  * answered within --db-timeout-ms (503 with Retry-After once the database is given up on, at
  * once after that), /healthz keeps answering 200 (on the operations listener at once, all
  * along), and once the network returns creation works
@@ -236,6 +237,42 @@ static void partition_while_idle(void)
         FAIL("creation came back %.2f s after the network", recovered - mend);
 }
 
+/* Stops (SIGSTOP) or continues PostgreSQL: the postmaster and every backend. */
+static int freeze(const char *signal)
+{
+    char command[1400];
+    snprintf(command, sizeof(command),
+             "pid=$(head -n 1 \"$(cat %s/cluster)/data/postmaster.pid\") && "
+             "pkill -%s -P \"$pid\"; kill -%s \"$pid\"",
+             state_dir, signal, signal);
+    int status = system(command);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The server stops answering while its host keeps TCP alive (a stopped process, a frozen
+ * machine): keepalives are answered, so only walklistd's own limit on silence notices. */
+static void server_stopped(void)
+{
+    int start = outcome_count;
+    double cut = test_now_s();
+    CHECK_INT(freeze("STOP"), 0);
+    for (int i = 0; i < 3; i++)
+        request(CREATION);
+    request(OPS_HEALTHZ);
+    for (int i = 0; i < 3; i++)
+        request(CREATION);
+    double mend = test_now_s();
+    CHECK_INT(freeze("CONT"), 0);
+    double recovered = recovered_after(mend);
+    CHECK(outcome_count - start >= 7);
+    check_outage(cut, mend, 0);
+    CHECK(recovered > 0);
+    fprintf(stderr, "stopped server: creation works again %.2f s after it continued\n",
+            recovered - mend);
+    if (recovered > 0 && recovered - mend > 2.0 + SLACK_S)
+        FAIL("creation came back %.2f s after the server", recovered - mend);
+}
+
 int main(void)
 {
     snprintf(name, sizeof(name), "wlp%d", (int)getpid() % 100000);
@@ -282,6 +319,7 @@ int main(void)
         partition_while_idle();
     else
         fprintf(stderr, "iptables is not installed: the idle-connection case is skipped\n");
+    server_stopped();
 
     /* Every list answered 201 is in the database. */
     db = testdb_connect(conninfo);
