@@ -67,6 +67,7 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     int rc = wl_pool_create(&pool_config, &core->pool, err);
     if (rc == 0 && config->read_database_url != NULL && config->read_database_url[0] != '\0') {
         pool_config.conninfo = config->read_database_url;
+        pool_config.application = "walklist-read";
         rc = wl_pool_create(&pool_config, &core->read_pool, err);
     }
     if (rc == 0 && (core->database_url = strdup(config->database_url)) == NULL)

@@ -155,6 +155,7 @@ typedef struct {
     int count;
     const char *sql[PREPARED_MAX];
     int silence_ms; /* 0: wait as long as the server takes */
+    bool abandoned; /* wl_db_abandon: shut by its borrower, not broken by the server */
 } prepared_t;
 
 static int event_proc(PGEventId event, void *info, void *passthrough);
@@ -240,6 +241,11 @@ static PGresult *await_answer(PGconn *conn, bool *silent)
         PGresult *res = PQgetResult(conn);
         if (res == NULL)
             return kept;
+        ExecStatusType got = PQresultStatus(res);
+        if (got == PGRES_COPY_OUT || got == PGRES_COPY_IN || got == PGRES_COPY_BOTH) {
+            PQclear(kept); /* the COPY's rows follow: wl_db_copy_row */
+            return res;
+        }
         /* Like PQexec: the last result, unless an earlier one was an error. */
         ExecStatusType status = PQresultStatus(kept);
         if (kept != NULL && (status == PGRES_FATAL_ERROR || status == PGRES_NONFATAL_ERROR)) {
@@ -263,6 +269,73 @@ static PGresult *answer_of(PGconn *conn, int sent, wl_error_t *err, bool *silent
     if (*silent)
         wl_error_set(err, WL_EUNAVAILABLE, "database unavailable: no answer in time");
     return res;
+}
+
+/* Waits (with the connection's silence limit) until conn has input; false when the server
+ * stayed silent, the connection then shut. */
+static bool await_input(PGconn *conn)
+{
+    prepared_t *state = PQinstanceData(conn, event_proc);
+    int silence_ms = state != NULL && state->silence_ms > 0 ? state->silence_ms : -1;
+    int64_t give_up = silence_ms > 0 ? wl_db_clock_ms() + silence_ms : 0;
+    for (;;) {
+        int wait_ms = -1;
+        if (give_up != 0) {
+            int64_t left = give_up - wl_db_clock_ms();
+            if (left <= 0) {
+                shutdown(PQsocket(conn), SHUT_RDWR);
+                (void)PQconsumeInput(conn);
+                return false;
+            }
+            wait_ms = (int)left;
+        }
+        struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
+        int ready = poll(&pfd, 1, wait_ms);
+        if (ready > 0 || (ready < 0 && errno != EINTR))
+            return true;
+    }
+}
+
+int wl_db_copy_start(PGconn *conn, const char *sql, wl_error_t *err)
+{
+    bool silent;
+    PGresult *res = answer_of(conn, PQsendQuery(conn, sql), err, &silent);
+    if (silent)
+        return err->code;
+    int rc = PQresultStatus(res) == PGRES_COPY_OUT ? 0 : wl_db_fail(conn, res, err);
+    PQclear(res);
+    return rc;
+}
+
+int wl_db_copy_row(PGconn *conn, char **line, wl_error_t *err)
+{
+    for (;;) {
+        int len = PQgetCopyData(conn, line, 1);
+        if (len != 0)
+            return len >= -1 ? len : (wl_db_fail(conn, NULL, err), -2);
+        if (!await_input(conn)) {
+            wl_error_set(err, WL_EUNAVAILABLE, "database unavailable: no answer in time");
+            return -2;
+        }
+        if (PQconsumeInput(conn) == 0) {
+            wl_db_fail(conn, NULL, err);
+            return -2;
+        }
+    }
+}
+
+void wl_db_abandon(PGconn *conn)
+{
+    prepared_t *state = prepared_of(conn);
+    if (state != NULL)
+        state->abandoned = true;
+    shutdown(PQsocket(conn), SHUT_RDWR);
+}
+
+bool wl_db_abandoned(PGconn *conn)
+{
+    prepared_t *state = PQinstanceData(conn, event_proc);
+    return state != NULL && state->abandoned;
 }
 
 static int check_result(PGconn *conn, PGresult *res, PGresult **out, wl_error_t *err)

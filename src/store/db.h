@@ -46,6 +46,24 @@ void wl_db_discard(PGconn *conn);
  */
 int wl_db_set_silence_limit(PGconn *conn, int silence_ms);
 
+/** Starts a COPY ... TO STDOUT (sql has no parameters: COPY takes none). */
+int wl_db_copy_start(PGconn *conn, const char *sql, wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * The next row of a COPY started with wl_db_copy_start, waiting with the connection's silence
+ * limit: its length with *line set (PQfreemem it), -1 after the last row (then PQgetResult
+ * tells how the COPY ended), -2 on failure with err set.
+ */
+int wl_db_copy_row(PGconn *conn, char **line, wl_error_t *err);
+
+/**
+ * Gives up on whatever conn is in the middle of (a COPY nobody reads any more): the connection
+ * is shut at once, never waited on, and the pool drops it without taking it for a failure of
+ * the server (wl_db_abandoned).
+ */
+void wl_db_abandon(PGconn *conn);
+bool wl_db_abandoned(PGconn *conn);
+
 /** Whether an idle connection still looks usable: no error, nothing unexpected to read (a
  * server that went away sends its FATAL and closes). */
 bool wl_db_idle_usable(PGconn *conn);

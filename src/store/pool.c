@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "store/db.h"
+#include "walklist/log.h"
 
 /* While the database cannot be reached, the pool's prober tries to connect this often; an
  * attempt waits this long (then the next starts with a fresh SYN, so that a network that
@@ -36,6 +37,7 @@ struct wl_pool {
      * the prober connects again. */
     bool down;
     bool closed; /* wl_pool_close: refuse every borrower */
+    int64_t down_since_ms;
     bool stop;
     pthread_t prober;
 };
@@ -131,6 +133,15 @@ static int wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t deadl
  * borrowers waiting for a slot look again. */
 static void set_down(wl_pool_t *pool, bool down)
 {
+    if (down != pool->down && down) {
+        pool->down_since_ms = wl_db_clock_ms();
+        wl_log("warn", "database unreachable",
+               "%s: requests that need it are refused 503 until a new connection works",
+               pool->application);
+    } else if (down != pool->down) {
+        wl_log("info", "database reachable", "%s: again after %lld ms", pool->application,
+               (long long)(wl_db_clock_ms() - pool->down_since_ms));
+    }
     if (down) {
         for (int i = 0; i < pool->size; i++) {
             if (!pool->slots[i].in_use && pool->slots[i].conn != NULL) {
@@ -270,7 +281,7 @@ void wl_pool_release(wl_pool_t *pool, PGconn *conn)
 {
     if (conn == NULL)
         return;
-    bool broken = PQstatus(conn) != CONNECTION_OK;
+    bool broken = PQstatus(conn) != CONNECTION_OK && !wl_db_abandoned(conn);
     bool reusable = !broken && PQtransactionStatus(conn) == PQTRANS_IDLE &&
                     PQpipelineStatus(conn) == PQ_PIPELINE_OFF;
     pthread_mutex_lock(&pool->lock);

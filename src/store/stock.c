@@ -62,9 +62,7 @@ static int start_copy(wl_stock_export_t *export, wl_error_t *err)
              "COPY (SELECT sku, qty, location FROM stock_availability WHERE org_id = %lld"
              " ORDER BY sku) TO STDOUT",
              (long long)export->org_id);
-    PGresult *res = PQexec(export->conn, sql);
-    int rc = PQresultStatus(res) == PGRES_COPY_OUT ? 0 : wl_db_fail(export->conn, res, err);
-    PQclear(res);
+    int rc = wl_db_copy_start(export->conn, sql, err);
     export->copying = rc == 0;
     return rc;
 }
@@ -182,38 +180,16 @@ int wl_stock_export_next(wl_stock_export_t *export, wl_export_row_t *row, wl_err
         if (rc != 0)
             return rc;
     }
-    int len = PQgetCopyData(export->conn, &export->line, 0);
+    int len = wl_db_copy_row(export->conn, &export->line, err);
     if (len == -1) {
         export->finished = true;
         return finish_copy(export, err);
     }
     if (len < 0) {
-        int rc = wl_db_fail(export->conn, NULL, err);
         export->copying = false;
-        return rc;
+        return err->code;
     }
     return parse_line(export->line, len, row, err) == 0 ? 1 : err->code;
-}
-
-/* A COPY abandoned half way: cancel it and read what is still in flight, so the connection
- * can be used again (the pool drops it if that fails). */
-static void abandon_copy(wl_stock_export_t *export)
-{
-    PGcancel *cancel = PQgetCancel(export->conn);
-    if (cancel != NULL) {
-        char message[256];
-        (void)PQcancel(cancel, message, sizeof(message));
-        PQfreeCancel(cancel);
-    }
-    char *line = NULL;
-    while (PQgetCopyData(export->conn, &line, 0) >= 0) {
-        PQfreemem(line);
-        line = NULL;
-    }
-    PGresult *res;
-    while ((res = PQgetResult(export->conn)) != NULL)
-        PQclear(res);
-    export->copying = false;
 }
 
 void wl_stock_export_end(wl_stock_export_t *export)
@@ -222,10 +198,13 @@ void wl_stock_export_end(wl_stock_export_t *export)
         PQfreemem(export->line);
     export->line = NULL;
     export->finished = true;
+    /* A COPY abandoned half way (the client went away): its connection is shut rather than
+     * cancelled and drained, which could wait on a server that stopped answering; the pool
+     * makes a new one. Otherwise, read only: rolling back ends the transaction. */
     if (export->conn != NULL && export->copying)
-        abandon_copy(export);
-    /* Read only: rolling back ends the transaction. */
-    if (export->conn != NULL)
+        wl_db_abandon(export->conn);
+    else if (export->conn != NULL)
         wl_db_rollback(export->conn);
+    export->copying = false;
     export->conn = NULL;
 }
