@@ -22,10 +22,20 @@ typedef struct {
     bool in_use;
 } pool_slot_t;
 
+typedef enum {
+    HEALTH_UP,
+    /* A connection broke in use: one server process may have ended, or the server or the
+     * network. Borrowers wait for the prober's first attempt (at most PROBE_TIMEOUT_MS). */
+    HEALTH_SUSPECT,
+    /* A connection could not be made: borrowers are refused at once until one can. */
+    HEALTH_DOWN,
+} health_t;
+
 struct wl_pool {
     pthread_mutex_t lock;
-    pthread_cond_t freed; /* a slot was given back (signalled), or the database went away */
-    pthread_cond_t probe; /* the prober has work: the database went away, or stop */
+    pthread_cond_t freed;  /* a slot was given back (signalled), or health changed */
+    pthread_cond_t probed; /* health changed (broadcast) */
+    pthread_cond_t probe;  /* the prober has work: health is not up, or stop */
     char *conninfo;
     char *application;
     wl_db_connect_t connect;
@@ -33,9 +43,7 @@ struct wl_pool {
     int size;
     int in_use;
     pool_slot_t *slots;
-    /* A connection broke in use or could not be made: borrowers are refused at once until
-     * the prober connects again. */
-    bool down;
+    health_t health;
     bool closed; /* wl_pool_close: refuse every borrower */
     int64_t down_since_ms;
     bool stop;
@@ -84,10 +92,13 @@ int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out, wl_error_t *
     };
     pthread_mutex_init(&pool->lock, NULL);
     init_clock_cond(&pool->freed);
+    init_clock_cond(&pool->probed);
     init_clock_cond(&pool->probe);
     if (pthread_create(&pool->prober, NULL, prober, pool) != 0) {
         pthread_cond_destroy(&pool->probe);
         pthread_cond_destroy(&pool->freed);
+        pthread_cond_destroy(&pool->probed);
+        pthread_cond_destroy(&pool->probed);
         pthread_mutex_destroy(&pool->lock);
         free(pool->slots);
         free(pool->conninfo);
@@ -128,31 +139,33 @@ static int wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t deadl
     return rc == ETIMEDOUT || wl_db_clock_ms() >= deadline_ms ? ETIMEDOUT : 0;
 }
 
-/* The database went away or came back (lock held). Idle connections made before a failure
- * are not trusted (across a partition they look alive and hang their next borrower), and
- * borrowers waiting for a slot look again. */
-static void set_down(wl_pool_t *pool, bool down)
+/* Health changed (lock held). Idle connections made before a failure are not trusted (across
+ * a partition they look alive and hang their next borrower), and every waiter looks again. */
+static void set_health(wl_pool_t *pool, health_t health)
 {
-    if (down != pool->down && down) {
+    if (health == pool->health)
+        return;
+    if (health == HEALTH_DOWN) {
         pool->down_since_ms = wl_db_clock_ms();
         wl_log("warn", "database unreachable",
                "%s: requests that need it are refused 503 until a new connection works",
                pool->application);
-    } else if (down != pool->down) {
+    } else if (pool->health == HEALTH_DOWN) {
         wl_log("info", "database reachable", "%s: again after %lld ms", pool->application,
                (long long)(wl_db_clock_ms() - pool->down_since_ms));
     }
-    if (down) {
+    if (health != HEALTH_UP) {
         for (int i = 0; i < pool->size; i++) {
             if (!pool->slots[i].in_use && pool->slots[i].conn != NULL) {
                 wl_db_discard(pool->slots[i].conn);
                 pool->slots[i].conn = NULL;
             }
         }
-        pthread_cond_broadcast(&pool->freed);
         pthread_cond_signal(&pool->probe);
     }
-    pool->down = down;
+    pool->health = health;
+    pthread_cond_broadcast(&pool->freed);
+    pthread_cond_broadcast(&pool->probed);
 }
 
 /* Puts a connection the prober made into a free slot (lock held); false when none is free. */
@@ -170,15 +183,16 @@ static bool adopt(wl_pool_t *pool, PGconn *conn)
 /*
  * The prober: while the database is not known to be reachable it connects afresh (only a new
  * connection shows that the server answers; an old one looks alive across a partition), every
- * PROBE_INTERVAL_MS at most. Borrowers are refused at once meanwhile and never wait on the
- * network themselves, so a worker thread that also serves /healthz is not held by an outage.
+ * PROBE_INTERVAL_MS at most. Borrowers never wait on the network themselves meanwhile: after
+ * a broken connection they wait for the first attempt only (a server that answers at once costs
+ * no 503), after a failed one they are refused at once.
  */
 static void *prober(void *arg)
 {
     wl_pool_t *pool = arg;
     pthread_mutex_lock(&pool->lock);
     while (!pool->stop) {
-        if (!pool->down) {
+        if (pool->health == HEALTH_UP) {
             pthread_cond_wait(&pool->probe, &pool->lock);
             continue;
         }
@@ -191,9 +205,10 @@ static void *prober(void *arg)
         if (conn != NULL) {
             if (!adopt(pool, conn))
                 wl_db_discard(conn);
-            set_down(pool, false);
+            set_health(pool, HEALTH_UP);
             continue;
         }
+        set_health(pool, HEALTH_DOWN);
         if (!pool->stop)
             wait_until(&pool->probe, &pool->lock, started + PROBE_INTERVAL_MS);
     }
@@ -210,9 +225,16 @@ static bool wait_for_turn(wl_pool_t *pool, int64_t deadline_ms, wl_error_t *err)
             wl_error_set(err, WL_EUNAVAILABLE, "shutting down: not sent to the database");
             return false;
         }
-        if (pool->down) {
+        if (pool->health == HEALTH_DOWN) {
             wl_error_set(err, WL_EUNAVAILABLE, "database unavailable");
             return false;
+        }
+        if (pool->health == HEALTH_SUSPECT) {
+            if (wait_until(&pool->probed, &pool->lock, deadline_ms) == ETIMEDOUT) {
+                wl_error_set(err, WL_EUNAVAILABLE, "database unavailable: no answer in time");
+                return false;
+            }
+            continue;
         }
         if (pool->in_use < pool->size)
             return true;
@@ -259,8 +281,7 @@ int wl_pool_acquire(wl_pool_t *pool, PGconn **out, wl_error_t *err)
     if (conn == NULL) {
         slot->in_use = false;
         pool->in_use--;
-        if (!pool->down)
-            set_down(pool, true);
+        set_health(pool, HEALTH_DOWN);
         pthread_cond_signal(&pool->freed);
         pthread_mutex_unlock(&pool->lock);
         return err->code != 0 ? err->code : WL_EUNAVAILABLE;
@@ -298,8 +319,8 @@ void wl_pool_release(wl_pool_t *pool, PGconn *conn)
         pthread_cond_signal(&pool->freed);
         break;
     }
-    if (broken && !pool->down)
-        set_down(pool, true);
+    if (broken && pool->health == HEALTH_UP)
+        set_health(pool, HEALTH_SUSPECT);
     pthread_mutex_unlock(&pool->lock);
 }
 
@@ -324,6 +345,6 @@ void wl_pool_stats(wl_pool_t *pool, wl_pool_stats_t *out)
     out->open = 0;
     for (int i = 0; i < pool->size; i++)
         out->open += pool->slots[i].conn != NULL;
-    out->unreachable = pool->down;
+    out->unreachable = pool->health == HEALTH_DOWN;
     pthread_mutex_unlock(&pool->lock);
 }

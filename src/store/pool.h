@@ -5,9 +5,10 @@
  *
  * Nothing waits on an unreachable database for longer than the pool's timeout:
  * connections carry TCP keepalives and a user timeout (a silent server fails a
- * call in 3/5 of it), and once a connection breaks in use or an attempt to
- * connect fails, borrowers are refused at once (instead of each waiting out
- * the network) until the pool's prober thread connects again.
+ * call in 3/5 of it). Once a connection breaks in use, borrowers wait for the
+ * pool's prober thread to try a new connection (a server that answers costs
+ * no 503); once an attempt fails, they are refused at once (instead of each
+ * waiting out the network) until the prober connects again.
  */
 #ifndef WALKLIST_STORE_POOL_H
 #define WALKLIST_STORE_POOL_H
