@@ -22,8 +22,8 @@ void wl_metrics_destroy(wl_metrics_t *metrics);
  * ("" or NULL for unmatched paths); rate_bucket names the bucket of a 429
  * (NULL otherwise).
  */
-void wl_metrics_record(wl_metrics_t *metrics, const char *route, unsigned status,
-                       double seconds, const char *rate_bucket);
+void wl_metrics_record(wl_metrics_t *metrics, const char *route, unsigned status, double seconds,
+                       const char *rate_bucket);
 
 /** The exposition text (Prometheus text format 0.0.4) in arena memory; NULL when out of memory. */
 char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *arena, size_t *len);

@@ -25,12 +25,12 @@ typedef struct {
 } wl_query_t;
 
 /** Splits and decodes a raw query (the part after '?'). WL_EINVAL for bad percent escapes. */
-int wl_query_parse(wl_span_t raw, wl_arena_t *arena, wl_query_t *out, wl_error_t *err)
-    WL_CHECK_RESULT;
+int wl_query_parse(wl_span_t raw, wl_arena_t *arena, wl_query_t *out,
+                   wl_error_t *err) WL_CHECK_RESULT;
 
 /** Decodes one percent-encoded component into arena memory (NUL-terminated). */
-int wl_query_unescape(wl_span_t in, bool plus_is_space, wl_arena_t *arena, wl_span_t *out)
-    WL_CHECK_RESULT;
+int wl_query_unescape(wl_span_t in, bool plus_is_space, wl_arena_t *arena,
+                      wl_span_t *out) WL_CHECK_RESULT;
 
 /** Number of parameters called name. */
 size_t wl_query_count(const wl_query_t *query, const char *name);

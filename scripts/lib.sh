@@ -20,7 +20,7 @@ WL_PACKAGES=(
   nanopb libnanopb-dev python3-protobuf
   libmicrohttpd-dev libjansson-dev libpq-dev libssl-dev zlib1g-dev
   curl openssl postgresql git
-  iproute2 iptables
+  iproute2 iptables clang-format
 )
 
 # The Connect client test runs on Node.js and npm: Debian's, unless the machine already has

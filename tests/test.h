@@ -39,8 +39,8 @@ static int test_checks;
         test_checks++;                                                                             \
         if (a_ == NULL || e_ == NULL ? a_ != e_ : strcmp(a_, e_) != 0) {                           \
             test_failures++;                                                                       \
-            fprintf(stderr, "%s:%d: %s is \"%s\", expected \"%s\"\n", __FILE__, __LINE__,          \
-                    #actual, a_ ? a_ : "(null)", e_ ? e_ : "(null)");                              \
+            fprintf(stderr, "%s:%d: %s is \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #actual, \
+                    a_ ? a_ : "(null)", e_ ? e_ : "(null)");                                       \
         }                                                                                          \
     } while (0)
 

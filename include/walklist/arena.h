@@ -17,9 +17,9 @@ typedef struct wl_arena_chunk wl_arena_chunk_t;
 /** Caller-allocated; wl_arena_init() before use, wl_arena_dispose() once. */
 typedef struct {
     wl_arena_chunk_t *chunks;
-    size_t bytes_allocated; /* total chunk bytes, for limits and metrics */
-    size_t limit;           /* 0: unlimited; otherwise allocation fails past it */
-    bool limit_reached;     /* an allocation failed because of limit (not malloc) */
+    size_t bytes_allocated;       /* total chunk bytes, for limits and metrics */
+    size_t limit;                 /* 0: unlimited; otherwise allocation fails past it */
+    bool limit_reached;           /* an allocation failed because of limit (not malloc) */
     ProtobufCAllocator allocator; /* protobuf-c view of this arena */
 } wl_arena_t;
 
@@ -37,6 +37,7 @@ char *wl_arena_strndup(wl_arena_t *arena, const char *s, size_t len);
 char *wl_arena_strdup(wl_arena_t *arena, const char *s);
 
 /** printf into the arena; NULL when out of memory. */
-char *wl_arena_printf(wl_arena_t *arena, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+char *wl_arena_printf(wl_arena_t *arena, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 #endif

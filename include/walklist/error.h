@@ -57,8 +57,8 @@ typedef enum {
     XX(EEXHAUSTED, RESOURCE_EXHAUSTED, "resource exhausted")                                       \
     XX(EUNIMPLEMENTED, UNIMPLEMENTED, "not implemented")                                           \
     XX(EUNAVAILABLE, UNAVAILABLE, "database unavailable")                                          \
-    XX(ETIMEDOUT, UNAVAILABLE, "the database did not answer in time")                                          \
-    XX(ENOMEM, INTERNAL, "out of memory")                                                \
+    XX(ETIMEDOUT, UNAVAILABLE, "the database did not answer in time")                              \
+    XX(ENOMEM, INTERNAL, "out of memory")                                                          \
     XX(EINTERNAL, INTERNAL, "internal error")                                                      \
     XX(EIDEMPOTENCY, FAILED_PRECONDITION, "the Idempotency-Key was used for a different request")
 
@@ -85,8 +85,8 @@ typedef struct {
 typedef struct {
     int code; /* 0 or WL_E* */
     char message[256];
-    size_t violation_count;      /* entries used in violations */
-    size_t violations_dropped;   /* violations beyond WL_MAX_VIOLATIONS */
+    size_t violation_count;    /* entries used in violations */
+    size_t violations_dropped; /* violations beyond WL_MAX_VIOLATIONS */
     wl_field_violation_t violations[WL_MAX_VIOLATIONS];
 } wl_error_t;
 

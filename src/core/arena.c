@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ARENA_ALIGN 16
+#define ARENA_ALIGN      16
 #define ARENA_CHUNK_SIZE 8192
 
 struct wl_arena_chunk {

@@ -15,7 +15,6 @@ int wl_orgs_create(PGconn *conn, const char *slug, const char *name, int64_t *or
                    wl_error_t *err) WL_CHECK_RESULT;
 
 /** Finds an organization by slug; WL_ENOTFOUND when there is none. */
-int wl_orgs_find(PGconn *conn, const char *slug, int64_t *org_id, wl_error_t *err)
-    WL_CHECK_RESULT;
+int wl_orgs_find(PGconn *conn, const char *slug, int64_t *org_id, wl_error_t *err) WL_CHECK_RESULT;
 
 #endif

@@ -63,11 +63,11 @@ static void test_retry_returns_first_response(void)
     CHECK_INT(list_count(), before + 1);
 
     /* The same key for another list: 422, nothing written. */
-    http_response_t other = post_with_key(key_a, "order-4711",
-                                          "{\"name\":\"Retry me\",\"codes\":[\"A\",\"C\"]}");
+    http_response_t other =
+        post_with_key(key_a, "order-4711", "{\"name\":\"Retry me\",\"codes\":[\"A\",\"C\"]}");
     CHECK_ERROR(other, 422, "FAILED_PRECONDITION", NULL);
-    http_response_t renamed = post_with_key(key_a, "order-4711",
-                                            "{\"name\":\"Retry me!\",\"codes\":[\"A\",\"B\"]}");
+    http_response_t renamed =
+        post_with_key(key_a, "order-4711", "{\"name\":\"Retry me!\",\"codes\":[\"A\",\"B\"]}");
     CHECK_ERROR(renamed, 422, "FAILED_PRECONDITION", NULL);
     CHECK_INT(list_count(), before + 1);
 
@@ -80,8 +80,8 @@ static void test_retry_returns_first_response(void)
     /* After 24 hours the key is free again. */
     testdb_exec(db, "UPDATE idempotency_keys SET created_at = now() - interval '25 hours'"
                     " WHERE key = 'order-4711'");
-    http_response_t later = post_with_key(key_a, "order-4711",
-                                          "{\"name\":\"Retry me\",\"codes\":[\"A\",\"C\"]}");
+    http_response_t later =
+        post_with_key(key_a, "order-4711", "{\"name\":\"Retry me\",\"codes\":[\"A\",\"C\"]}");
     CHECK_INT(later.status, 201);
     CHECK(strcmp(e2e_str(later.json, "id", NULL), id) != 0);
     CHECK_INT(list_count(), before + 3);
@@ -103,8 +103,7 @@ static void test_bad_keys(void)
     long_key[256] = '\0';
     const char *bad[] = {long_key, "caf\xc3\xa9", "tab\there"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        http_response_t res =
-            post_with_key(key_a, bad[i], "{\"name\":\"n\",\"codes\":[\"A\"]}");
+        http_response_t res = post_with_key(key_a, bad[i], "{\"name\":\"n\",\"codes\":[\"A\"]}");
         CHECK_ERROR(res, 400, "INVALID_ARGUMENT", "Idempotency-Key");
         http_response_free(&res);
     }

@@ -29,8 +29,8 @@ static void *burst(void *arg)
 {
     burst_t *b = arg;
     for (int i = 0; i < b->requests; i++) {
-        http_response_t res = e2e_request(b->port, "GET", "/api/v1/locate-lists/AAAAAAAAAAAAAAAAAAAAAA",
-                                          key_a, NULL, NULL);
+        http_response_t res = e2e_request(
+            b->port, "GET", "/api/v1/locate-lists/AAAAAAAAAAAAAAAAAAAAAA", key_a, NULL, NULL);
         if (res.status == 429)
             b->rejected++;
         else if (res.status == 404)
@@ -43,8 +43,10 @@ static void *burst(void *arg)
 /* Concurrent requests through both processes: exactly the limit is accepted. */
 static void test_shared_limit_across_processes(void)
 {
-    burst_t bursts[4] = {{first.port, 6, 0, 0}, {second.port, 6, 0, 0},
-                         {first.port, 6, 0, 0}, {second.port, 6, 0, 0}};
+    burst_t bursts[4] = {{first.port, 6, 0, 0},
+                         {second.port, 6, 0, 0},
+                         {first.port, 6, 0, 0},
+                         {second.port, 6, 0, 0}};
     pthread_t threads[4];
     for (int i = 0; i < 4; i++)
         pthread_create(&threads[i], NULL, burst, &bursts[i]);
@@ -61,9 +63,8 @@ static void test_shared_limit_across_processes(void)
 static void test_headers_and_429(void)
 {
     /* Organization B's bucket is its own: A exhausted locate-lists above. */
-    http_response_t res =
-        e2e_request(first.port, "GET", "/api/v1/locate-lists/AAAAAAAAAAAAAAAAAAAAAA", key_b, NULL,
-                    NULL);
+    http_response_t res = e2e_request(
+        first.port, "GET", "/api/v1/locate-lists/AAAAAAAAAAAAAAAAAAAAAA", key_b, NULL, NULL);
     CHECK_INT(res.status, 404);
     CHECK_INT(header_int(&res, "RateLimit-Limit"), 5);
     CHECK_INT(header_int(&res, "RateLimit-Remaining"), 4);
@@ -148,9 +149,9 @@ static void test_anonymous_limit(void)
 {
     int unauthorized = 0, limited = 0;
     for (int i = 0; i < 8; i++) {
-        http_response_t res = e2e_request(second.port, "GET", "/api/v1/stock-export",
-                                          i % 2 ? "wlk_AAAAAAAA_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB" : NULL,
-                                          NULL, NULL);
+        http_response_t res =
+            e2e_request(second.port, "GET", "/api/v1/stock-export",
+                        i % 2 ? "wlk_AAAAAAAA_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB" : NULL, NULL, NULL);
         if (res.status == 401)
             unauthorized++;
         if (res.status == 429) {
@@ -178,8 +179,15 @@ int main(void)
     fixture_key(db, org_a, "lists:write,stock:read", key_a);
     fixture_key(db, org_b, "lists:write,stock:read", key_b);
     fixture_key(db, org_c, "lists:write", key_lists_only);
-    const char *limits[] = {"--rate-limit-locate-lists", "5", "--rate-limit-stock-export", "3",
-                            "--rate-limit-shared", "4", "--rate-limit-anonymous", "6", NULL};
+    const char *limits[] = {"--rate-limit-locate-lists",
+                            "5",
+                            "--rate-limit-stock-export",
+                            "3",
+                            "--rate-limit-shared",
+                            "4",
+                            "--rate-limit-anonymous",
+                            "6",
+                            NULL};
     service_start(&first, conninfo, limits);
     service_start(&second, conninfo, limits);
 

@@ -22,8 +22,7 @@ static PGconn *db;
 
 static wl_pool_t *pool_new(int size)
 {
-    wl_pool_config_t config = {
-        .conninfo = conninfo, .size = size, .timeout_ms = 5000};
+    wl_pool_config_t config = {.conninfo = conninfo, .size = size, .timeout_ms = 5000};
     wl_pool_t *pool = NULL;
     wl_error_t err;
     wl_error_init(&err);

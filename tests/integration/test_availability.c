@@ -192,8 +192,8 @@ static void test_bulk_paths(PGconn *conn)
 
 /*
  * An organization's first export rows made by a large file of rack assignments, then of
- * reservations, then of stock (the direct import and the first-rows path of the refresh, migration 0007
- * with each part alone): what the rules give after each, the rows in SKU order.
+ * reservations, then of stock (the direct import and the first-rows path of the refresh, migration
+ * 0007 with each part alone): what the rules give after each, the rows in SKU order.
  */
 static void test_first_rows_each_part(PGconn *conn)
 {

@@ -22,8 +22,8 @@ static void call_begin(call_ctx_t *ctx, const wl_principal_t *principal)
 {
     wl_arena_init(&ctx->arena, 0);
     wl_error_init(&ctx->err);
-    ctx->call = (wl_call_t){.core = core, .arena = &ctx->arena, .principal = principal,
-                            .err = &ctx->err};
+    ctx->call =
+        (wl_call_t){.core = core, .arena = &ctx->arena, .principal = principal, .err = &ctx->err};
 }
 
 static int invoke(call_ctx_t *ctx, const char *service, const char *method,
@@ -149,8 +149,8 @@ static void test_unavailable(void)
     CHECK_INT(wl_core_ready(dead, &err), WL_EUNAVAILABLE);
     wl_error_init(&err);
     wl_principal_t p;
-    CHECK_INT(wl_core_authenticate(dead, wl_span_str("wlk_AAAAAAAA_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"),
-                                   &p, &err),
+    CHECK_INT(wl_core_authenticate(
+                  dead, wl_span_str("wlk_AAAAAAAA_BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"), &p, &err),
               WL_EUNAVAILABLE);
     wl_core_destroy(dead);
 }

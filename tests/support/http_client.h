@@ -11,11 +11,11 @@
 #include <stdint.h>
 
 typedef struct {
-    int status;      /* 0 when the exchange failed */
-    char *head;      /* status line and headers, NUL-terminated */
-    char *body;      /* NUL-terminated */
+    int status; /* 0 when the exchange failed */
+    char *head; /* status line and headers, NUL-terminated */
+    char *body; /* NUL-terminated */
     size_t body_len;
-    json_t *json;    /* parsed body when it is JSON, else NULL */
+    json_t *json; /* parsed body when it is JSON, else NULL */
 } http_response_t;
 
 /**

@@ -15,7 +15,8 @@ typedef struct {
     char log_path[256];
 } service_t;
 
-/** Starts walklistd ($WALKLISTD) with --database-url conninfo and extra args (NULL-terminated); exits the test on failure. */
+/** Starts walklistd ($WALKLISTD) with --database-url conninfo and extra args (NULL-terminated);
+ * exits the test on failure. */
 void service_start(service_t *service, const char *conninfo, const char *const *extra_args);
 
 /** Sends SIGTERM and waits; returns the exit status (or -1). */

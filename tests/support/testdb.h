@@ -8,7 +8,8 @@
 
 #include <libpq-fe.h>
 
-/** Drops and recreates database `name` from walklist_template; returns its conninfo (static). Exits on failure. */
+/** Drops and recreates database `name` from walklist_template; returns its conninfo (static). Exits
+ * on failure. */
 const char *testdb_create(const char *name);
 
 /** Connects or exits. */

@@ -430,7 +430,7 @@ static void test_list_id_plausible(void)
     } cases[] = {
         {"x7_Ml6u6b9bWS8GMWjiujQ", true},
         {"a", true},
-        {"0123456789012345678901234567890123456789", true},  /* 40 */
+        {"0123456789012345678901234567890123456789", true},   /* 40 */
         {"01234567890123456789012345678901234567890", false}, /* 41 */
         {"", false},
         {"has space", false},

@@ -15,16 +15,11 @@ static void test_unescape(void)
         const char *out;
         size_t out_len;
     } cases[] = {
-        {"a+b", true, 0, "a b", 3},
-        {"a+b", false, 0, "a+b", 3},
-        {"%41%7c%7C", true, 0, "A||", 3},
-        {"%e4%C3%a4", true, 0, "\xe4\xc3\xa4", 3},
-        {"a%00b", true, 0, "a\0b", 3},
-        {"", true, 0, "", 0},
-        {"%", true, WL_EINVAL, NULL, 0},
-        {"%4", true, WL_EINVAL, NULL, 0},
-        {"%zz", true, WL_EINVAL, NULL, 0},
-        {"ok%g1", true, WL_EINVAL, NULL, 0},
+        {"a+b", true, 0, "a b", 3},        {"a+b", false, 0, "a+b", 3},
+        {"%41%7c%7C", true, 0, "A||", 3},  {"%e4%C3%a4", true, 0, "\xe4\xc3\xa4", 3},
+        {"a%00b", true, 0, "a\0b", 3},     {"", true, 0, "", 0},
+        {"%", true, WL_EINVAL, NULL, 0},   {"%4", true, WL_EINVAL, NULL, 0},
+        {"%zz", true, WL_EINVAL, NULL, 0}, {"ok%g1", true, WL_EINVAL, NULL, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         wl_arena_t arena;
@@ -54,7 +49,8 @@ static void test_parse(void)
     CHECK_INT(wl_query_count(&q, "codes"), 2);
     CHECK_INT(wl_query_count(&q, "flag"), 1);
     CHECK_INT(wl_query_count(&q, "missing"), 0);
-    CHECK(wl_query_get(&q, "name") != NULL && wl_span_eq(*wl_query_get(&q, "name"), wl_span_str("A b")));
+    CHECK(wl_query_get(&q, "name") != NULL &&
+          wl_span_eq(*wl_query_get(&q, "name"), wl_span_str("A b")));
     CHECK(wl_span_eq(*wl_query_get(&q, "name2"), wl_span_str("x y")));
     CHECK(wl_query_get(&q, "empty") != NULL && wl_query_get(&q, "empty")->len == 0);
     CHECK(wl_query_get(&q, "flag")->len == 0);
@@ -116,14 +112,10 @@ static void test_bind_integers(void)
         int rc;
         int32_t page_size;
     } cases[] = {
-        {"pageSize=25", 0, 25},
-        {"page_size=7", 0, 7},
-        {"pageSize=-3", 0, -3},
-        {"pageSize=abc", WL_EINVAL, 0},
-        {"pageSize=", WL_EINVAL, 0},
-        {"pageSize=2147483648", WL_EINVAL, 0},
-        {"pageSize=1.5", WL_EINVAL, 0},
-        {"pageSize=%201", WL_EINVAL, 0},
+        {"pageSize=25", 0, 25},         {"page_size=7", 0, 7},
+        {"pageSize=-3", 0, -3},         {"pageSize=abc", WL_EINVAL, 0},
+        {"pageSize=", WL_EINVAL, 0},    {"pageSize=2147483648", WL_EINVAL, 0},
+        {"pageSize=1.5", WL_EINVAL, 0}, {"pageSize=%201", WL_EINVAL, 0},
         {"pageSize=+1", WL_EINVAL, 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
