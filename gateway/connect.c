@@ -2,7 +2,6 @@
 #include "connect.h"
 
 #include <microhttpd.h>
-#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include "json_codec.h"
 #include "proto_strings.h"
 #include "status_map.h"
+#include "walklist/base64.h"
 
 #define CONNECT_PREFIX "/walklist."
 #define DEVICE_PREFIX  "/walklist.scanner.v1.DeviceService/"
@@ -119,14 +119,6 @@ bool wl_connect_handles(wl_span_t path)
 
 /* --- Answers ------------------------------------------------------------------------------ */
 
-static void base64_unpadded(const unsigned char *bytes, size_t len, char *out)
-{
-    int n = EVP_EncodeBlock((unsigned char *)out, bytes, (int)len);
-    while (n > 0 && out[n - 1] == '=')
-        n--;
-    out[n] = '\0';
-}
-
 /*
  * The field violations as a Connect error detail: google.rpc.BadRequest in binary, base64
  * without padding, under "value", and the same message as JSON under "debug", which the
@@ -153,7 +145,7 @@ static json_t *bad_request_detail(wl_arena_t *arena, const wl_error_t *err)
     if (packed == NULL || encoded == NULL)
         return NULL;
     google__rpc__bad_request__pack(&request, packed);
-    base64_unpadded(packed, packed_len, encoded);
+    wl_base64_encode(packed, packed_len, WL_BASE64_STANDARD, false, encoded);
     return json_pack("{s:s, s:s, s:o*}", "type", request.base.descriptor->name, "value", encoded,
                      "debug", wl_json_encode(&request.base));
 }

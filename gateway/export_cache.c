@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "walklist/log.h"
+
 #define MAX_ENTRIES   131072 /* organizations whose version is kept; a power of two */
 #define PROBE         16     /* an organization lives in one of the slots after its home */
 #define GENERATIONS   1024   /* organizations hash into these change counters */
@@ -149,8 +151,7 @@ static void *watch_main(void *arg)
         pthread_mutex_unlock(&cache->lock);
         if (rc != 0) {
             if (was_listening)
-                fprintf(stderr, "{\"level\":\"warn\",\"msg\":\"export cache off: %s\"}\n",
-                        err.message);
+                wl_log("warn", "export cache off", "%s", err.message);
             sleep(1);
         }
     }

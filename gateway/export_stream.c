@@ -11,6 +11,7 @@
 
 #include "export_cache.h"
 #include "export_json.h"
+#include "walklist/log.h"
 #include "negotiate.h"
 
 /* JSON text is made in pieces of about this size, then sent or compressed. */
@@ -186,11 +187,13 @@ static ssize_t read_stream(void *state, uint64_t pos, char *buf, size_t max)
         wl_error_t err;
         wl_error_init(&err);
         if (produce(stream, &err) != 0) {
-            fprintf(stderr,
-                    "{\"level\":\"error\",\"msg\":\"stock export cut off\",\"requestId\":\"%s\","
-                    "\"items\":%zu,\"reason\":\"%s\"}\n",
-                    stream->request_id, stream->items,
-                    wl_grpc_code_name(wl_error_grpc_code(err.code)));
+            const char *reason = wl_grpc_code_name(wl_error_grpc_code(err.code));
+            wl_log_line_t line;
+            wl_log_line_begin(&line, "error", "stock export cut off");
+            wl_log_line_str(&line, "requestId", stream->request_id, strlen(stream->request_id));
+            wl_log_line_int(&line, "items", (long long)stream->items);
+            wl_log_line_str(&line, "reason", reason, strlen(reason));
+            wl_log_line_end(&line);
             wl_export_cursor_close(stream->cursor);
             stream->cursor = NULL;
             return MHD_CONTENT_READER_END_WITH_ERROR;

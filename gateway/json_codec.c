@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "walklist/base64.h"
+#include "walklist/utf8.h"
+
 #define TIMESTAMP_MIN_SECONDS INT64_C(-62135596800) /* 0001-01-01T00:00:00Z */
 #define TIMESTAMP_MAX_SECONDS INT64_C(253402300799) /* 9999-12-31T23:59:59Z */
 #define SECONDS_PER_DAY       86400
@@ -219,49 +222,17 @@ static timestamp_result_t parse_timestamp(const char *s, size_t len, int64_t *se
 
 /* ---- Byte helpers ------------------------------------------------------------------------ */
 
-/* Length of the valid UTF-8 sequence at s (no overlongs, surrogates or > U+10FFFF), or 0. */
+/* Length of the valid UTF-8 sequence at s (len >= 1), or 0 when there is none. */
 static size_t utf8_sequence_length(const unsigned char *s, size_t len)
 {
-    unsigned char c = s[0];
-    size_t n;
     uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-        cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (len < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-        (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return n;
+    int n = wl_utf8_decode((const char *)s, len, &cp);
+    return n > 0 ? (size_t)n : 0;
 }
 
 static bool utf8_valid(const char *s, size_t len)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_sequence_length(p + i, len - i);
-        if (n == 0)
-            return false;
-        i += n;
-    }
-    return true;
+    return wl_utf8_count(wl_span(s, len)) >= 0;
 }
 
 /*
@@ -297,81 +268,14 @@ static json_t *string_value(const char *s, size_t len)
     return value;
 }
 
-static const char base64_std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int base64_digit(char c, bool *url_safe, bool *standard)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '/') {
-        *standard = true;
-        return c == '+' ? 62 : 63;
-    }
-    if (c == '-' || c == '_') {
-        *url_safe = true;
-        return c == '-' ? 62 : 63;
-    }
-    return -1;
-}
-
-/* Decodes standard or URL-safe base64 (not both in one string), padding optional. */
-static bool base64_decode(const char *in, size_t len, unsigned char *out, size_t *out_len)
-{
-    size_t padding = 0;
-    while (padding < 2 && len > padding && in[len - 1 - padding] == '=')
-        padding++;
-    if (padding > 0 && len % 4 != 0)
-        return false;
-    len -= padding;
-    if (len % 4 == 1)
-        return false;
-    bool url_safe = false, standard = false;
-    uint32_t bits = 0;
-    int bit_count = 0;
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        int digit = base64_digit(in[i], &url_safe, &standard);
-        if (digit < 0 || (url_safe && standard))
-            return false;
-        bits = (bits << 6) | (uint32_t)digit;
-        bit_count += 6;
-        if (bit_count >= 8) {
-            bit_count -= 8;
-            out[n++] = (unsigned char)(bits >> bit_count);
-            bits &= (1u << bit_count) - 1;
-        }
-    }
-    *out_len = n;
-    return true;
-}
-
 static json_t *bytes_value(const ProtobufCBinaryData *bytes)
 {
-    if (bytes->len == 0)
-        return json_string("");
     if (bytes->len > SIZE_MAX / 4 - 3)
         return NULL;
-    size_t len = 4 * ((bytes->len + 2) / 3);
-    char *text = malloc(len);
+    char *text = malloc(wl_base64_encoded_len(bytes->len, true) + 1);
     if (text == NULL)
         return NULL;
-    const unsigned char *in = bytes->data;
-    size_t n = 0;
-    for (size_t i = 0; i < bytes->len; i += 3) {
-        uint32_t group = (uint32_t)in[i] << 16;
-        if (i + 1 < bytes->len)
-            group |= (uint32_t)in[i + 1] << 8;
-        if (i + 2 < bytes->len)
-            group |= in[i + 2];
-        text[n++] = base64_std[(group >> 18) & 63];
-        text[n++] = base64_std[(group >> 12) & 63];
-        text[n++] = i + 1 < bytes->len ? base64_std[(group >> 6) & 63] : '=';
-        text[n++] = i + 2 < bytes->len ? base64_std[group & 63] : '=';
-    }
+    size_t n = wl_base64_encode(bytes->data, bytes->len, WL_BASE64_STANDARD, true, text);
     json_t *value = json_stringn_nocheck(text, n);
     free(text);
     return value;
@@ -746,7 +650,7 @@ static void decode_bytes(decoder_t *d, const json_t *value, ProtobufCBinaryData 
     if (data == NULL)
         return;
     size_t n;
-    if (!base64_decode(json_string_value(value), len, data, &n)) {
+    if (!wl_base64_decode(json_string_value(value), len, WL_BASE64_DECODE_LENIENT, data, &n)) {
         violation(d, "must be a base64 string");
         return;
     }

@@ -405,10 +405,7 @@ int main(int argc, char **argv)
     wl_error_t ready_err;
     wl_error_init(&ready_err);
     if (wl_core_ready(core, &ready_err) != 0)
-        fprintf(stderr,
-                "{\"level\":\"warn\",\"msg\":\"database not ready; serving 503 until it is\","
-                "\"reason\":\"%s\"}\n",
-                ready_err.message);
+        wl_log("warn", "database not ready; serving 503 until it is", "%s", ready_err.message);
     wl_server_config_t server_config = {
         .listen = config.listen,
         .threads = (unsigned)config.threads,
@@ -429,15 +426,19 @@ int main(int argc, char **argv)
         free_secret(tls_key);
         return 1;
     }
-    fprintf(stderr,
-            "{\"level\":\"info\",\"msg\":\"listening\",\"listen\":\"%s\",\"port\":%u,"
-            "\"tls\":%s,\"opsPort\":%u}\n",
-            config.listen, (unsigned)wl_server_port(server), tls_cert ? "true" : "false",
-            (unsigned)wl_server_ops_port(server));
+    wl_log_line_t line;
+    wl_log_line_begin(&line, "info", "listening");
+    wl_log_line_str(&line, "listen", config.listen, strlen(config.listen));
+    wl_log_line_int(&line, "port", wl_server_port(server));
+    wl_log_line_bool(&line, "tls", tls_cert != NULL);
+    wl_log_line_int(&line, "opsPort", wl_server_ops_port(server));
+    wl_log_line_end(&line);
 
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
-    fprintf(stderr, "{\"level\":\"info\",\"msg\":\"stopping\",\"signal\":%d}\n", signal_number);
+    wl_log_line_begin(&line, "info", "stopping");
+    wl_log_line_int(&line, "signal", signal_number);
+    wl_log_line_end(&line);
     wl_server_stop(server, config.shutdown_timeout_ms);
     wl_core_destroy(core);
     free(tls_cert);

@@ -430,47 +430,6 @@ static enum MHD_Result on_ops_request(void *cls, struct MHD_Connection *connecti
     return answer_before_body(req);
 }
 
-/* The request's log line is built in a fixed buffer: it is written for every request, and
- * stdio's per-character locking showed in the profile. Overlong lines are cut, never split. */
-typedef struct {
-    char text[2048]; /* the longest fields, escaped, fit */
-    size_t len;
-} log_line_t;
-
-static void log_append(log_line_t *line, const char *s, size_t n)
-{
-    size_t room = sizeof(line->text) - 1 - line->len;
-    if (n > room)
-        n = room;
-    memcpy(line->text + line->len, s, n);
-    line->len += n;
-}
-
-static void log_text(log_line_t *line, const char *s)
-{
-    log_append(line, s, strlen(s));
-}
-
-/* A JSON string that stays valid ASCII whatever the bytes (paths may hold anything). */
-static void log_string(log_line_t *line, const char *s, size_t len)
-{
-    static const char hex[] = "0123456789abcdef";
-    log_append(line, "\"", 1);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            char escaped[2] = {'\\', (char)c};
-            log_append(line, escaped, 2);
-        } else if (c < 0x20 || c >= 0x7f) {
-            char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            log_append(line, escaped, 6);
-        } else {
-            log_append(line, (const char *)&c, 1);
-        }
-    }
-    log_append(line, "\"", 1);
-}
-
 static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
@@ -487,32 +446,25 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
                 ex->rate.bucket != NULL && ex->authenticated ? ex->rate.bucket : "anonymous";
         wl_metrics_record(server->metrics, ex->route, ex->status,
                           elapsed_ms(&req->started) / 1000.0, rejected_bucket);
-        /* Keys never reach the log: the query string is not logged at all. */
-        log_line_t line = {.len = 0};
-        char number[96];
-        log_text(&line, "{\"level\":\"info\",\"msg\":\"request\",\"method\":");
+        /* Keys never reach the log: the query string is not logged at all, and whatever
+         * else the client sent (a key pasted into the path, or sent as the request id) is
+         * logged with its keys redacted, before it is cut to length. */
+        wl_log_line_t line;
+        wl_log_line_begin(&line, "info", "request");
         size_t method_len = ex->method ? strlen(ex->method) : 0;
-        log_string(&line, ex->method ? ex->method : "", method_len > 32 ? 32 : method_len);
-        /* Whatever the client sent is logged with its keys redacted (a key pasted into the
-         * path, or sent as the request id), before it is cut to length. */
+        wl_log_line_str(&line, "method", ex->method, method_len > 32 ? 32 : method_len);
         char shown[256];
         size_t shown_len = wl_redact_keys(ex->path.base, ex->path.len, shown, sizeof(shown));
-        log_text(&line, ",\"path\":");
-        log_string(&line, shown, shown_len > 200 ? 200 : shown_len);
-        log_text(&line, ",\"route\":\"");
-        log_text(&line, ex->route ? ex->route : "");
-        snprintf(number, sizeof(number),
-                 "\",\"status\":%u,\"durationMs\":%.3f,\"org\":", ex->status,
-                 elapsed_ms(&req->started));
-        log_text(&line, number);
-        log_string(&line, ex->principal.org_slug, strlen(ex->principal.org_slug));
-        log_text(&line, ",\"requestId\":\"");
+        wl_log_line_str(&line, "path", shown, shown_len > 200 ? 200 : shown_len);
+        wl_log_line_str(&line, "route", ex->route ? ex->route : "",
+                        ex->route ? strlen(ex->route) : 0);
+        wl_log_line_int(&line, "status", ex->status);
+        wl_log_line_ms(&line, "durationMs", elapsed_ms(&req->started));
+        wl_log_line_str(&line, "org", ex->principal.org_slug, strlen(ex->principal.org_slug));
         shown_len = wl_redact_keys(ex->request_id, strlen(ex->request_id), shown, sizeof(shown));
-        log_append(&line, shown, shown_len);
-        log_text(&line, toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "\",\"completed\":true}"
-                                                                   : "\",\"completed\":false}");
-        line.text[line.len++] = '\n';
-        wl_log_write_line(line.text, line.len);
+        wl_log_line_str(&line, "requestId", shown, shown_len);
+        wl_log_line_bool(&line, "completed", toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+        wl_log_line_end(&line);
     }
     /* A stream that was set but never handed over (the client left first). */
     if (ex->stream_state != NULL)

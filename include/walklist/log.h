@@ -24,9 +24,26 @@ void wl_log(const char *level, const char *msg, const char *fmt, ...) WL_PRINTF(
 void wl_logv(const char *level, const char *msg, const char *fmt, va_list ap);
 
 /**
- * Writes a line made elsewhere (the request log; ending in '\n', at most 4 KiB) the same way:
- * one write(2), no stdio lock held across it, so that request threads never queue for stderr.
+ * A JSON log line built field by field, for lines with fields of their own (the request log,
+ * startup): the one writer of every JSON line, wl_log's included. Values are escaped so that
+ * the line is valid JSON whatever the bytes: valid UTF-8 passes, any other byte and every
+ * control becomes \u00XX. A line longer than its buffer is cut at a field, never mid-field,
+ * and still closed. Written with one write(2) on wl_log_line_end.
  */
-void wl_log_write_line(const char *line, size_t len);
+typedef struct {
+    char text[2048];
+    size_t len;
+    bool full; /* a field did not fit: the rest are dropped */
+} wl_log_line_t;
+
+void wl_log_line_begin(wl_log_line_t *line, const char *level, const char *msg);
+/** A string field; len bytes of value (not NUL-terminated), at most max_len of them. */
+void wl_log_line_str(wl_log_line_t *line, const char *key, const char *value, size_t len);
+void wl_log_line_int(wl_log_line_t *line, const char *key, long long value);
+/** A number with three decimals (durations in milliseconds). */
+void wl_log_line_ms(wl_log_line_t *line, const char *key, double value);
+void wl_log_line_bool(wl_log_line_t *line, const char *key, bool value);
+/** Closes the object and writes the line. */
+void wl_log_line_end(wl_log_line_t *line);
 
 #endif

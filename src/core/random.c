@@ -6,8 +6,9 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "walklist/base64.h"
+
 static const char base62[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-static const char base64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /* Fills buf from the OS CSPRNG. */
 static int draw(unsigned char *p, size_t len)
@@ -73,17 +74,9 @@ int wl_random_id(char out[23])
     int rc = wl_random_bytes(bytes, sizeof(bytes));
     if (rc != 0)
         return rc;
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t in = 0, o = 0;
-    while (o < 22) {
-        if (bits < 6) {
-            acc = (acc << 8) | bytes[in++];
-            bits += 8;
-        }
-        out[o++] = base64url[(acc >> (bits - 6)) & 0x3f];
-        bits -= 6;
-    }
+    char text[25]; /* 18 bytes are 24 characters; the first 22 hold the 132 bits */
+    wl_base64_encode(bytes, sizeof(bytes), WL_BASE64_URL, false, text);
+    memcpy(out, text, 22);
     out[22] = '\0';
     return 0;
 }

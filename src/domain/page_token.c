@@ -8,13 +8,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "walklist/base64.h"
+
 #define TOKEN_VERSION 1
 #define MAC_SIZE      32
 
 /* Separates these MACs from any other use the secret might get one day. */
 static const char mac_domain[] = "walklist page token v1";
-
-static const char base64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 static void put_u32(unsigned char *p, size_t v)
 {
@@ -90,69 +90,12 @@ int wl_page_token_encode(const unsigned char secret[WL_PAGE_SECRET_SIZE], const 
         return rc;
 
     size_t sealed_len = payload_len + MAC_SIZE;
-    char *text = wl_arena_alloc(arena, (sealed_len * 4 + 2) / 3 + 1);
+    char *text = wl_arena_alloc(arena, wl_base64_encoded_len(sealed_len, false) + 1);
     if (text == NULL)
         return WL_ENOMEM;
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < sealed_len; i++) {
-        acc = (acc << 8) | sealed[i];
-        bits += 8;
-        while (bits >= 6) {
-            bits -= 6;
-            text[o++] = base64url[(acc >> bits) & 0x3f];
-        }
-    }
-    if (bits > 0)
-        text[o++] = base64url[(acc << (6 - bits)) & 0x3f];
-    text[o] = '\0';
+    wl_base64_encode(sealed, sealed_len, WL_BASE64_URL, false, text);
     *out = text;
     return 0;
-}
-
-static int base64url_value(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '-')
-        return 62;
-    if (c == '_')
-        return 63;
-    return -1;
-}
-
-/*
- * Strict unpadded base64url: any other character, a length no encoding has,
- * or unused low bits that are not zero are refused, so every token has one
- * spelling and changing any character changes the bytes.
- */
-static bool base64url_decode(wl_span_t text, unsigned char *out, size_t *out_len)
-{
-    if (text.len % 4 == 1)
-        return false;
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t o = 0;
-    for (size_t i = 0; i < text.len; i++) {
-        int v = base64url_value(text.base[i]);
-        if (v < 0)
-            return false;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)(acc >> bits);
-        }
-    }
-    if ((acc & ((1u << bits) - 1)) != 0)
-        return false;
-    *out_len = o;
-    return true;
 }
 
 int wl_page_token_decode(const unsigned char secret[WL_PAGE_SECRET_SIZE], const wl_span_t *scope,
@@ -165,7 +108,9 @@ int wl_page_token_decode(const unsigned char secret[WL_PAGE_SECRET_SIZE], const 
     size_t sealed_len = 0;
     if (sealed == NULL)
         return WL_ENOMEM;
-    if (!base64url_decode(token, sealed, &sealed_len) || sealed_len < 1 + MAC_SIZE)
+    if (!wl_base64_decode(token.base, token.len, WL_BASE64_DECODE_URL_CANONICAL, sealed,
+                          &sealed_len) ||
+        sealed_len < 1 + MAC_SIZE)
         return WL_EINVAL;
     size_t payload_len = sealed_len - MAC_SIZE;
     unsigned char mac[MAC_SIZE];

@@ -82,10 +82,66 @@ static void test_plain_line(void)
     CHECK_STR(captured(emit_plain), "walklist: database notice: NOTICE:  relation exists\n");
 }
 
+static void emit_fields(void)
+{
+    wl_log_line_t line;
+    wl_log_line_begin(&line, "info", "request");
+    /* Invalid UTF-8, a C1 control, DEL and a NUL amid valid UTF-8. */
+    const char path[] = "/a\xC3\xA9\xFF\xC2\x85\x7f\0z";
+    wl_log_line_str(&line, "path", path, sizeof(path) - 1);
+    wl_log_line_int(&line, "status", 201);
+    wl_log_line_ms(&line, "durationMs", 1.23456);
+    wl_log_line_bool(&line, "completed", true);
+    wl_log_line_end(&line);
+}
+
+static void emit_overlong_field(void)
+{
+    wl_log_line_t line;
+    wl_log_line_begin(&line, "info", "request");
+    char big[3000];
+    memset(big, '\x01', sizeof(big)); /* six bytes each once escaped */
+    wl_log_line_str(&line, "path", big, sizeof(big));
+    wl_log_line_int(&line, "status", 200);
+    wl_log_line_end(&line);
+}
+
+static void test_fields(void)
+{
+    const char *text = captured(emit_fields);
+    CHECK(strchr(text, '\n') == text + strlen(text) - 1);
+    json_error_t error;
+    json_t *line = json_loads(text, JSON_ALLOW_NUL, &error);
+    CHECK(line != NULL);
+    CHECK_STR(json_string_value(json_object_get(line, "msg")), "request");
+    /* Valid UTF-8 passes; every other byte and every control is escaped by its value. */
+    CHECK(strstr(text, "\"path\":\"/a\xC3\xA9\\u00ff\\u00c2\\u0085\\u007f\\u0000z\"") != NULL);
+    CHECK_INT(json_integer_value(json_object_get(line, "status")), 201);
+    CHECK(strstr(text, "\"durationMs\":1.235") != NULL);
+    CHECK(json_is_true(json_object_get(line, "completed")));
+    json_decref(line);
+}
+
+static void test_overlong_field_is_cut(void)
+{
+    const char *text = captured(emit_overlong_field);
+    json_error_t error;
+    json_t *line = json_loads(text, 0, &error);
+    CHECK(line != NULL);
+    const char *path = json_string_value(json_object_get(line, "path"));
+    /* Cut at a whole escape, the line closed; the fields after it dropped. */
+    CHECK(path != NULL && strlen(path) > 200 && strspn(path, "\x01") == strlen(path));
+    CHECK(json_object_get(line, "status") == NULL);
+    CHECK(strlen(text) <= sizeof(((wl_log_line_t *)0)->text));
+    json_decref(line);
+}
+
 int main(void)
 {
     test_json_line();
     test_long_detail_stays_json();
     test_plain_line();
+    test_fields();
+    test_overlong_field_is_cut();
     return test_exit();
 }
