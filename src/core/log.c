@@ -112,8 +112,7 @@ static bool put_escaped(wl_log_line_t *line, const char *value, size_t len)
 
 /* Appends ,"key":value ({"key":value first). A string value is cut to what fits (and the
  * fields after it dropped); a field that cannot start is dropped whole. */
-static void field(wl_log_line_t *line, const char *key, const char *value, size_t len,
-                  bool quoted)
+static void field(wl_log_line_t *line, const char *key, const char *value, size_t len, bool quoted)
 {
     if (line->full)
         return;
