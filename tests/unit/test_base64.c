@@ -49,7 +49,7 @@ int main(void)
 
     CHECK(decodes("-_8", WL_BASE64_DECODE_URL_CANONICAL, "\xfb\xff"));
     CHECK(decodes("Zm8", WL_BASE64_DECODE_URL_CANONICAL, "fo"));
-    CHECK(!decodes("Zm9", WL_BASE64_DECODE_URL_CANONICAL, NULL)); /* unused bits set */
+    CHECK(!decodes("Zm9", WL_BASE64_DECODE_URL_CANONICAL, NULL));  /* unused bits set */
     CHECK(!decodes("Zm8=", WL_BASE64_DECODE_URL_CANONICAL, NULL)); /* no padding */
     CHECK(!decodes("+/8", WL_BASE64_DECODE_URL_CANONICAL, NULL));  /* standard alphabet */
     return test_exit();
