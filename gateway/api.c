@@ -31,7 +31,7 @@ typedef struct {
     const char *location; /* Location: this prefix + the reply's id */
     /* Answers instead of invoking rpc, for a body streamed from the core (the rpc row
      * still names the method, for its scope and rate bucket). */
-    void (*stream)(wl_core_t *core, wl_exchange_t *ex);
+    void (*stream)(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex);
     /* A device route: nanopb request and response (application/proto) instead of JSON. */
     const wl_device_codec_t *device;
 } route_t;
@@ -63,7 +63,8 @@ typedef struct {
 
 struct wl_api {
     wl_core_t *core;
-    wl_anon_limiter_t *anonymous; /* requests without a valid key, per address */
+    wl_export_cache_t *export_cache; /* the owner's (the server's); NULL: none */
+    wl_anon_limiter_t *anonymous;    /* requests without a valid key, per address */
     wl_access_t access;
     route_target_t targets[ROUTE_COUNT];
 };
@@ -80,12 +81,14 @@ typedef struct {
     wl_query_t query;
 } request_state_t;
 
-int wl_api_create(wl_core_t *core, int anonymous_limit, wl_api_t **out, wl_error_t *err)
+int wl_api_create(wl_core_t *core, int anonymous_limit, wl_export_cache_t *export_cache,
+                  wl_api_t **out, wl_error_t *err)
 {
     wl_api_t *api = calloc(1, sizeof(*api));
     if (api == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     api->core = core;
+    api->export_cache = export_cache;
     api->anonymous = wl_anon_limiter_create(anonymous_limit > 0 ? anonymous_limit : 120, 60);
     if (api->anonymous == NULL) {
         free(api);
@@ -352,7 +355,7 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
     request_state_t *state = ex->handler_state;
     const route_t *route = &routes[state->route];
     if (route->stream != NULL) {
-        route->stream(api->core, ex);
+        route->stream(api->core, api->export_cache, ex);
         return;
     }
     const route_target_t *target = &api->targets[state->route];

@@ -9,13 +9,15 @@
 
 #include "anon_limit.h"
 #include "exchange.h"
+#include "export_cache.h"
 #include "walklist/core.h"
 
 typedef struct wl_api wl_api_t;
 
-/** anonymous_limit: requests per minute per address without a valid key (0: 120). */
-int wl_api_create(wl_core_t *core, int anonymous_limit, wl_api_t **out,
-                  wl_error_t *err) WL_CHECK_RESULT;
+/** anonymous_limit: requests per minute per address without a valid key (0: 120);
+ * export_cache: the stock export's cache, owned by the caller (NULL: none). */
+int wl_api_create(wl_core_t *core, int anonymous_limit, wl_export_cache_t *export_cache,
+                  wl_api_t **out, wl_error_t *err) WL_CHECK_RESULT;
 void wl_api_destroy(wl_api_t *api);
 
 /**

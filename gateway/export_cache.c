@@ -2,6 +2,8 @@
  * here. */
 #include "export_cache.h"
 
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +16,6 @@
 #define PROBE         16     /* an organization lives in one of the slots after its home */
 #define GENERATIONS   1024   /* organizations hash into these change counters */
 #define WATCH_WAIT_MS 1000
-#define DEFAULT_MB    1024
 
 typedef struct {
     int fd; /* -1: none */
@@ -30,13 +31,18 @@ typedef struct {
 
 struct wl_export_cache {
     pthread_mutex_t lock;
+    wl_core_t *core;
     wl_export_watch_t *watch;
-    bool listening; /* the watch's connection is up: announcements arrive */
-    uint64_t epoch; /* moves whenever announcements may have been missed */
+    pthread_t watcher;
+    int wake[2]; /* a pipe: written to stop the watcher */
+    bool stop;
+    char directory[256]; /* where body files live, unlinked */
+    bool listening;      /* the watch's connection is up: announcements arrive */
+    uint64_t epoch;      /* moves whenever announcements may have been missed */
     uint64_t generations[GENERATIONS];
     uint64_t clock; /* for least recently used */
     uint64_t body_bytes, body_limit;
-    bool trust_notify; /* versions known from memory (WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=0: off) */
+    bool trust_notify; /* versions known from memory (see the header) */
     entry_t entries[MAX_ENTRIES];
 };
 
@@ -136,10 +142,13 @@ static void on_changed(int64_t org_id, void *data)
 static void *watch_main(void *arg)
 {
     wl_export_cache_t *cache = arg;
-    for (;;) {
+    pthread_mutex_lock(&cache->lock);
+    while (!cache->stop) {
+        pthread_mutex_unlock(&cache->lock);
         wl_error_t err;
         wl_error_init(&err);
-        int rc = wl_export_watch_wait(cache->watch, WATCH_WAIT_MS, on_changed, cache, &err);
+        int rc = wl_export_watch_wait(cache->watch, cache->wake[0], WATCH_WAIT_MS, on_changed,
+                                      cache, &err);
         pthread_mutex_lock(&cache->lock);
         bool was_listening = cache->listening;
         cache->listening = rc == 0;
@@ -148,63 +157,72 @@ static void *watch_main(void *arg)
             for (size_t i = 0; i < MAX_ENTRIES; i++)
                 drop_entry(cache, &cache->entries[i]);
         }
-        pthread_mutex_unlock(&cache->lock);
-        if (rc != 0) {
+        if (rc != 0 && !cache->stop) {
+            pthread_mutex_unlock(&cache->lock);
             if (was_listening)
                 wl_log("warn", "export cache off", "%s", err.message);
-            sleep(1);
+            struct pollfd pfd = {.fd = cache->wake[0], .events = POLLIN};
+            (void)poll(&pfd, 1, 1000); /* a second before reconnecting, unless stopped */
+            pthread_mutex_lock(&cache->lock);
         }
     }
+    pthread_mutex_unlock(&cache->lock);
     return NULL;
 }
 
-static wl_export_cache_t *shared_cache;
-static pthread_once_t shared_once = PTHREAD_ONCE_INIT;
-static wl_core_t *shared_core;
-
-static void create_shared(void)
+int wl_export_cache_create(wl_core_t *core, const wl_export_cache_config_t *config,
+                           wl_export_cache_t **out, wl_error_t *err)
 {
+    *out = NULL;
     wl_export_cache_t *cache = calloc(1, sizeof(*cache));
     if (cache == NULL)
-        return;
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    if (pipe2(cache->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        free(cache);
+        return wl_error_set(err, WL_EINTERNAL, "export cache: cannot create a pipe");
+    }
     pthread_mutex_init(&cache->lock, NULL);
+    cache->core = core;
     for (size_t i = 0; i < MAX_ENTRIES; i++)
         cache->entries[i].body[0].fd = cache->entries[i].body[1].fd = -1;
-    const char *mb = getenv("WALKLIST_EXPORT_CACHE_MB");
-    cache->body_limit = (uint64_t)(mb != NULL ? strtoull(mb, NULL, 10) : DEFAULT_MB) << 20;
-    /* Versions are trusted from memory unless told otherwise: a write announces itself at
-     * commit, and this process's own writes drop their organization before they are answered. */
-    const char *trust = getenv("WALKLIST_EXPORT_CACHE_TRUST_NOTIFY");
-    cache->trust_notify = trust == NULL || strcmp(trust, "0") != 0;
-    wl_error_t err;
-    wl_error_init(&err);
-    pthread_t thread;
-    pthread_attr_t attr;
-    if (wl_core_export_watch_create(shared_core, &cache->watch, &err) != 0 ||
-        pthread_attr_init(&attr) != 0) {
+    cache->body_limit = config->body_limit_mb << 20;
+    cache->trust_notify = config->trust_notify;
+    const char *dir =
+        config->directory != NULL && config->directory[0] ? config->directory : "/tmp";
+    snprintf(cache->directory, sizeof(cache->directory), "%s", dir);
+    int rc = wl_core_export_watch_create(core, &cache->watch, err);
+    if (rc == 0 && pthread_create(&cache->watcher, NULL, watch_main, cache) != 0)
+        rc = wl_error_set(err, WL_EINTERNAL, "export cache: cannot start the watch thread");
+    if (rc != 0) {
         wl_export_watch_destroy(cache->watch);
+        close(cache->wake[0]);
+        close(cache->wake[1]);
+        pthread_mutex_destroy(&cache->lock);
         free(cache);
-        return;
+        return rc;
     }
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    /* The thread lives as long as the process: it is blocked in poll() most of the time, and
-     * its watch holds a copy of the database URL, not the core. */
-    if (pthread_create(&thread, &attr, watch_main, cache) != 0) {
-        pthread_attr_destroy(&attr);
-        wl_export_watch_destroy(cache->watch);
-        free(cache);
-        return;
-    }
-    pthread_attr_destroy(&attr);
-    wl_core_on_export_change(shared_core, on_changed, cache);
-    shared_cache = cache;
+    wl_core_on_export_change(core, on_changed, cache);
+    *out = cache;
+    return 0;
 }
 
-wl_export_cache_t *wl_export_cache_shared(wl_core_t *core)
+void wl_export_cache_destroy(wl_export_cache_t *cache)
 {
-    shared_core = core;
-    pthread_once(&shared_once, create_shared);
-    return shared_cache;
+    if (cache == NULL)
+        return;
+    wl_core_on_export_change(cache->core, NULL, NULL);
+    pthread_mutex_lock(&cache->lock);
+    cache->stop = true;
+    pthread_mutex_unlock(&cache->lock);
+    (void)!write(cache->wake[1], "x", 1);
+    pthread_join(cache->watcher, NULL);
+    wl_export_watch_destroy(cache->watch);
+    for (size_t i = 0; i < MAX_ENTRIES; i++)
+        drop_entry(cache, &cache->entries[i]);
+    close(cache->wake[0]);
+    close(cache->wake[1]);
+    pthread_mutex_destroy(&cache->lock);
+    free(cache);
 }
 
 wl_export_ticket_t wl_export_cache_ticket(wl_export_cache_t *cache, int64_t org_id)
@@ -264,9 +282,8 @@ wl_export_body_t *wl_export_cache_body_begin(wl_export_cache_t *cache, int64_t o
 {
     if (cache == NULL || (cache->trust_notify && !ticket.valid) || cache->body_limit == 0)
         return NULL;
-    const char *dir = getenv("TMPDIR");
     char path[512];
-    snprintf(path, sizeof(path), "%s/walklistd-export-XXXXXX", dir && dir[0] ? dir : "/tmp");
+    snprintf(path, sizeof(path), "%s/walklistd-export-XXXXXX", cache->directory);
     int fd = mkstemp(path);
     if (fd < 0)
         return NULL;

@@ -40,15 +40,28 @@
 #include <stdint.h>
 
 #include "walklist/core.h"
+#include "walklist/error.h"
 
 typedef struct wl_export_cache wl_export_cache_t;
 
+typedef struct {
+    uint64_t body_limit_mb; /* bodies kept, in MiB (WALKLIST_EXPORT_CACHE_MB); 0: versions only */
+    /* Versions trusted from memory until an announcement (WALKLIST_EXPORT_CACHE_TRUST_NOTIFY,
+     * default on); off: each request reads the version. */
+    bool trust_notify;
+    const char *directory; /* where body files live, unlinked (TMPDIR); NULL: /tmp */
+} wl_export_cache_config_t;
+
 /**
- * The process's cache, created with its watch thread on first use (for the
- * core of that first use); NULL when it cannot be (then every export is read
- * from the database, as without a cache).
+ * Creates the cache of core's exports with its watch thread, and registers it for the core's
+ * own writes (wl_core_on_export_change). Its owner destroys it after the last export that
+ * uses it; without one, every export is read from the database.
  */
-wl_export_cache_t *wl_export_cache_shared(wl_core_t *core);
+int wl_export_cache_create(wl_core_t *core, const wl_export_cache_config_t *config,
+                           wl_export_cache_t **out, wl_error_t *err) WL_CHECK_RESULT;
+
+/** Stops the watch thread, unregisters from the core and frees everything. */
+void wl_export_cache_destroy(wl_export_cache_t *cache);
 
 /** Taken before an export's snapshot; stores made with it are refused after a change. */
 typedef struct {

@@ -286,14 +286,13 @@ static bool answer_known(wl_exchange_t *ex, wl_export_cache_t *cache, int64_t ve
     return true;
 }
 
-void wl_export_stream_respond(wl_core_t *core, wl_exchange_t *ex)
+void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex)
 {
     wl_error_t err;
     wl_error_init(&err);
     bool gzip = wl_negotiate_gzip(wl_exchange_header_list(ex, "Accept-Encoding"));
     int64_t org_id = ex->principal.org_id, version = 0;
     /* An unchanged export costs no query: the version (and maybe the body) is known. */
-    wl_export_cache_t *cache = wl_export_cache_shared(core);
     if (cache != NULL) {
         if (!wl_export_cache_version(cache, org_id, &version)) {
             wl_export_ticket_t ticket = wl_export_cache_ticket(cache, org_id);

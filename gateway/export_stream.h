@@ -22,9 +22,11 @@
 #define WALKLIST_GATEWAY_EXPORT_STREAM_H
 
 #include "exchange.h"
+#include "export_cache.h"
 #include "walklist/core.h"
 
-/** Answers an authenticated export request (ex->principal is set). */
-void wl_export_stream_respond(wl_core_t *core, wl_exchange_t *ex);
+/** Answers an authenticated export request (ex->principal is set), from cache when it holds
+ * the organization's current export (cache may be NULL: none). */
+void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex);
 
 #endif

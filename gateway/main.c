@@ -406,6 +406,14 @@ int main(int argc, char **argv)
     wl_error_init(&ready_err);
     if (wl_core_ready(core, &ready_err) != 0)
         wl_log("warn", "database not ready; serving 503 until it is", "%s", ready_err.message);
+    /* Read from the environment only (tuning, not everyday configuration). */
+    const char *cache_mb = getenv("WALKLIST_EXPORT_CACHE_MB");
+    const char *trust = getenv("WALKLIST_EXPORT_CACHE_TRUST_NOTIFY");
+    wl_export_cache_config_t export_cache = {
+        .body_limit_mb = cache_mb != NULL ? strtoull(cache_mb, NULL, 10) : 1024,
+        .trust_notify = trust == NULL || strcmp(trust, "0") != 0,
+        .directory = getenv("TMPDIR"),
+    };
     wl_server_config_t server_config = {
         .listen = config.listen,
         .threads = (unsigned)config.threads,
@@ -416,6 +424,7 @@ int main(int argc, char **argv)
         .tls_cert_pem = tls_cert,
         .tls_key_pem = tls_key,
         .ops_listen = config.ops_listen,
+        .export_cache = &export_cache,
         .tls_1_3_only =
             config.tls_min_version != NULL && strcmp(config.tls_min_version, "1.3") == 0,
     };

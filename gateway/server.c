@@ -35,7 +35,8 @@
 struct wl_server {
     wl_core_t *core;
     wl_api_t *api;
-    wl_connect_t *connect; /* the Connect transport: /walklist.* paths */
+    wl_connect_t *connect;           /* the Connect transport: /walklist.* paths */
+    wl_export_cache_t *export_cache; /* NULL: none (exports read from the database) */
     wl_metrics_t *metrics;
     struct MHD_Daemon *daemon;
     struct MHD_Daemon *ops_daemon; /* --ops-listen: /healthz, /readyz, /metrics on their own */
@@ -557,8 +558,17 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         return wl_error_set(err, WL_ENOMEM, NULL);
     }
     int rc = wl_linger_create(&server->linger, err);
+    if (rc == 0 && config->export_cache != NULL) {
+        wl_error_t cache_err;
+        wl_error_init(&cache_err);
+        if (wl_export_cache_create(core, config->export_cache, &server->export_cache, &cache_err) !=
+            0)
+            wl_log("warn", "export cache off", "%s: every export is read from the database",
+                   cache_err.message);
+    }
     if (rc == 0)
-        rc = wl_api_create(core, (int)config->anonymous_limit, &server->api, err);
+        rc = wl_api_create(core, (int)config->anonymous_limit, server->export_cache, &server->api,
+                           err);
     if (rc == 0)
         rc = wl_connect_create(core, wl_api_anonymous_limiter(server->api), &server->connect, err);
     if (rc == 0)
@@ -650,6 +660,7 @@ Fail:
         close(server->listen_fd);
     wl_connect_destroy(server->connect);
     wl_api_destroy(server->api);
+    wl_export_cache_destroy(server->export_cache);
     wl_linger_destroy(server->linger);
     wl_metrics_destroy(server->metrics);
     free(server);
@@ -729,6 +740,7 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
     wl_linger_destroy(server->linger);
     wl_connect_destroy(server->connect);
     wl_api_destroy(server->api);
+    wl_export_cache_destroy(server->export_cache);
     wl_metrics_destroy(server->metrics);
     free(server);
 }

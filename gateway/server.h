@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "export_cache.h"
 #include "walklist/core.h"
 #include "walklist/error.h"
 
@@ -30,6 +31,9 @@ typedef struct {
      * document only, a thread per connection (16 at most): never behind a worker thread that
      * waits on the database. NULL: none (they are served on listen as well, always). */
     const char *ops_listen;
+    /* The stock export's cache (export_cache.h), created and stopped with the server; NULL:
+     * none, every export read from the database. */
+    const wl_export_cache_config_t *export_cache;
 } wl_server_config_t;
 
 /*

@@ -319,14 +319,15 @@ int wl_core_export_watch_create(wl_core_t *core, wl_export_watch_t **out,
                                 wl_error_t *err) WL_CHECK_RESULT;
 
 /**
- * Connects and listens when not yet listening, then waits up to timeout_ms
- * and calls changed(org_id, data) for every announcement received. Returns 0
+ * Connects and listens when not yet listening, then waits up to timeout_ms (or
+ * until wake_fd, when >= 0, is readable: the caller's way to stop a waiting
+ * thread) and calls changed(org_id, data) for every announcement received. Returns 0
  * while listening (changes seen or not), WL_EUNAVAILABLE when the connection
  * is lost or cannot be made: announcements may have been missed, so whatever
  * the caller derived from earlier ones must be dropped. The next call
  * reconnects.
  */
-int wl_export_watch_wait(wl_export_watch_t *watch, int timeout_ms,
+int wl_export_watch_wait(wl_export_watch_t *watch, int wake_fd, int timeout_ms,
                          void (*changed)(int64_t org_id, void *data), void *data,
                          wl_error_t *err) WL_CHECK_RESULT;
 

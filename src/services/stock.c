@@ -126,7 +126,7 @@ int wl_core_export_watch_create(wl_core_t *core, wl_export_watch_t **out, wl_err
     return 0;
 }
 
-int wl_export_watch_wait(wl_export_watch_t *watch, int timeout_ms,
+int wl_export_watch_wait(wl_export_watch_t *watch, int wake_fd, int timeout_ms,
                          void (*changed)(int64_t org_id, void *data), void *data, wl_error_t *err)
 {
     if (watch->conn == NULL) {
@@ -137,7 +137,7 @@ int wl_export_watch_wait(wl_export_watch_t *watch, int timeout_ms,
     }
     watch->changed = changed;
     watch->data = data;
-    int rc = wl_listen_wait(watch->conn, -1, timeout_ms, export_changed, watch, err);
+    int rc = wl_listen_wait(watch->conn, wake_fd, timeout_ms, export_changed, watch, err);
     if (rc != 0) {
         PQfinish(watch->conn);
         watch->conn = NULL;
