@@ -12,6 +12,7 @@
 #include "device.h"
 #include "export_stream.h"
 #include "json_codec.h"
+#include "negotiate.h"
 #include "query.h"
 #include "status_map.h"
 
@@ -255,35 +256,6 @@ static void refuse(wl_api_t *api, wl_exchange_t *ex, unsigned status, const char
         wl_exchange_error(ex, status, WL_GRPC_INVALID_ARGUMENT, message, NULL);
 }
 
-/* application/json with an optional charset, which must be UTF-8. */
-static bool is_json_content_type(const char *value)
-{
-    if (value == NULL)
-        return false;
-    while (*value == ' ')
-        value++;
-    static const char json[] = "application/json";
-    if (strncasecmp(value, json, sizeof(json) - 1) != 0)
-        return false;
-    const char *rest = value + sizeof(json) - 1;
-    while (*rest == ' ')
-        rest++;
-    if (*rest == '\0')
-        return true;
-    if (*rest != ';')
-        return false;
-    rest++;
-    while (*rest == ' ')
-        rest++;
-    if (strncasecmp(rest, "charset=", 8) != 0)
-        return false;
-    rest += 8;
-    if (*rest == '"')
-        rest++;
-    return strncasecmp(rest, "utf-8", 5) == 0 &&
-           (rest[5] == '\0' || rest[5] == '"' || rest[5] == ' ' || rest[5] == ';');
-}
-
 void wl_api_begin(wl_api_t *api, wl_exchange_t *ex)
 {
     request_state_t *state = wl_arena_alloc(&ex->arena, sizeof(*state));
@@ -315,7 +287,7 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex)
         wl_api_finish(api, ex);
         return;
     }
-    if (!is_json_content_type(wl_exchange_header(ex, "Content-Type"))) {
+    if (wl_negotiate_content_type(wl_exchange_header(ex, "Content-Type"), NULL) != WL_MEDIA_JSON) {
         refuse(api, ex, 415, "Content-Type must be application/json (charset utf-8)");
         return;
     }

@@ -13,6 +13,7 @@
 #include "api.h"
 #include "google/rpc/error_details.pb-c.h"
 #include "json_codec.h"
+#include "negotiate.h"
 #include "proto_strings.h"
 #include "status_map.h"
 #include "walklist/base64.h"
@@ -219,46 +220,19 @@ static const char *skip_blanks(const char *s)
     return s + strspn(s, " \t");
 }
 
-/*
- * application/proto, or application/json with no parameter or charset=utf-8 (any case,
- * quoted or not): the two codecs of Connect unary with Protocol Buffers. Anything else,
- * also another charset, is a codec we do not have.
- */
+/* application/proto or application/json (charset UTF-8 when given): the two codecs of Connect
+ * unary with Protocol Buffers. The reply says the same, in canonical spelling. */
 static bool parse_content_type(const char *value, call_state_t *state)
 {
-    static const char proto[] = "application/proto", json[] = "application/json";
-    if (value == NULL)
+    bool charset = false;
+    wl_media_t media = wl_negotiate_content_type(value, &charset);
+    if (media == WL_MEDIA_OTHER)
         return false;
-    value = skip_blanks(value);
-    const char *rest;
-    if (strncasecmp(value, proto, sizeof(proto) - 1) == 0) {
-        state->codec = CODEC_PROTO;
-        state->content_type = proto;
-        rest = skip_blanks(value + sizeof(proto) - 1);
-        return *rest == '\0';
-    }
-    if (strncasecmp(value, json, sizeof(json) - 1) != 0)
-        return false;
-    state->codec = CODEC_JSON;
-    state->content_type = json;
-    rest = skip_blanks(value + sizeof(json) - 1);
-    if (*rest == '\0')
-        return true;
-    if (*rest != ';')
-        return false;
-    rest = skip_blanks(rest + 1);
-    if (strncasecmp(rest, "charset=", 8) != 0)
-        return false;
-    rest += 8;
-    bool quoted = *rest == '"';
-    rest += quoted;
-    if (strncasecmp(rest, "utf-8", 5) != 0)
-        return false;
-    rest += 5;
-    if (quoted && *rest++ != '"')
-        return false;
-    state->content_type = "application/json; charset=utf-8";
-    return *skip_blanks(rest) == '\0';
+    state->codec = media == WL_MEDIA_PROTO ? CODEC_PROTO : CODEC_JSON;
+    state->content_type = media == WL_MEDIA_PROTO ? "application/proto"
+                          : charset               ? "application/json; charset=utf-8"
+                                                  : "application/json";
+    return true;
 }
 
 /* Connect-Timeout-Ms: a non-negative integer of at most 10 ASCII digits, counted from start. */

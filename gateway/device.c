@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "negotiate.h"
 #include "walklist/scanner/v1/device.pb.h"
 #include "walklist/utf8.h"
 #include "walklist/v1/scanner.pb-c.h"
@@ -24,22 +25,9 @@ _Static_assert(WL_DEVICE_MAX_LISTS == pb_arraysize(walklist_scanner_v1_ListPendi
 
 #define PROTO_CONTENT_TYPE "application/proto"
 
-/* application/proto, in any case, with blanks around it; no parameters. */
-static bool is_proto_content_type(const char *value)
-{
-    if (value == NULL)
-        return false;
-    value += strspn(value, " \t");
-    size_t len = sizeof(PROTO_CONTENT_TYPE) - 1;
-    if (strncasecmp(value, PROTO_CONTENT_TYPE, len) != 0)
-        return false;
-    value += len;
-    return value[strspn(value, " \t")] == '\0';
-}
-
 bool wl_device_accept(wl_exchange_t *ex)
 {
-    if (!is_proto_content_type(wl_exchange_header(ex, "Content-Type"))) {
+    if (wl_negotiate_content_type(wl_exchange_header(ex, "Content-Type"), NULL) != WL_MEDIA_PROTO) {
         wl_exchange_error(ex, 415, WL_GRPC_INVALID_ARGUMENT,
                           "Content-Type must be application/proto", NULL);
         return false;

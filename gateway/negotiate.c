@@ -179,3 +179,73 @@ bool wl_negotiate_none_match(const char *if_none_match, const char *etag)
     }
     return any && matched;
 }
+
+/* Reads one "; name=value" parameter (value a token or a quoted-string) at *p; false when
+ * what is there is not one. */
+static bool next_parameter(const char **p, const char **name, size_t *name_len, const char **value,
+                           size_t *value_len)
+{
+    const char *s = *p + strspn(*p, " \t");
+    if (*s != ';')
+        return false;
+    s += 1 + strspn(s + 1, " \t");
+    *name = s;
+    *name_len = strcspn(s, "=; \t");
+    if (*name_len == 0 || s[*name_len] != '=')
+        return false;
+    s += *name_len + 1;
+    if (*s == '"') {
+        const char *end = strchr(s + 1, '"');
+        if (end == NULL)
+            return false;
+        *value = s + 1;
+        *value_len = (size_t)(end - s - 1);
+        s = end + 1;
+    } else {
+        *value = s;
+        *value_len = strcspn(s, "; \t");
+        if (*value_len == 0)
+            return false;
+        s += *value_len;
+    }
+    *p = s;
+    return true;
+}
+
+wl_media_t wl_negotiate_content_type(const char *content_type, bool *utf8_charset)
+{
+    static const char json[] = "application/json", proto[] = "application/proto";
+    bool charset = false;
+    if (utf8_charset != NULL)
+        *utf8_charset = false;
+    if (content_type == NULL)
+        return WL_MEDIA_OTHER;
+    const char *p = content_type + strspn(content_type, " \t");
+    wl_media_t media;
+    if (strncasecmp(p, json, sizeof(json) - 1) == 0) {
+        media = WL_MEDIA_JSON;
+        p += sizeof(json) - 1;
+    } else if (strncasecmp(p, proto, sizeof(proto) - 1) == 0) {
+        media = WL_MEDIA_PROTO;
+        p += sizeof(proto) - 1;
+    } else {
+        return WL_MEDIA_OTHER;
+    }
+    for (;;) {
+        const char *rest = p + strspn(p, " \t");
+        if (*rest == '\0')
+            break;
+        const char *name, *value;
+        size_t name_len, value_len;
+        if (media == WL_MEDIA_PROTO || !next_parameter(&p, &name, &name_len, &value, &value_len))
+            return WL_MEDIA_OTHER;
+        if (name_len == 7 && strncasecmp(name, "charset", 7) == 0) {
+            if (value_len != 5 || strncasecmp(value, "utf-8", 5) != 0)
+                return WL_MEDIA_OTHER;
+            charset = true;
+        }
+    }
+    if (utf8_charset != NULL)
+        *utf8_charset = charset;
+    return media;
+}

@@ -94,9 +94,43 @@ static void test_none_match(void)
     }
 }
 
+static void check_media(const char *value, wl_media_t expected, bool expected_charset)
+{
+    bool charset = !expected_charset;
+    CHECK_INT(wl_negotiate_content_type(value, &charset), expected);
+    if (expected != WL_MEDIA_OTHER)
+        CHECK_INT(charset, expected_charset);
+}
+
+/* One reading of Content-Type for REST (JSON), Connect (JSON or proto) and devices (proto). */
+static void test_content_type(void)
+{
+    check_media("application/json", WL_MEDIA_JSON, false);
+    check_media("Application/JSON", WL_MEDIA_JSON, false);
+    check_media(" application/json ", WL_MEDIA_JSON, false);
+    check_media("application/json; charset=utf-8", WL_MEDIA_JSON, true);
+    check_media("application/json;charset=\"UTF-8\"", WL_MEDIA_JSON, true);
+    check_media("application/json; CHARSET=Utf-8 ; v=1", WL_MEDIA_JSON, true);
+    check_media("application/json; v=1", WL_MEDIA_JSON, false);
+    check_media("application/json; charset=latin1", WL_MEDIA_OTHER, false);
+    check_media("application/json; charset=utf-16", WL_MEDIA_OTHER, false);
+    check_media("application/json; charset=\"utf-8", WL_MEDIA_OTHER, false);
+    check_media("application/json;", WL_MEDIA_OTHER, false);
+    check_media("application/json; charset", WL_MEDIA_OTHER, false);
+    check_media("application/jsonx", WL_MEDIA_OTHER, false);
+    check_media("text/json", WL_MEDIA_OTHER, false);
+    check_media("application/proto", WL_MEDIA_PROTO, false);
+    check_media("\tapplication/PROTO\t", WL_MEDIA_PROTO, false);
+    check_media("application/proto; charset=utf-8", WL_MEDIA_OTHER, false);
+    check_media("application/protobuf", WL_MEDIA_OTHER, false);
+    check_media("", WL_MEDIA_OTHER, false);
+    CHECK_INT(wl_negotiate_content_type(NULL, NULL), WL_MEDIA_OTHER);
+}
+
 int main(void)
 {
     test_gzip();
     test_none_match();
+    test_content_type();
     return test_exit();
 }
