@@ -3,6 +3,50 @@
 
 #include <microhttpd.h>
 #include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+bool wl_access_bearer_token(const char *header, wl_span_t *token)
+{
+    header += strspn(header, " \t");
+    if (strncasecmp(header, "Bearer", 6) != 0 || (header[6] != ' ' && header[6] != '\t'))
+        return false;
+    const char *start = header + 6 + strspn(header + 6, " \t");
+    size_t len = strcspn(start, " \t");
+    const char *rest = start + len;
+    if (len == 0 || rest[strspn(rest, " \t")] != '\0')
+        return false;
+    *token = wl_span(start, len);
+    return true;
+}
+
+bool wl_access_read_key(const wl_access_t *access, wl_exchange_t *ex, const wl_span_t *query_key,
+                        wl_span_t *token)
+{
+    const char *header = wl_exchange_header(ex, "Authorization");
+    if (header != NULL && query_key != NULL) {
+        access->answer(ex, 400, WL_GRPC_INVALID_ARGUMENT,
+                       "send the API key in the Authorization header or in api_key, not both",
+                       NULL);
+        return false;
+    }
+    if (query_key != NULL) {
+        *token = *query_key;
+        return true;
+    }
+    if (header == NULL) {
+        wl_access_unauthenticated(access, ex, false, "missing API key");
+        return false;
+    }
+    if (!wl_access_bearer_token(header, token)) {
+        /* A Bearer credential of the wrong shape was still a key sent; another scheme was not. */
+        bool bearer = strncasecmp(header + strspn(header, " \t"), "Bearer", 6) == 0;
+        wl_access_unauthenticated(access, ex, bearer,
+                                  "the Authorization header must be 'Bearer <API key>'");
+        return false;
+    }
+    return true;
+}
 
 void wl_access_unauthenticated(const wl_access_t *access, wl_exchange_t *ex, bool key_sent,
                                const char *message)

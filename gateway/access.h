@@ -27,6 +27,21 @@ typedef struct {
     wl_access_answer_fn answer;
 } wl_access_t;
 
+/**
+ * The credential of "Authorization: Bearer <token>" (RFC 6750 2.1; scheme case-insensitive,
+ * one token, blanks around it): true with *token pointing into header.
+ */
+bool wl_access_bearer_token(const char *header, wl_span_t *token);
+
+/**
+ * Reads the request's API key: from "Authorization: Bearer <key>", or query_key when the
+ * transport allows one there (REST's api_key; NULL: none given). Answers 400 for both at once,
+ * 401 (or 429 past the per-address limit) for none or a malformed header, and returns false
+ * then.
+ */
+bool wl_access_read_key(const wl_access_t *access, wl_exchange_t *ex, const wl_span_t *query_key,
+                        wl_span_t *token);
+
 /** Answers a request without a usable key: 401, or 429 past the per-address limit. */
 void wl_access_unauthenticated(const wl_access_t *access, wl_exchange_t *ex, bool key_sent,
                                const char *message);

@@ -65,7 +65,6 @@ typedef struct {
 struct wl_api {
     wl_core_t *core;
     wl_export_cache_t *export_cache; /* the owner's (the server's); NULL: none */
-    wl_anon_limiter_t *anonymous;    /* requests without a valid key, per address */
     wl_access_t access;
     route_target_t targets[ROUTE_COUNT];
 };
@@ -82,7 +81,7 @@ typedef struct {
     wl_query_t query;
 } request_state_t;
 
-int wl_api_create(wl_core_t *core, int anonymous_limit, wl_export_cache_t *export_cache,
+int wl_api_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_export_cache_t *export_cache,
                   wl_api_t **out, wl_error_t *err)
 {
     wl_api_t *api = calloc(1, sizeof(*api));
@@ -90,12 +89,7 @@ int wl_api_create(wl_core_t *core, int anonymous_limit, wl_export_cache_t *expor
         return wl_error_set(err, WL_ENOMEM, NULL);
     api->core = core;
     api->export_cache = export_cache;
-    api->anonymous = wl_anon_limiter_create(anonymous_limit > 0 ? anonymous_limit : 120, 60);
-    if (api->anonymous == NULL) {
-        free(api);
-        return wl_error_set(err, WL_ENOMEM, NULL);
-    }
-    api->access = (wl_access_t){core, api->anonymous, wl_exchange_error};
+    api->access = (wl_access_t){core, anonymous, wl_exchange_error};
     for (size_t i = 0; i < ROUTE_COUNT; i++) {
         const wl_service_entry_t *service = wl_core_find_service(core, routes[i].service);
         const ProtobufCMethodDescriptor *method =
@@ -119,7 +113,6 @@ void wl_api_destroy(wl_api_t *api)
 {
     if (api == NULL)
         return;
-    wl_anon_limiter_destroy(api->anonymous);
     free(api);
 }
 
@@ -196,56 +189,21 @@ static bool route_request(wl_exchange_t *ex, request_state_t *state)
     return false;
 }
 
-/* Extracts the credential of "Authorization: Bearer <token>". */
-static bool bearer_token(const char *header, wl_span_t *token)
-{
-    while (*header == ' ' || *header == '\t')
-        header++;
-    if (strncasecmp(header, "Bearer", 6) != 0 || (header[6] != ' ' && header[6] != '\t'))
-        return false;
-    const char *start = header + 6;
-    while (*start == ' ' || *start == '\t')
-        start++;
-    size_t len = strcspn(start, " \t");
-    const char *rest = start + len;
-    while (*rest == ' ' || *rest == '\t')
-        rest++;
-    if (len == 0 || *rest != '\0')
-        return false;
-    *token = wl_span(start, len);
-    return true;
-}
-
 /* Reads the request's credential and starts its admission; answers 400, 401, or a refusal
  * decided at once. The admission of a method that admits with its work waits for it. */
 static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const route_t *route,
                          const wl_method_policy_t *policy, request_state_t *state)
 {
-    const char *header = wl_exchange_header(ex, "Authorization");
     size_t query_keys = route->query_api_key ? wl_query_count(&state->query, "api_key") : 0;
-    if (header != NULL && query_keys > 0) {
-        wl_exchange_error(ex, 400, WL_GRPC_INVALID_ARGUMENT,
-                          "send the API key in the Authorization header or in api_key, not both",
-                          NULL);
-        return false;
-    }
     if (query_keys > 1) {
         wl_exchange_error(ex, 400, WL_GRPC_INVALID_ARGUMENT, "api_key must be given once", NULL);
         return false;
     }
     wl_span_t token;
-    if (query_keys == 1) {
-        token = *wl_query_get(&state->query, "api_key");
-    } else if (header == NULL) {
-        wl_access_unauthenticated(&api->access, ex, false, "missing API key");
+    if (!wl_access_read_key(&api->access, ex,
+                            query_keys == 1 ? wl_query_get(&state->query, "api_key") : NULL,
+                            &token))
         return false;
-    } else if (!bearer_token(header, &token)) {
-        /* A Bearer credential of the wrong shape was still a key sent; another scheme was not. */
-        bool bearer = strncasecmp(header + strspn(header, " \t"), "Bearer", 6) == 0;
-        wl_access_unauthenticated(&api->access, ex, bearer,
-                                  "the Authorization header must be 'Bearer <API key>'");
-        return false;
-    }
     return wl_access_begin(&api->access, ex, token, policy, route->device == NULL);
 }
 
@@ -388,14 +346,4 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
 void wl_api_body_too_large(wl_api_t *api, wl_exchange_t *ex)
 {
     refuse(api, ex, 413, "request body is larger than the limit");
-}
-
-bool wl_api_bearer_token(const char *header, wl_span_t *token)
-{
-    return bearer_token(header, token);
-}
-
-wl_anon_limiter_t *wl_api_anonymous_limiter(wl_api_t *api)
-{
-    return api->anonymous;
 }

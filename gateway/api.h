@@ -14,9 +14,9 @@
 
 typedef struct wl_api wl_api_t;
 
-/** anonymous_limit: requests per minute per address without a valid key (0: 120);
- * export_cache: the stock export's cache, owned by the caller (NULL: none). */
-int wl_api_create(wl_core_t *core, int anonymous_limit, wl_export_cache_t *export_cache,
+/** anonymous: the per-address limiter of requests without a valid key, shared by every
+ * transport; export_cache: the stock export's cache (NULL: none). Both stay the caller's. */
+int wl_api_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_export_cache_t *export_cache,
                   wl_api_t **out, wl_error_t *err) WL_CHECK_RESULT;
 void wl_api_destroy(wl_api_t *api);
 
@@ -35,14 +35,5 @@ void wl_api_body_too_large(wl_api_t *api, wl_exchange_t *ex);
 
 /** Route patterns ("GET /api/v1/stock-export"), for documentation checks. */
 size_t wl_api_routes(const char *const **methods, const char *const **patterns);
-
-/**
- * The credential of "Authorization: Bearer <token>" (scheme case-insensitive,
- * one token, blanks around it): true with *token pointing into header.
- */
-bool wl_api_bearer_token(const char *header, wl_span_t *token);
-
-/** The per-address limiter of requests without a valid key, for other transports to share. */
-wl_anon_limiter_t *wl_api_anonymous_limiter(wl_api_t *api);
 
 #endif

@@ -215,11 +215,6 @@ static const procedure_t *find_procedure(const wl_connect_t *connect, wl_span_t 
     return NULL;
 }
 
-static const char *skip_blanks(const char *s)
-{
-    return s + strspn(s, " \t");
-}
-
 /* application/proto or application/json (charset UTF-8 when given): the two codecs of Connect
  * unary with Protocol Buffers. The reply says the same, in canonical spelling. */
 static bool parse_content_type(const char *value, call_state_t *state)
@@ -271,18 +266,9 @@ static void answer_deadline_exceeded(wl_exchange_t *ex)
 /* Reads the Bearer key and starts the request's admission, as the REST routes do. */
 static bool authenticate(wl_connect_t *connect, wl_exchange_t *ex, const wl_method_policy_t *policy)
 {
-    const char *header = wl_exchange_header(ex, "Authorization");
     wl_span_t token;
-    if (header == NULL) {
-        wl_access_unauthenticated(&connect->access, ex, false, "missing API key");
+    if (!wl_access_read_key(&connect->access, ex, NULL, &token))
         return false;
-    }
-    if (!wl_api_bearer_token(header, &token)) {
-        bool bearer = strncasecmp(skip_blanks(header), "Bearer", 6) == 0;
-        wl_access_unauthenticated(&connect->access, ex, bearer,
-                                  "the Authorization header must be 'Bearer <API key>'");
-        return false;
-    }
     /* Only a small body is read before a pending admission is decided. */
     const char *length = wl_exchange_header(ex, "Content-Length");
     bool small = length != NULL && strtoull(length, NULL, 10) <= CONNECT_DEFER_BODY_LIMIT;

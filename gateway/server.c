@@ -37,6 +37,7 @@ struct wl_server {
     wl_api_t *api;
     wl_connect_t *connect;           /* the Connect transport: /walklist.* paths */
     wl_export_cache_t *export_cache; /* NULL: none (exports read from the database) */
+    wl_anon_limiter_t *anonymous; /* requests without a valid key, per address: every transport */
     wl_metrics_t *metrics;
     struct MHD_Daemon *daemon;
     struct MHD_Daemon *ops_daemon; /* --ops-listen: /healthz, /readyz, /metrics on their own */
@@ -566,11 +567,13 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
             wl_log("warn", "export cache off", "%s: every export is read from the database",
                    cache_err.message);
     }
+    if (rc == 0 && (server->anonymous = wl_anon_limiter_create(
+                        config->anonymous_limit ? (int)config->anonymous_limit : 120, 60)) == NULL)
+        rc = wl_error_set(err, WL_ENOMEM, NULL);
     if (rc == 0)
-        rc = wl_api_create(core, (int)config->anonymous_limit, server->export_cache, &server->api,
-                           err);
+        rc = wl_api_create(core, server->anonymous, server->export_cache, &server->api, err);
     if (rc == 0)
-        rc = wl_connect_create(core, wl_api_anonymous_limiter(server->api), &server->connect, err);
+        rc = wl_connect_create(core, server->anonymous, &server->connect, err);
     if (rc == 0)
         rc = open_listener(config->listen, &server->listen_fd, &server->port, err);
     if (rc != 0)
@@ -660,6 +663,7 @@ Fail:
         close(server->listen_fd);
     wl_connect_destroy(server->connect);
     wl_api_destroy(server->api);
+    wl_anon_limiter_destroy(server->anonymous);
     wl_export_cache_destroy(server->export_cache);
     wl_linger_destroy(server->linger);
     wl_metrics_destroy(server->metrics);
@@ -740,6 +744,7 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
     wl_linger_destroy(server->linger);
     wl_connect_destroy(server->connect);
     wl_api_destroy(server->api);
+    wl_anon_limiter_destroy(server->anonymous);
     wl_export_cache_destroy(server->export_cache);
     wl_metrics_destroy(server->metrics);
     free(server);

@@ -1,13 +1,12 @@
 /*
- * The Authorization header (wl_api_bearer_token in gateway/api.c, used by the REST routes and
- * the Connect transport): the input is the header's value. An accepted credential is one
- * non-empty run of non-blank bytes inside the header, after "Bearer" and blanks, with only
- * blanks after it.
+ * The Authorization header (wl_access_bearer_token in gateway/access.c, for every transport): the
+ * input is the header's value. An accepted credential is one non-empty run of non-blank bytes
+ * inside the header, after "Bearer" and blanks, with only blanks after it.
  */
 #include <string.h>
 #include <strings.h>
 
-#include "api.h"
+#include "access.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -15,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *header = fuzz_cstring(data, size);
     size_t len = strlen(header);
     wl_span_t token = {NULL, 0};
-    if (wl_api_bearer_token(header, &token)) {
+    if (wl_access_bearer_token(header, &token)) {
         FUZZ_CHECK(token.len > 0 && token.base >= header + 7 &&
                    token.base + token.len <= header + len);
         FUZZ_CHECK(strncasecmp(header + strspn(header, " \t"), "Bearer", 6) == 0);
