@@ -86,7 +86,7 @@ int wl_api_create(wl_core_t *core, int anonymous_limit, wl_api_t **out, wl_error
     if (api == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     api->core = core;
-    api->anonymous = wl_anon_limiter_create(anonymous_limit > 0 ? anonymous_limit : 120, 60);
+    api->anonymous = wl_anon_limiter_create(anonymous_limit, 60);
     if (api->anonymous == NULL) {
         free(api);
         return wl_error_set(err, WL_ENOMEM, NULL);

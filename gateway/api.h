@@ -13,9 +13,9 @@
 
 typedef struct wl_api wl_api_t;
 
-/** anonymous_limit: requests per minute per address without a valid key (0: 120). */
-int wl_api_create(wl_core_t *core, int anonymous_limit, wl_api_t **out, wl_error_t *err)
-    WL_CHECK_RESULT;
+/** anonymous_limit: requests per minute per address without a valid key, >= 1. */
+int wl_api_create(wl_core_t *core, int anonymous_limit, wl_api_t **out,
+                  wl_error_t *err) WL_CHECK_RESULT;
 void wl_api_destroy(wl_api_t *api);
 
 /**
