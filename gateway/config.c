@@ -255,8 +255,9 @@ static int read_flags(wl_config_t *config, int argc, char **argv, wl_config_acti
     return 0;
 }
 
-/* Defaults that depend on the machine or on other settings, once every source is read. */
-static void derive_defaults(wl_config_t *config)
+/* Defaults that depend on the machine or on other settings, once every source is read. A row
+ * given a derived default needs its line here: the check below says so instead of serving 0. */
+static int derive_defaults(wl_config_t *config, wl_error_t *err)
 {
     if (config->threads == 0) {
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -264,6 +265,14 @@ static void derive_defaults(wl_config_t *config)
     }
     if (config->db_pool_size == 0)
         config->db_pool_size = config->threads + 2;
+    for (size_t i = 0; i < OPTION_COUNT; i++) {
+        if (options[i].derived != NULL && *int_field(config, &options[i]) == 0)
+            return wl_error_set(err, WL_EINTERNAL,
+                                "no value for --%s: its default (%s) is not "
+                                "worked out",
+                                options[i].flag, options[i].derived);
+    }
+    return 0;
 }
 
 static int check_together(const wl_config_t *config, wl_error_t *err)
@@ -290,8 +299,8 @@ int wl_config_read(wl_config_t *config, int argc, char **argv, wl_config_action_
         rc = read_flags(config, argc, argv, action, err);
     if (rc != 0 || *action != WL_CONFIG_SERVE)
         return rc;
-    derive_defaults(config);
-    return check_together(config, err);
+    rc = derive_defaults(config, err);
+    return rc != 0 ? rc : check_together(config, err);
 }
 
 /* The default as --help and the README show it; Markdown adds code spans to texts. */

@@ -35,8 +35,8 @@
     TEXT(database_url, "database-url", "WALKLIST_DATABASE_URL", "URL", true, NULL,                 \
          "libpq conninfo or URI", NULL)                                                            \
     TEXT(read_database_url, "database-read-url", "WALKLIST_DATABASE_READ_URL", "URL", false, NULL, \
-         "a replica for the stock export and the breakdown; without it they read the primary",    \
-         "a replica for the stock export and the breakdown; keys, rate limits, walk lists and "   \
+         "a replica for the stock export and the breakdown; without it they read the primary",     \
+         "a replica for the stock export and the breakdown; keys, rate limits, walk lists and "    \
          "every write stay on the primary (see below)")                                            \
     TEXT(listen, "listen", "WALKLIST_LISTEN", "HOST:PORT", false, "127.0.0.1:8080",                \
          "address to serve on; port 0 picks a free port (logged)",                                 \
@@ -64,7 +64,7 @@
         NULL)                                                                                      \
     INT(max_connections_per_ip, "max-connections-per-ip", "WALKLIST_MAX_CONNECTIONS_PER_IP", "N",  \
         1, 1000000, 64, NULL,                                                                      \
-        "open connections per client address; further ones are closed at once", NULL)             \
+        "open connections per client address; further ones are closed at once", NULL)              \
     TEXT(tls_cert_path, "tls-cert", "WALKLIST_TLS_CERT", "FILE", false, NULL,                      \
          "PEM certificate (then any intermediates): serve HTTPS; needs --tls-key",                 \
          "PEM certificate (then any intermediates): serve HTTPS; needs `--tls-key`")               \
@@ -79,13 +79,13 @@
         "per organization per minute (the spec's value)")                                          \
     INT(rate_stock_export, "rate-limit-stock-export", "WALKLIST_RATE_LIMIT_STOCK_EXPORT", "N", 1,  \
         1000000, WL_CORE_DEFAULT_RATE_STOCK_EXPORT, NULL,                                          \
-        "stock exports per organization per minute", "per organization per minute")               \
+        "stock exports per organization per minute", "per organization per minute")                \
     INT(rate_shared, "rate-limit-shared", "WALKLIST_RATE_LIMIT_SHARED", "N", 1, 1000000,           \
         WL_CORE_DEFAULT_RATE_SHARED, NULL,                                                         \
         "requests to every other /api/v1 endpoint per organization per minute",                    \
         "per organization per minute")                                                             \
     INT(rate_anonymous, "rate-limit-anonymous", "WALKLIST_RATE_LIMIT_ANONYMOUS", "N", 1, 1000000,  \
-        120, NULL, "per client address per minute, requests without a valid key", NULL)           \
+        120, NULL, "per client address per minute, requests without a valid key", NULL)            \
     INT(rate_lease_ms, "rate-lease-ms", "WALKLIST_RATE_LEASE_MS", "MS", 0, 60000,                  \
         WL_CORE_DEFAULT_RATE_LEASE_MS, NULL,                                                       \
         "how long busy buckets may hold leased rate-limit permits; 0: every counted request "      \
