@@ -548,6 +548,14 @@ static void on_connection(void *cls, struct MHD_Connection *connection, void **s
 int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server_t **out,
                     wl_error_t *err)
 {
+    /* No defaults here: walklistd's come from its option table (config.h), and a caller that
+     * forgot a number should hear so rather than get someone else's choice. */
+    if (config->threads == 0 || config->connection_timeout_s == 0 ||
+        config->connection_limit == 0 || config->per_ip_connection_limit == 0 ||
+        config->anonymous_limit == 0)
+        return wl_error_set(err, WL_EINVAL,
+                            "the server needs threads, a connection timeout, connection limits "
+                            "and an anonymous rate limit, each at least 1");
     wl_server_t *server = calloc(1, sizeof(*server));
     if (server == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
@@ -578,8 +586,8 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         rc = open_listener(config->listen, &server->listen_fd, &server->port, err);
     if (rc != 0)
         goto Fail;
-    unsigned threads = config->threads ? config->threads : 4;
-    unsigned connection_limit = config->connection_limit ? config->connection_limit : 1000;
+    unsigned threads = config->threads;
+    unsigned connection_limit = config->connection_limit;
     /* Connections come from the acceptor (MHD_add_connection, which needs MHD_USE_ITC so that
      * a worker notices a connection added while it waits). */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
@@ -608,12 +616,11 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
     server->daemon = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, server, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_message, NULL,
         MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)(config->connection_timeout_s ? config->connection_timeout_s : 30),
+        config->connection_timeout_s,
         /* The acceptor keeps the limit; libmicrohttpd's own (per worker, a share of it) has
          * room for connections handed over faster than a worker takes them in. */
         MHD_OPTION_CONNECTION_LIMIT, connection_limit + threads, MHD_OPTION_NOTIFY_CONNECTION,
-        on_connection, server, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)(config->per_ip_connection_limit ? config->per_ip_connection_limit : 64),
+        on_connection, server, MHD_OPTION_PER_IP_CONNECTION_LIMIT, config->per_ip_connection_limit,
         /* Room for a 64 KiB header block, or a GET-form target of 200 codes of 64
          * characters, every one percent-encoded (README). libmicrohttpd zeroes the whole of
          * it after every request on a connection: at 256 KiB that was a fifth of walklistd's

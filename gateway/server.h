@@ -15,12 +15,14 @@
 
 typedef struct wl_server wl_server_t;
 
+/* Every number is given, at least 1 (wl_server_start refuses 0 with WL_EINVAL): the defaults
+ * are walklistd's, in its option table (config.h). */
 typedef struct {
     const char *listen;               /* "host:port", "[v6]:port"; port 0 picks a free port */
-    unsigned threads;                 /* worker threads, >= 1 */
+    unsigned threads;                 /* worker threads */
     unsigned connection_timeout_s;    /* idle connections are closed after this */
-    unsigned connection_limit;        /* concurrent connections at most (0: 1000) */
-    unsigned per_ip_connection_limit; /* concurrent connections per client address (0: 64) */
+    unsigned connection_limit;        /* concurrent connections at most */
+    unsigned per_ip_connection_limit; /* concurrent connections per client address */
     unsigned anonymous_limit;         /* requests per minute per address without a valid key */
     /* Native TLS: both PEM texts (NUL-terminated), or both NULL for plain HTTP. They must
      * stay valid until wl_server_stop. */

@@ -18,22 +18,36 @@
 
 typedef struct wl_core wl_core_t;
 
+/* What wl_core_create takes for a number left 0. walklistd's options (gateway/config.h) start
+ * from the same values, named here so that each is written once. */
+#define WL_CORE_DEFAULT_DB_POOL_SIZE         8
+#define WL_CORE_DEFAULT_DB_TIMEOUT_MS        5000
+#define WL_CORE_DEFAULT_STATEMENT_TIMEOUT_MS 30000
+#define WL_CORE_DEFAULT_RATE_WINDOW_MS       60000
+#define WL_CORE_DEFAULT_RATE_LOCATE_LISTS    30
+#define WL_CORE_DEFAULT_RATE_STOCK_EXPORT    30
+#define WL_CORE_DEFAULT_RATE_SHARED          60
+#define WL_CORE_DEFAULT_KEY_CACHE_TTL_MS     600000
+#define WL_CORE_DEFAULT_RATE_LEASE_MS        10000
+#define WL_CORE_DEFAULT_COMMIT_GROUPS        2
+
+/* Every number left 0 takes its WL_CORE_DEFAULT_ value. */
 typedef struct {
     const char *database_url;      /* libpq conninfo or URI */
     const char *read_database_url; /* optional replica for the export and breakdown (NULL: none) */
-    int db_pool_size;              /* default 8 */
-    /* default 5000: how long a request waits to reach the database (a free connection, a
-     * new one, a server gone silent) before WL_EUNAVAILABLE */
+    int db_pool_size;
+    /* how long a request waits to reach the database (a free connection, a new one, a server
+     * gone silent) before WL_EUNAVAILABLE */
     int db_timeout_ms;
-    int statement_timeout_ms; /* default 30000 */
-    int rate_window_ms;       /* default 60000: the rolling window of every bucket */
-    int rate_locate_lists;    /* default 30 per window */
-    int rate_stock_export;    /* default 30 per window */
-    int rate_shared;          /* default 60 per window */
-    int key_cache_ttl_ms;     /* default 600000: checked keys kept this long; < 0: no cache */
-    int rate_lease_ms;        /* default 10000: leased permits held this long; < 0: no leases */
-    /* default 2 (at most db_pool_size): admissions in flight at once, each for every request
-     * that needs the database meanwhile (group commit); < 0: each request commits alone */
+    int statement_timeout_ms;
+    int rate_window_ms;    /* the rolling window of every bucket */
+    int rate_locate_lists; /* requests per window */
+    int rate_stock_export; /* requests per window */
+    int rate_shared;       /* requests per window */
+    int key_cache_ttl_ms;  /* checked keys are kept this long; < 0: no cache */
+    int rate_lease_ms;     /* leased permits are held this long; < 0: no leases */
+    /* admissions in flight at once (at most db_pool_size), each for every request that needs
+     * the database meanwhile (group commit); < 0: each request commits alone */
     int commit_groups;
 } wl_core_config_t;
 

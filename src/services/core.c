@@ -58,11 +58,13 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     pthread_mutex_init(&core->ready_lock, NULL);
     wl_pool_config_t pool_config = {
         .conninfo = config->database_url,
-        .size = config->db_pool_size > 0 ? config->db_pool_size : 8,
+        .size = config->db_pool_size > 0 ? config->db_pool_size : WL_CORE_DEFAULT_DB_POOL_SIZE,
         .application = "walklist",
-        .timeout_ms = config->db_timeout_ms > 0 ? config->db_timeout_ms : 5000,
-        .statement_timeout_ms =
-            config->statement_timeout_ms > 0 ? config->statement_timeout_ms : 30000,
+        .timeout_ms =
+            config->db_timeout_ms > 0 ? config->db_timeout_ms : WL_CORE_DEFAULT_DB_TIMEOUT_MS,
+        .statement_timeout_ms = config->statement_timeout_ms > 0
+                                    ? config->statement_timeout_ms
+                                    : WL_CORE_DEFAULT_STATEMENT_TIMEOUT_MS,
     };
     int rc = wl_pool_create(&pool_config, &core->pool, err);
     if (rc == 0 && config->read_database_url != NULL && config->read_database_url[0] != '\0') {
@@ -76,16 +78,21 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
         wl_core_destroy(core);
         return rc;
     }
-    core->rate_window_ms = config->rate_window_ms > 0 ? config->rate_window_ms : 60000;
-    core->rate_locate_lists = config->rate_locate_lists > 0 ? config->rate_locate_lists : 30;
-    core->rate_stock_export = config->rate_stock_export > 0 ? config->rate_stock_export : 30;
-    core->rate_shared = config->rate_shared > 0 ? config->rate_shared : 60;
-    int key_ttl_ms = config->key_cache_ttl_ms != 0 ? config->key_cache_ttl_ms : 600000;
-    int lease_ms = config->rate_lease_ms != 0 ? config->rate_lease_ms : 10000;
+    core->rate_window_ms =
+        config->rate_window_ms > 0 ? config->rate_window_ms : WL_CORE_DEFAULT_RATE_WINDOW_MS;
+    core->rate_locate_lists = config->rate_locate_lists > 0 ? config->rate_locate_lists
+                                                            : WL_CORE_DEFAULT_RATE_LOCATE_LISTS;
+    core->rate_stock_export = config->rate_stock_export > 0 ? config->rate_stock_export
+                                                            : WL_CORE_DEFAULT_RATE_STOCK_EXPORT;
+    core->rate_shared = config->rate_shared > 0 ? config->rate_shared : WL_CORE_DEFAULT_RATE_SHARED;
+    int key_ttl_ms =
+        config->key_cache_ttl_ms != 0 ? config->key_cache_ttl_ms : WL_CORE_DEFAULT_KEY_CACHE_TTL_MS;
+    int lease_ms =
+        config->rate_lease_ms != 0 ? config->rate_lease_ms : WL_CORE_DEFAULT_RATE_LEASE_MS;
     rc = wl_rate_leases_create(lease_ms > 0 ? lease_ms : 0, ask_permits, core, &core->leases, err);
     if (rc == 0 && key_ttl_ms > 0)
         rc = wl_key_cache_create(config->database_url, key_ttl_ms, &core->keys, err);
-    int groups = config->commit_groups != 0 ? config->commit_groups : 2;
+    int groups = config->commit_groups != 0 ? config->commit_groups : WL_CORE_DEFAULT_COMMIT_GROUPS;
     if (groups > pool_config.size)
         groups = pool_config.size;
     if (rc == 0)

@@ -58,6 +58,9 @@ static void test_bad_values(const char *conninfo)
         {"--commit-groups", "65", NULL},
         {"--commit-groups", "-1", NULL},
         {"--commit-groups", NULL, "WALKLIST_COMMIT_GROUPS=two"},
+        {"--tls-min-version", "1.1", NULL},
+        {"--tls-min-version", NULL, "WALKLIST_TLS_MIN_VERSION=1.0"},
+        {"--bogus-flag", "1", NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *args[] = {"--database-url",

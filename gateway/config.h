@@ -1,0 +1,176 @@
+/*
+ * walklistd's configuration as data: one table of options (WL_CONFIG_OPTIONS) from which the
+ * settings struct, its defaults, the environment variables, the command-line flags, their
+ * bounds, --help and the README's configuration table are all generated. A setting comes from
+ * its default, then its environment variable, then its flag: the last one read wins. Adding an
+ * option means adding a row.
+ */
+#ifndef WALKLIST_GATEWAY_CONFIG_H
+#define WALKLIST_GATEWAY_CONFIG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "walklist/core.h"
+#include "walklist/error.h"
+
+/*
+ * The rows, in the order --help and the README list them. Three kinds:
+ *
+ *   INT(field, flag, env, metavar, min, max, default, derived, help, doc)
+ *       a whole number from min to max. derived: NULL, or what a default of 0 stands for
+ *       ("2 x cores"), worked out by wl_config_read once every source is read (0 is then below
+ *       min, so no source can give it).
+ *   TEXT(field, flag, env, metavar, required, default, help, doc)
+ *       a string; default NULL: none. An empty value means the default (a unit file's
+ *       WALKLIST_TLS_CERT= unsets it).
+ *   CHOICE(field, flag, env, choices, default, help, doc)
+ *       one of choices ("1.2|1.3"); an empty value means the default.
+ *
+ * help is the --help text (plain); doc the README's Meaning (Markdown), NULL: the same as help.
+ * Defaults the core also falls back on come from walklist/core.h, so each is written once.
+ */
+// clang-format off
+#define WL_CONFIG_OPTIONS(INT, TEXT, CHOICE)                                                       \
+    TEXT(database_url, "database-url", "WALKLIST_DATABASE_URL", "URL", true, NULL,                 \
+         "libpq conninfo or URI", NULL)                                                            \
+    TEXT(read_database_url, "database-read-url", "WALKLIST_DATABASE_READ_URL", "URL", false, NULL, \
+         "a replica for the stock export and the breakdown; without it they read the primary",     \
+         "a replica for the stock export and the breakdown; keys, rate limits, walk lists and "    \
+         "every write stay on the primary (see below)")                                            \
+    TEXT(listen, "listen", "WALKLIST_LISTEN", "HOST:PORT", false, "127.0.0.1:8080",                \
+         "address to serve on; port 0 picks a free port (logged)",                                 \
+         "`host:port` or `[v6]:port`; port 0 picks a free port (logged)")                          \
+    TEXT(ops_listen, "ops-listen", "WALKLIST_OPS_LISTEN", "HOST:PORT", false, NULL,                \
+         "also serve /healthz, /readyz and /metrics on a plain-HTTP listener of their own, a "     \
+         "thread per connection, never behind a request that waits on the database",               \
+         "`host:port` of a plain-HTTP listener for `/healthz`, `/readyz`, `/metrics` and the "     \
+         "OpenAPI document only (404 for anything else), a thread per connection (16 at most), "   \
+         "never behind a request that waits on the database: point liveness probes here; "         \
+         "`/readyz` there says 503 from SIGTERM on")                                               \
+    INT(threads, "threads", "WALKLIST_THREADS", "N", 1, 1024, 0, "2 x cores",                      \
+        "HTTP worker threads", NULL)                                                               \
+    INT(db_pool_size, "db-pool-size", "WALKLIST_DB_POOL_SIZE", "N", 1, 1024, 0, "threads + 2",     \
+        "PostgreSQL connections at most", NULL)                                                    \
+    INT(db_timeout_ms, "db-timeout-ms", "WALKLIST_DB_TIMEOUT_MS", "MS", 100, 600000,               \
+        WL_CORE_DEFAULT_DB_TIMEOUT_MS, NULL,                                                       \
+        "the longest a request waits on an unreachable or stuck database before 503",              \
+        "the longest a request waits on an unreachable or stuck database before 503 (a free "      \
+        "connection, a new one, a server gone silent, a row lock); see \"Database outages\"")      \
+    INT(connection_timeout_s, "connection-timeout", "WALKLIST_CONNECTION_TIMEOUT", "S", 1, 3600,   \
+        30, NULL, "idle HTTP connections are closed after this many seconds", NULL)                \
+    INT(max_connections, "max-connections", "WALKLIST_MAX_CONNECTIONS", "N", 1, 1000000, 1000,     \
+        NULL, "open HTTP connections at most; further ones wait in the kernel's accept queue",     \
+        NULL)                                                                                      \
+    INT(max_connections_per_ip, "max-connections-per-ip", "WALKLIST_MAX_CONNECTIONS_PER_IP", "N",  \
+        1, 1000000, 64, NULL,                                                                      \
+        "open connections per client address; further ones are closed at once", NULL)              \
+    TEXT(tls_cert_path, "tls-cert", "WALKLIST_TLS_CERT", "FILE", false, NULL,                      \
+         "PEM certificate (then any intermediates): serve HTTPS; needs --tls-key",                 \
+         "PEM certificate (then any intermediates): serve HTTPS; needs `--tls-key`")               \
+    TEXT(tls_key_path, "tls-key", "WALKLIST_TLS_KEY", "FILE", false, NULL,                         \
+         "the certificate's private key, PEM, unencrypted", NULL)                                  \
+    CHOICE(tls_min_version, "tls-min-version", "WALKLIST_TLS_MIN_VERSION", "1.2|1.3", "1.2",       \
+           "1.2 (TLS 1.2 with forward-secret AEAD suites, and 1.3) or 1.3 (TLS 1.3 only)",         \
+           "`1.2` (TLS 1.2 with forward-secret AEAD suites, and 1.3) or `1.3` (TLS 1.3 only)")     \
+    INT(rate_locate_lists, "rate-limit-locate-lists", "WALKLIST_RATE_LIMIT_LOCATE_LISTS", "N", 1,  \
+        1000000, WL_CORE_DEFAULT_RATE_LOCATE_LISTS, NULL,                                          \
+        "walk list creations per organization per minute (the spec's value)",                      \
+        "per organization per minute (the spec's value)")                                          \
+    INT(rate_stock_export, "rate-limit-stock-export", "WALKLIST_RATE_LIMIT_STOCK_EXPORT", "N", 1,  \
+        1000000, WL_CORE_DEFAULT_RATE_STOCK_EXPORT, NULL,                                          \
+        "stock exports per organization per minute", "per organization per minute")                \
+    INT(rate_shared, "rate-limit-shared", "WALKLIST_RATE_LIMIT_SHARED", "N", 1, 1000000,           \
+        WL_CORE_DEFAULT_RATE_SHARED, NULL,                                                         \
+        "requests to every other /api/v1 endpoint per organization per minute",                    \
+        "per organization per minute")                                                             \
+    INT(rate_anonymous, "rate-limit-anonymous", "WALKLIST_RATE_LIMIT_ANONYMOUS", "N", 1, 1000000,  \
+        120, NULL, "per client address per minute, requests without a valid key", NULL)            \
+    INT(rate_lease_ms, "rate-lease-ms", "WALKLIST_RATE_LEASE_MS", "MS", 0, 60000,                  \
+        WL_CORE_DEFAULT_RATE_LEASE_MS, NULL,                                                       \
+        "how long busy buckets may hold leased rate-limit permits; 0: every counted request "      \
+        "asks PostgreSQL",                                                                         \
+        "how long leased rate-limit permits may be held (see [Rate limits](#rate-limits)); 0: "    \
+        "every counted request asks PostgreSQL")                                                   \
+    INT(key_cache_ttl_ms, "key-cache-ttl-ms", "WALKLIST_KEY_CACHE_TTL_MS", "MS", 0, 3600000,       \
+        WL_CORE_DEFAULT_KEY_CACHE_TTL_MS, NULL,                                                    \
+        "how long a checked API key is kept in memory (a revoked key is refused once "             \
+        "PostgreSQL announces it); 0: every request checks its key in PostgreSQL",                 \
+        "how long a checked API key is kept in memory; 0: every request checks its key in "        \
+        "PostgreSQL")                                                                              \
+    INT(commit_groups, "commit-groups", "WALKLIST_COMMIT_GROUPS", "N", 0, 64,                      \
+        WL_CORE_DEFAULT_COMMIT_GROUPS, NULL,                                                       \
+        "requests that need PostgreSQL at the same moment (key checks, rate-limit decisions, "     \
+        "walk lists) commit together, at most this many commits in flight; 0: every request "      \
+        "commits alone",                                                                           \
+        "requests that need PostgreSQL at the same moment are admitted together (group commit, "   \
+        "see [Admissions](#admissions)) by this many committer threads, so at most this many "     \
+        "commits are in flight (capped at the pool size); 0: every request commits alone, in "     \
+        "its own thread")                                                                          \
+    INT(export_cache_mb, "export-cache-mb", "WALKLIST_EXPORT_CACHE_MB", "MIB", 0, 1048576, 1024,  \
+        NULL, "stock export bodies kept for unchanged exports, in MiB; 0: versions only",          \
+        "stock export bodies kept for unchanged exports, in MiB (files in `TMPDIR`); 0: only "     \
+        "versions, for 304s (see [Stock export](#stock-export))")                                  \
+    CHOICE(export_cache_trust_notify, "export-cache-trust-notify",                                 \
+           "WALKLIST_EXPORT_CACHE_TRUST_NOTIFY", "1|0", "1",                                       \
+           "1: export versions are trusted from memory until PostgreSQL announces a change; 0: "   \
+           "each export reads its version",                                                        \
+           "`1`: export versions are trusted from memory until PostgreSQL announces a change; "    \
+           "`0`: each export reads its version (exact across processes, one statement)")           \
+    INT(shutdown_timeout_ms, "shutdown-timeout-ms", "WALKLIST_SHUTDOWN_TIMEOUT_MS", "MS", 0,       \
+        600000, 10000, NULL,                                                                       \
+        "on SIGTERM, how long requests in flight may finish; then those not yet at the database "  \
+        "are refused, those at it still waited for",                                               \
+        "on SIGTERM or SIGINT, how long requests in flight may finish; then those not yet at the " \
+        "database are refused 503, those at it are still waited for (see **Shutdown** below)")
+// clang-format on
+
+/*
+ * Every setting, one field a row. Strings point into argv, the environment or static text: they
+ * stay valid as long as those do (the whole run for walklistd).
+ */
+typedef struct {
+#define WL__CONFIG_INT_FIELD(field, ...)  int field;
+#define WL__CONFIG_TEXT_FIELD(field, ...) const char *field;
+    WL_CONFIG_OPTIONS(WL__CONFIG_INT_FIELD, WL__CONFIG_TEXT_FIELD, WL__CONFIG_TEXT_FIELD)
+#undef WL__CONFIG_INT_FIELD
+#undef WL__CONFIG_TEXT_FIELD
+} wl_config_t;
+
+/* What the command line asks for besides the settings. */
+typedef enum {
+    WL_CONFIG_SERVE,    /* run with the settings */
+    WL_CONFIG_HELP,     /* --help, -h: print wl_config_usage to stdout */
+    WL_CONFIG_MARKDOWN, /* --print-config-markdown: print wl_config_markdown to stdout */
+} wl_config_action_t;
+
+/** Sets every setting to its default (derived ones to 0, worked out by wl_config_read). */
+void wl_config_defaults(wl_config_t *config);
+
+/**
+ * Reads the settings: defaults, then each option's environment variable (getenv), then the
+ * flags in argv (getopt_long; argv may be permuted). Then works out the derived defaults and
+ * checks what needs more than one option (a --database-url; --tls-cert with --tls-key). A bad
+ * value is refused wherever it comes from, even when a later source would replace it.
+ * Returns 0 with *action set, or WL_EINVAL with err's message saying what is wrong, without the
+ * program's name ("--threads must be a number from 1 to 1024, got '0'"). With an action other
+ * than WL_CONFIG_SERVE nothing after the flags is read or checked.
+ *
+ *     wl_config_t config;
+ *     wl_config_action_t action;
+ *     if (wl_config_read(&config, argc, argv, &action, &err) != 0) {
+ *         fprintf(stderr, "walklistd: %s\n", err.message);
+ *         return 2;
+ *     }
+ */
+int wl_config_read(wl_config_t *config, int argc, char **argv, wl_config_action_t *action,
+                   wl_error_t *err) WL_CHECK_RESULT;
+
+/** Writes --help: every option with its value, environment variable, default and bounds. */
+void wl_config_usage(FILE *out);
+
+/** Writes the README's configuration table (Markdown): flag, environment, default, values and
+ * meaning of every option. tests/config_readme.sh keeps README.md equal to it. */
+void wl_config_markdown(FILE *out);
+
+#endif
