@@ -14,49 +14,10 @@
 #include "json_codec.h"
 #include "negotiate.h"
 #include "query.h"
+#include "routes.h"
 #include "status_map.h"
 
 #define JSON_BODY_LIMIT (64u * 1024)
-#define MAX_PATH_PARAMS 4
-
-typedef struct {
-    const char *method;
-    const char *pattern; /* "{field}" segments bind a string field of the request */
-    const char *service;
-    const char *rpc;
-    bool json_body;     /* the request message is the JSON body */
-    bool query_api_key; /* api_key may authenticate (CONTRACT section 7) */
-    bool bind_query;    /* query parameters set request fields */
-    wl_query_mode_t query_mode;
-    unsigned success_status;
-    const char *location; /* Location: this prefix + the reply's id */
-    /* Answers instead of invoking rpc, for a body streamed from the core (the rpc row
-     * still names the method, for its scope and rate bucket). */
-    void (*stream)(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex);
-    /* A device route: nanopb request and response (application/proto) instead of JSON. */
-    const wl_device_codec_t *device;
-} route_t;
-
-/* The public REST surface. Adding an endpoint means adding a row. */
-static const route_t routes[] = {
-    {"POST", "/api/v1/locate-lists", "walklist.v1.LocateListService", "CreateLocateList", true,
-     false, false, WL_QUERY_PLAIN, 201, "/api/v1/locate-lists/"},
-    {"GET", "/api/v1/locate-lists", "walklist.v1.LocateListService", "CreateLocateList", false,
-     true, true, WL_QUERY_SPLIT_LISTS, 201, "/api/v1/locate-lists/"},
-    {"GET", "/api/v1/locate-lists/{id}", "walklist.v1.LocateListService", "GetLocateList", false,
-     false, false, WL_QUERY_PLAIN, 200, NULL},
-    {"GET", "/api/v1/stock-export", "walklist.v1.StockService", "ExportStock", false, false, false,
-     WL_QUERY_PLAIN, 200, NULL, wl_export_stream_respond},
-    {"GET", "/api/v1/stock", "walklist.v1.StockService", "ListStock", false, false, true,
-     WL_QUERY_PLAIN, 200, NULL},
-    /* The device transport (CONTRACT section 9). */
-    {"POST", "/walklist.scanner.v1.DeviceService/ListPending", "walklist.v1.ScannerService",
-     "ListPendingLists", .success_status = 200, .device = &wl_device_list_pending},
-    {"POST", "/walklist.scanner.v1.DeviceService/LoadList", "walklist.v1.ScannerService",
-     "LoadLocateList", .success_status = 200, .device = &wl_device_load_list},
-};
-#define ROUTE_COUNT (sizeof(routes) / sizeof(routes[0]))
-
 typedef struct {
     const wl_service_entry_t *service;
     unsigned method_index;
@@ -66,18 +27,11 @@ struct wl_api {
     wl_core_t *core;
     wl_export_cache_t *export_cache; /* the owner's (the server's); NULL: none */
     wl_access_t access;
-    route_target_t targets[ROUTE_COUNT];
+    route_target_t *targets; /* by row of wl_routes; set for REST and device rows */
 };
 
 typedef struct {
-    const char *field;
-    wl_span_t value; /* decoded, arena memory */
-} path_param_t;
-
-typedef struct {
-    size_t route;
-    path_param_t params[MAX_PATH_PARAMS];
-    size_t param_count;
+    wl_route_match_t match;
     wl_query_t query;
 } request_state_t;
 
@@ -90,17 +44,24 @@ int wl_api_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_export_cache
     api->core = core;
     api->export_cache = export_cache;
     api->access = (wl_access_t){core, anonymous, wl_exchange_error};
-    for (size_t i = 0; i < ROUTE_COUNT; i++) {
-        const wl_service_entry_t *service = wl_core_find_service(core, routes[i].service);
+    api->targets = calloc(wl_route_count, sizeof(*api->targets));
+    if (api->targets == NULL) {
+        free(api);
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    }
+    for (size_t i = 0; i < wl_route_count; i++) {
+        const wl_route_t *row = &wl_routes[i];
+        if (row->kind != WL_ROUTE_REST && row->kind != WL_ROUTE_DEVICE)
+            continue;
+        const wl_service_entry_t *service = wl_core_find_service(core, row->service);
         const ProtobufCMethodDescriptor *method =
-            service ? protobuf_c_service_descriptor_get_method_by_name(service->descriptor,
-                                                                       routes[i].rpc)
-                    : NULL;
+            service
+                ? protobuf_c_service_descriptor_get_method_by_name(service->descriptor, row->rpc)
+                : NULL;
         if (method == NULL) {
             wl_api_destroy(api);
             return wl_error_set(err, WL_EINTERNAL, "route %s %s names an unknown method %s/%s",
-                                routes[i].method, routes[i].pattern, routes[i].service,
-                                routes[i].rpc);
+                                row->method, row->pattern, row->service, row->rpc);
         }
         api->targets[i].service = service;
         api->targets[i].method_index = (unsigned)(method - service->descriptor->methods);
@@ -113,85 +74,29 @@ void wl_api_destroy(wl_api_t *api)
 {
     if (api == NULL)
         return;
+    free(api->targets);
     free(api);
 }
 
 size_t wl_api_routes(const char *const **methods, const char *const **patterns)
 {
-    static const char *method_list[ROUTE_COUNT];
-    static const char *pattern_list[ROUTE_COUNT];
-    for (size_t i = 0; i < ROUTE_COUNT; i++) {
-        method_list[i] = routes[i].method;
-        pattern_list[i] = routes[i].pattern;
+    static const char *method_list[16];
+    static const char *pattern_list[16];
+    size_t count = 0;
+    for (size_t i = 0; i < wl_route_count && count < 16; i++) {
+        if (wl_routes[i].kind != WL_ROUTE_REST && wl_routes[i].kind != WL_ROUTE_DEVICE)
+            continue;
+        method_list[count] = wl_routes[i].method;
+        pattern_list[count++] = wl_routes[i].pattern;
     }
     *methods = method_list;
     *patterns = pattern_list;
-    return ROUTE_COUNT;
-}
-
-/* Matches a raw path against a pattern, decoding "{field}" segments into params. */
-static bool match_path(const char *pattern, wl_span_t path, wl_arena_t *arena,
-                       request_state_t *state)
-{
-    state->param_count = 0;
-    size_t pi = 0, si = 0;
-    size_t plen = strlen(pattern);
-    while (pi < plen && si < path.len) {
-        if (pattern[pi] != '/' || path.base[si] != '/')
-            return false;
-        pi++;
-        si++;
-        size_t pend = pi, send = si;
-        while (pend < plen && pattern[pend] != '/')
-            pend++;
-        while (send < path.len && path.base[send] != '/')
-            send++;
-        if (pattern[pi] == '{') {
-            if (send == si || state->param_count == MAX_PATH_PARAMS)
-                return false;
-            path_param_t *param = &state->params[state->param_count++];
-            param->field = wl_arena_strndup(arena, pattern + pi + 1, pend - pi - 2);
-            if (param->field == NULL || wl_query_unescape(wl_span(path.base + si, send - si), false,
-                                                          arena, &param->value) != 0)
-                return false;
-        } else if (pend - pi != send - si || memcmp(pattern + pi, path.base + si, pend - pi) != 0) {
-            return false;
-        }
-        pi = pend;
-        si = send;
-    }
-    return pi == plen && si == path.len;
-}
-
-/* Finds the route; answers 404 or 405 (with Allow) when there is none. */
-static bool route_request(wl_exchange_t *ex, request_state_t *state)
-{
-    char allow[128] = "";
-    for (size_t i = 0; i < ROUTE_COUNT; i++) {
-        if (!match_path(routes[i].pattern, ex->path, &ex->arena, state))
-            continue;
-        if (strcmp(routes[i].method, ex->method) == 0) {
-            state->route = i;
-            return true;
-        }
-        if (strstr(allow, routes[i].method) == NULL) {
-            size_t used = strlen(allow);
-            snprintf(allow + used, sizeof(allow) - used, "%s%s", used ? ", " : "",
-                     routes[i].method);
-        }
-    }
-    if (allow[0] != '\0') {
-        wl_exchange_add_header(ex, "Allow", allow);
-        wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, "method not allowed", NULL);
-    } else {
-        wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND, "no such endpoint", NULL);
-    }
-    return false;
+    return count;
 }
 
 /* Reads the request's credential and starts its admission; answers 400, 401, or a refusal
  * decided at once. The admission of a method that admits with its work waits for it. */
-static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const route_t *route,
+static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const wl_route_t *route,
                          const wl_method_policy_t *policy, request_state_t *state)
 {
     size_t query_keys = route->query_api_key ? wl_query_count(&state->query, "api_key") : 0;
@@ -214,7 +119,7 @@ static void refuse(wl_api_t *api, wl_exchange_t *ex, unsigned status, const char
         wl_exchange_error(ex, status, WL_GRPC_INVALID_ARGUMENT, message, NULL);
 }
 
-void wl_api_begin(wl_api_t *api, wl_exchange_t *ex)
+void wl_api_begin(wl_api_t *api, wl_exchange_t *ex, const wl_route_match_t *match)
 {
     request_state_t *state = wl_arena_alloc(&ex->arena, sizeof(*state));
     if (state == NULL) {
@@ -222,9 +127,8 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex)
         return;
     }
     ex->handler_state = state;
-    if (!route_request(ex, state))
-        return;
-    const route_t *route = &routes[state->route];
+    state->match = *match;
+    const wl_route_t *route = match->route;
     ex->route = route->pattern;
 
     wl_error_t err;
@@ -233,7 +137,7 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex)
         wl_exchange_core_error(ex, &err);
         return;
     }
-    const route_target_t *target = &api->targets[state->route];
+    const route_target_t *target = &api->targets[match->index];
     const wl_method_policy_t *policy = &target->service->policies[target->method_index];
     if (!authenticate(api, ex, route, policy, state))
         return;
@@ -259,14 +163,15 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex)
 
 static int bind_path_params(const request_state_t *state, ProtobufCMessage *input, wl_error_t *err)
 {
-    for (size_t i = 0; i < state->param_count; i++) {
+    const wl_route_match_t *match = &state->match;
+    for (size_t i = 0; i < match->param_count; i++) {
         const ProtobufCFieldDescriptor *field = protobuf_c_message_descriptor_get_field_by_name(
-            input->descriptor, state->params[i].field);
+            input->descriptor, match->params[i].field);
         if (field == NULL || field->type != PROTOBUF_C_TYPE_STRING)
             return wl_error_set(err, WL_EINTERNAL, "route binds an unknown field");
-        if (memchr(state->params[i].value.base, '\0', state->params[i].value.len) != NULL)
+        if (memchr(match->params[i].value.base, '\0', match->params[i].value.len) != NULL)
             return wl_error_set(err, WL_ENOTFOUND, "not found");
-        *(const char **)((char *)input + field->offset) = state->params[i].value.base;
+        *(const char **)((char *)input + field->offset) = match->params[i].value.base;
     }
     return 0;
 }
@@ -283,12 +188,12 @@ static const char *reply_id(const ProtobufCMessage *reply)
 void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
 {
     request_state_t *state = ex->handler_state;
-    const route_t *route = &routes[state->route];
+    const wl_route_t *route = state->match.route;
     if (route->stream != NULL) {
         route->stream(api->core, api->export_cache, ex);
         return;
     }
-    const route_target_t *target = &api->targets[state->route];
+    const route_target_t *target = &api->targets[state->match.index];
     const ProtobufCMessageDescriptor *input_desc =
         target->service->descriptor->methods[target->method_index].input;
     wl_error_t err;

@@ -9,6 +9,7 @@
 
 #include "anon_limit.h"
 #include "exchange.h"
+#include "routes.h"
 #include "export_cache.h"
 #include "walklist/core.h"
 
@@ -21,11 +22,11 @@ int wl_api_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_export_cache
 void wl_api_destroy(wl_api_t *api);
 
 /**
- * Called once the request headers are in. Either sets a response (the
- * request is answered without reading a body) or sets ex->body_limit and
- * expects wl_api_finish once the body is read.
+ * Called once the request headers are in, for its REST or device row of the routing table
+ * (routes.h). Either sets a response (the request is answered without reading a body) or sets
+ * ex->body_limit and expects wl_api_finish once the body is read.
  */
-void wl_api_begin(wl_api_t *api, wl_exchange_t *ex);
+void wl_api_begin(wl_api_t *api, wl_exchange_t *ex, const wl_route_match_t *match);
 
 /** Called with the whole body read; sets the response. */
 void wl_api_finish(wl_api_t *api, wl_exchange_t *ex);

@@ -18,8 +18,6 @@
 #include "status_map.h"
 #include "walklist/base64.h"
 
-#define CONNECT_PREFIX "/walklist."
-#define DEVICE_PREFIX  "/walklist.scanner.v1.DeviceService/"
 /* Everything one Connect request allocates: the decoded request, the reply message and its
  * encoding. A reply of WL_CONNECT_REPLY_LIMIT takes about 20 MiB of it; a reply that would need
  * more than this is refused as resource_exhausted while it is being built. */
@@ -105,17 +103,6 @@ void wl_connect_destroy(wl_connect_t *connect)
         free(connect->procedures[i].path);
     free(connect->procedures);
     free(connect);
-}
-
-static bool has_prefix(wl_span_t s, const char *prefix)
-{
-    size_t len = strlen(prefix);
-    return s.len >= len && memcmp(s.base, prefix, len) == 0;
-}
-
-bool wl_connect_handles(wl_span_t path)
-{
-    return has_prefix(path, CONNECT_PREFIX) && !has_prefix(path, DEVICE_PREFIX);
 }
 
 /* --- Answers ------------------------------------------------------------------------------ */

@@ -67,13 +67,6 @@ int wl_connect_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_connect_
 void wl_connect_destroy(wl_connect_t *connect);
 
 /**
- * True for the paths this transport answers: every "/walklist." path except
- * the device transport's (/walklist.scanner.v1.DeviceService/...), whether
- * or not it names a procedure (unknown ones get a Connect 404).
- */
-bool wl_connect_handles(wl_span_t path);
-
-/**
  * Called once the request headers are in. Either sets a response (route,
  * method, key, scope, headers refused) or sets ex->body_limit and expects
  * wl_connect_finish (or wl_connect_body_too_large) once the body is read.

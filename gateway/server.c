@@ -24,6 +24,7 @@
 #include "framing.h"
 #include "linger.h"
 #include "metrics.h"
+#include "routes.h"
 
 /* A request's memory: decoded messages and replies. Export replies are larger. */
 #define REQUEST_ARENA_LIMIT (512u * 1024 * 1024)
@@ -168,38 +169,20 @@ static bool refuse_framing(request_t *req, struct MHD_Connection *connection, co
     return true;
 }
 
-static bool is_ops_path(const wl_exchange_t *ex, const char *path)
-{
-    return wl_span_eq(ex->path, wl_span_str(path));
-}
-
-static bool is_ops_route(const wl_exchange_t *ex)
-{
-    return is_ops_path(ex, "/healthz") || is_ops_path(ex, "/readyz") ||
-           is_ops_path(ex, "/metrics") || is_ops_path(ex, "/api/v1/openapi.json");
-}
-
 /* The OpenAPI description of /api/v1, embedded at build time from gateway/openapi.json. */
 extern const char wl_openapi_json[];
 extern const size_t wl_openapi_json_len;
 
-static void handle_ops(wl_server_t *server, wl_exchange_t *ex)
+static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t endpoint)
 {
-    if (strcmp(ex->method, "GET") != 0 && strcmp(ex->method, "HEAD") != 0) {
-        wl_exchange_add_header(ex, "Allow", "GET, HEAD");
-        wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, "method not allowed", NULL);
-        return;
-    }
-    if (is_ops_path(ex, "/api/v1/openapi.json")) {
-        ex->route = "/api/v1/openapi.json";
+    if (endpoint == WL_OPS_OPENAPI) {
         ex->status = 200;
         ex->content_type = "application/json";
         ex->response = (char *)wl_openapi_json;
         ex->response_len = wl_openapi_json_len;
         return;
     }
-    if (is_ops_path(ex, "/metrics")) {
-        ex->route = "/metrics";
+    if (endpoint == WL_OPS_METRICS) {
         size_t len = 0;
         char *text = wl_metrics_render(server->metrics, server->core, &ex->arena, &len);
         if (text == NULL) {
@@ -212,12 +195,10 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex)
         ex->response_len = len;
         return;
     }
-    if (is_ops_path(ex, "/healthz")) {
-        ex->route = "/healthz";
+    if (endpoint == WL_OPS_HEALTHZ) {
         wl_exchange_json(ex, 200, json_pack("{s:s}", "status", "ok"));
         return;
     }
-    ex->route = "/readyz";
     if (atomic_load(&server->stopping)) {
         wl_exchange_add_header(ex, "Retry-After", "1");
         wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, "shutting down", NULL);
@@ -287,6 +268,33 @@ static bool client_waits_to_continue(const wl_exchange_t *ex)
     return expect != NULL && strcasecmp(expect, "100-continue") == 0;
 }
 
+/* Finds the request's row of the routing table (routes.h) and hands the request to the module
+ * of its kind; answers 404, or 405 with Allow. */
+static void dispatch(wl_server_t *server, request_t *req)
+{
+    wl_exchange_t *ex = &req->ex;
+    wl_route_match_t *match = wl_arena_alloc(&ex->arena, sizeof(*match));
+    char allow[64];
+    if (match == NULL) {
+        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+    } else if (!wl_routes_find(ex->method, ex->path, &ex->arena, match, allow)) {
+        if (allow[0] != '\0') {
+            wl_exchange_add_header(ex, "Allow", allow);
+            wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, "method not allowed", NULL);
+        } else {
+            wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND, "no such endpoint", NULL);
+        }
+    } else if (match->route->kind == WL_ROUTE_OPS) {
+        ex->route = match->route->pattern;
+        handle_ops(server, ex, match->route->ops);
+    } else if (match->route->kind == WL_ROUTE_RPC) {
+        req->connect = true;
+        wl_connect_begin(server->connect, ex);
+    } else {
+        wl_api_begin(server->api, ex, match);
+    }
+}
+
 /* Answers before the request's body is read: libmicrohttpd then closes the connection, and
  * what the client still sends is read and dropped meanwhile (linger.h) so that the client
  * reads the answer rather than a reset. */
@@ -334,12 +342,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                               "request header fields are too large (16 KiB a field line, 64 KiB "
                               "in all)",
                               NULL);
-        else if (is_ops_route(ex))
-            handle_ops(server, ex);
-        else if ((req->connect = wl_connect_handles(ex->path)))
-            wl_connect_begin(server->connect, ex);
         else
-            wl_api_begin(server->api, ex);
+            dispatch(server, req);
         /* Answering before the whole request is in makes libmicrohttpd close the
          * connection while the client may still be writing its body (it then sees EPIPE,
          * not the answer). So a decided answer waits for the end of the body, which is
@@ -422,13 +426,21 @@ static enum MHD_Result on_ops_request(void *cls, struct MHD_Connection *connecti
     prepare(req, method);
     if (refuse_framing(req, connection, method, version))
         return req->responded ? MHD_YES : answer_before_body(req);
-    if (is_ops_route(ex))
-        handle_ops(server, ex);
-    else
+    wl_route_match_t match;
+    char allow[64];
+    bool found = wl_routes_find(ex->method, ex->path, &ex->arena, &match, allow);
+    if (found && match.route->kind == WL_ROUTE_OPS) {
+        ex->route = match.route->pattern;
+        handle_ops(server, ex, match.route->ops);
+    } else if (!found && allow[0] != '\0') {
+        wl_exchange_add_header(ex, "Allow", allow);
+        wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, "method not allowed", NULL);
+    } else {
         wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND,
                           "not found: this listener serves /healthz, /readyz, /metrics and "
                           "/api/v1/openapi.json",
                           NULL);
+    }
     return answer_before_body(req);
 }
 
