@@ -1,4 +1,4 @@
-/* Bringing a database's schema up to the embedded migrations happens here. */
+/* Bringing a database's schema up to the embedded migrations and functions happens here. */
 #include "store/migrate.h"
 
 #include <stdbool.h>
@@ -38,21 +38,40 @@ static int ensure_table(PGconn *conn, wl_error_t *err)
                       0, NULL, NULL, err);
 }
 
+/* Runs one schema file inside the caller's transaction. Schema files hold several statements,
+ * so they go through the simple query protocol; they are compiled into the binary, never user
+ * input. */
+static int run_file(PGconn *conn, const char *what, const char *name, const char *sql,
+                    wl_error_t *err)
+{
+    PGresult *res = PQexec(conn, sql);
+    int rc = 0;
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
+        wl_log("error", what, "%s: %s", name, PQresultErrorMessage(res));
+        rc = wl_db_fail(conn, res, err);
+    }
+    PQclear(res);
+    return rc;
+}
+
 static int apply_one(PGconn *conn, const wl_migration_t *m, wl_error_t *err)
 {
     int rc = wl_db_begin(conn, err);
     if (rc != 0)
         return rc;
-    /* Migration files hold several statements, so they go through the simple
-     * query protocol; they are compiled into the binary, never user input. */
-    PGresult *res = PQexec(conn, m->sql);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
-        wl_log("error", "migration failed", "%s: %s", m->name, PQresultErrorMessage(res));
-        rc = wl_db_fail(conn, res, err);
-        PQclear(res);
-        goto Exit;
+    /* A migration may CREATE TRIGGER on a function of the tree, which must exist by then (on a
+     * fresh database no function does yet). A trigger function's signature cannot change (no
+     * arguments, RETURNS trigger), so putting the tree's version in place first always works;
+     * in the migration's transaction, so it never runs on tables the migration has not
+     * changed yet. */
+    for (size_t i = 0; rc == 0 && i < wl_function_count; i++) {
+        if (wl_functions[i].trigger)
+            rc = run_file(conn, "function failed", wl_functions[i].name, wl_functions[i].sql, err);
     }
-    PQclear(res);
+    if (rc == 0)
+        rc = run_file(conn, "migration failed", m->name, m->sql, err);
+    if (rc != 0)
+        goto Exit;
     char version[16];
     snprintf(version, sizeof(version), "%d", m->version);
     const char *params[] = {version, m->name};
@@ -61,6 +80,35 @@ static int apply_one(PGconn *conn, const wl_migration_t *m, wl_error_t *err)
     if (rc == 0)
         rc = wl_db_commit(conn, err);
 Exit:
+    if (rc != 0)
+        wl_db_rollback(conn);
+    return rc;
+}
+
+/*
+ * Every function file, again, after the migrations: CREATE OR REPLACE keeps whatever depends
+ * on a function (triggers, grants), and running them all needs no record of which changed. A
+ * function whose arguments or result change is dropped by a migration first (CREATE OR
+ * REPLACE cannot change them), and so is a function removed from the tree.
+ *
+ * PostgreSQL checks an SQL-language body at creation, so a function that calls another
+ * (wl_rate_take calls wl_admit) can only be created after it. Rather than keep an order of
+ * files by hand, every file is run twice: first without body checks (as pg_dump's output is
+ * restored), which puts every function in place whatever the order, then with them, which
+ * checks each body against the functions it calls. Functions are few and migrate is rare.
+ */
+static int apply_functions(PGconn *conn, wl_error_t *err)
+{
+    int rc = wl_db_begin(conn, err);
+    static const char *const checks[] = {"SET LOCAL check_function_bodies = off",
+                                         "SET LOCAL check_function_bodies = on"};
+    for (size_t pass = 0; rc == 0 && pass < 2; pass++) {
+        rc = wl_db_exec(conn, checks[pass], 0, NULL, NULL, err);
+        for (size_t i = 0; rc == 0 && i < wl_function_count; i++)
+            rc = run_file(conn, "function failed", wl_functions[i].name, wl_functions[i].sql, err);
+    }
+    if (rc == 0)
+        rc = wl_db_commit(conn, err);
     if (rc != 0)
         wl_db_rollback(conn);
     return rc;
@@ -83,6 +131,8 @@ int wl_migrate(PGconn *conn, int *applied, wl_error_t *err)
         if (rc == 0)
             count++;
     }
+    if (rc == 0)
+        rc = apply_functions(conn, err);
     PGresult *res =
         PQexecParams(conn, "SELECT pg_advisory_unlock($1)", 1, NULL, lock, NULL, NULL, 0);
     PQclear(res);

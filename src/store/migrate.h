@@ -1,13 +1,18 @@
 /*
- * Versioned schema migrations. The SQL files in src/store/migrations are
- * embedded at build time (NNNN_name.sql, applied in order, each in its own
- * transaction, recorded in schema_migrations). Safe to run concurrently:
- * an advisory lock serialises migrators.
+ * The database schema, embedded at build time from two kinds of SQL files:
+ * - src/store/migrations/NNNN_name.sql: tables, indexes, triggers, types; each
+ *   applied once, in order, in its own transaction, and recorded in
+ *   schema_migrations;
+ * - src/store/functions/<name>.sql: one SQL function each (with its overloads),
+ *   CREATE OR REPLACE; all of them applied again, in one transaction, by every
+ *   migrate after the migrations.
+ * Safe to run concurrently: an advisory lock serialises migrators.
  */
 #ifndef WALKLIST_STORE_MIGRATE_H
 #define WALKLIST_STORE_MIGRATE_H
 
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "walklist/error.h"
@@ -18,10 +23,22 @@ typedef struct {
     const char *sql;
 } wl_migration_t;
 
+/* One SQL function (every overload of one name), from src/store/functions/<name>.sql. */
+typedef struct {
+    const char *name;
+    bool trigger; /* RETURNS trigger: also put in place before each migration */
+    const char *sql;
+} wl_function_t;
+
 extern const wl_migration_t wl_migrations[];
 extern const size_t wl_migration_count;
+extern const wl_function_t wl_functions[];
+extern const size_t wl_function_count;
 
-/** Applies every migration not yet applied; *applied (may be NULL) counts them. */
+/**
+ * Applies every migration not yet applied, then every function; *applied (may be NULL)
+ * counts the migrations.
+ */
 int wl_migrate(PGconn *conn, int *applied, wl_error_t *err) WL_CHECK_RESULT;
 
 /** Number of embedded migrations the database has not applied yet. */
