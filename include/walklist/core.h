@@ -322,7 +322,7 @@ void wl_export_cursor_close(wl_export_cursor_t *cursor);
 /**
  * Notice of export changes, across every process on the database: each write
  * that changes an organization's export (and so its version) announces the
- * organization at commit (NOTIFY wl_export_changed, migration 0005). A watch
+ * organization at commit (NOTIFY wl_export_changed, wl__export_changed). A watch
  * listens on a connection of its own, opened lazily and reopened after a
  * failure; it keeps a copy of the database URL, so it may outlive the core.
  * One thread uses a watch at a time.

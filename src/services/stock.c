@@ -107,7 +107,7 @@ struct wl_export_watch {
     void *data;
 };
 
-/* The announcement's payload is the organization id (migration 0002). */
+/* The announcement's payload is the organization id (wl__export_changed). */
 static void export_changed(const char *payload, void *data)
 {
     wl_export_watch_t *watch = data;

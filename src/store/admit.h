@@ -1,5 +1,5 @@
 /*
- * Letting requests in, in the database (migration 0010, wl_admit): a group of
+ * Letting requests in, in the database (wl_admit): a group of
  * requests checked, counted and served in one statement, so one round trip
  * and one durable commit for all of them. Each request brings what its
  * process could not decide alone: its key (when not known), its rate-limit

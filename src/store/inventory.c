@@ -54,7 +54,7 @@ typedef struct {
      * itself (the upsert does not change it), without copying them into a table first. */
     const char *affected_skus;
     bool affected_are_staged;
-    /* What of those rows the batch can change (wl_refresh_availability_from, migration 0007):
+    /* What of those rows the batch can change (wl_refresh_availability_from):
      * "qty", "location" or "all". */
     const char *refresh_parts;
     /*
@@ -947,7 +947,7 @@ static int check_refusals(wl_inventory_batch_t *batch, const char *sql, wl_error
 
 /*
  * Batches of one organization run one at a time, from their checks to their commit: the
- * transaction-scoped advisory lock that the availability refresh takes too (migration 0002),
+ * transaction-scoped advisory lock that the availability refresh takes too,
  * so a batch's checks and writes see every batch that committed before it.
  */
 static int lock_organization(wl_inventory_batch_t *batch, wl_error_t *err)

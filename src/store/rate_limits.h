@@ -2,7 +2,8 @@
  * The rate-limit counts in the database (CONTRACT section 8): one call counts
  * up to a number of requests against an organization's bucket, as many as fit
  * in the rolling window, optionally as a lease of permits a process spends
- * later (migration 0006 explains why that keeps the guarantee).
+ * later (src/store/functions/wl_admit.sql explains why that keeps the
+ * guarantee).
  */
 #ifndef WALKLIST_STORE_RATE_LIMITS_H
 #define WALKLIST_STORE_RATE_LIMITS_H

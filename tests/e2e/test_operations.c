@@ -177,6 +177,28 @@ static void test_readyz_checks_the_product(void)
     CHECK_INT(readyz_within(200, 50), 200);
 }
 
+/* An applied migration that differs from the build's (edited after it was applied: simulated
+ * by changing its recorded checksum) makes /readyz 503, naming the migration. */
+static void test_readyz_checks_migration_checksums(void)
+{
+    char checksum[80];
+    testdb_value(db, "SELECT checksum FROM schema_migrations WHERE version = 1", checksum,
+                 sizeof(checksum));
+    CHECK(strlen(checksum) == 64);
+    testdb_exec(db, "UPDATE schema_migrations SET checksum = repeat('0', 64) WHERE version = 1");
+    CHECK_INT(readyz_within(503, 50), 503);
+    http_response_t res = e2e_request(service.port, "GET", "/readyz", NULL, NULL, NULL);
+    CHECK_INT(res.status, 503);
+    CHECK(res.body != NULL && strstr(res.body, "differs from this build") != NULL);
+    CHECK(res.body != NULL && strstr(res.body, "0001_schema") != NULL);
+    http_response_free(&res);
+    char sql[160];
+    snprintf(sql, sizeof(sql), "UPDATE schema_migrations SET checksum = '%s' WHERE version = 1",
+             checksum);
+    testdb_exec(db, sql);
+    CHECK_INT(readyz_within(200, 50), 200);
+}
+
 /* A key a client puts where the log shows it (the path, however encoded; the request id) is
  * redacted there; the secret part never appears, whole or cut. */
 static void test_keys_redacted_in_log_lines(void)
@@ -265,6 +287,7 @@ int main(void)
     test_log_lines();
     test_keys_redacted_in_log_lines();
     test_readyz_checks_the_product();
+    test_readyz_checks_migration_checksums();
     test_graceful_shutdown();
 
     PQfinish(db);

@@ -1,7 +1,7 @@
 /*
  * stock_availability stays right when two writers of one organization overlap, and when a
- * batch large enough to rebuild the organization's rows (migration 0007) or a small one
- * into the same organization writes.
+ * batch large enough to rebuild the organization's rows (wl_refresh_availability_from) or a
+ * small one into the same organization writes.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -192,8 +192,8 @@ static void test_bulk_paths(PGconn *conn)
 
 /*
  * An organization's first export rows made by a large file of rack assignments, then of
- * reservations, then of stock (the direct import and the first-rows path of the refresh, migration
- * 0007 with each part alone): what the rules give after each, the rows in SKU order.
+ * reservations, then of stock (the direct import and the first-rows path of the refresh, with
+ * each part alone): what the rules give after each, the rows in SKU order.
  */
 static void test_first_rows_each_part(PGconn *conn)
 {

@@ -176,10 +176,10 @@ static void show(const char *what, const run_t *r)
         }                                                                                          \
     } while (0)
 
-static long long sql_count(const char *sql, const char *param)
+static long long sql_count_on(PGconn *db, const char *sql, const char *param)
 {
     const char *params[] = {param};
-    PGresult *res = PQexecParams(conn, sql, param ? 1 : 0, NULL, params, NULL, NULL, 0);
+    PGresult *res = PQexecParams(db, sql, param ? 1 : 0, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         fprintf(stderr, "SQL failed: %s\n%s", sql, PQresultErrorMessage(res));
         exit(1);
@@ -187,6 +187,11 @@ static long long sql_count(const char *sql, const char *param)
     long long value = PQntuples(res) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10) : -1;
     PQclear(res);
     return value;
+}
+
+static long long sql_count(const char *sql, const char *param)
+{
+    return sql_count_on(conn, sql, param);
 }
 
 static const char *sql_text(const char *sql, const char *param, char *buf, size_t size)
@@ -283,6 +288,159 @@ static void test_usage(void)
     run_free(&r);
 }
 
+/*
+ * What migrate may change, in one hash: functions (signature, language, body), columns with
+ * their types and defaults, indexes, constraints, triggers, and the recorded migrations.
+ */
+static const char *schema_fingerprint(PGconn *db, char *buf, size_t size)
+{
+    return testdb_value(
+        db,
+        "SELECT md5(string_agg(d, E'\\n' ORDER BY d)) FROM ("
+        " SELECT 'f ' || p.oid::regprocedure || ' ' || p.prolang || ' ' || p.prosrc AS d"
+        "   FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace"
+        " UNION ALL SELECT 'c ' || a.attrelid::regclass || '.' || a.attname || ' '"
+        "   || format_type(a.atttypid, a.atttypmod) || ' ' || a.attnotnull || ' '"
+        "   || coalesce(pg_get_expr(ad.adbin, ad.adrelid), '')"
+        "   FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+        "   LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum"
+        "  WHERE c.relnamespace = 'public'::regnamespace AND a.attnum > 0 AND NOT a.attisdropped"
+        " UNION ALL SELECT 'i ' || indexdef FROM pg_indexes WHERE schemaname = 'public'"
+        " UNION ALL SELECT 'k ' || conrelid::regclass || ' ' || conname || ' '"
+        "   || pg_get_constraintdef(oid) FROM pg_constraint"
+        "  WHERE connamespace = 'public'::regnamespace"
+        " UNION ALL SELECT 't ' || pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal"
+        " UNION ALL SELECT 'm ' || version || ' ' || name || ' ' || coalesce(checksum, '-')"
+        "   || ' ' || applied_at FROM schema_migrations) s",
+        buf, size);
+}
+
+/* walklistctl migrate on db_url: exit 0, and how many migrations it applied. */
+static void migrate_ok(const char *url, size_t expect_applied)
+{
+    char expected[64];
+    snprintf(expected, sizeof(expected), "%zu migration(s) applied", expect_applied);
+    run_t r;
+    run(&r, "--database-url", url, "migrate", NULL);
+    int failures = test_failures;
+    CHECK_INT(r.status, 0);
+    CHECK_CONTAINS(r.err, expected);
+    CHECK_STR(r.out, "");
+    if (test_failures != failures)
+        show("migrate", &r);
+    run_free(&r);
+}
+
+/* Every function of src/store/functions is re-applied by every migrate: one dropped, or
+ * changed behind migrate's back, is back as the file says. */
+static void test_migrate_functions(PGconn *db, const char *url, const char *fingerprint)
+{
+    for (size_t i = 0; i < wl_function_count; i++)
+        CHECK_INT(sql_count_on(db, "SELECT (count(*) > 0)::int FROM pg_proc WHERE proname = $1",
+                               wl_functions[i].name),
+                  1);
+    CHECK(wl_function_count > 0);
+    char now[64];
+    testdb_exec(db, "DROP FUNCTION wl_rate_take(bigint, text, integer, integer, integer, integer,"
+                    " timestamptz, integer)");
+    testdb_exec(db, "DROP FUNCTION wl_admit");
+    testdb_exec(db, "CREATE OR REPLACE FUNCTION wl__export_changed(p_org bigint) RETURNS void"
+                    " LANGUAGE plpgsql AS $$BEGIN END$$");
+    CHECK(strcmp(schema_fingerprint(db, now, sizeof(now)), fingerprint) != 0);
+    migrate_ok(url, 0);
+    CHECK_STR(schema_fingerprint(db, now, sizeof(now)), fingerprint);
+}
+
+/*
+ * An applied migration is recorded with the SHA-256 of its text. One that differs from the
+ * database's record (edited after it was applied, simulated here by changing the record) is
+ * refused by migrate, naming it, with nothing changed (not even the functions re-applied), and
+ * makes the readiness check fail, naming it.
+ */
+static void test_migrate_checksums(PGconn *db, const char *url, const char *fingerprint)
+{
+    for (size_t i = 0; i < wl_migration_count; i++)
+        CHECK_INT(sql_count_on(db,
+                               "SELECT count(*) FROM schema_migrations"
+                               " WHERE checksum = encode(sha256(convert_to($1, 'UTF8')), 'hex')",
+                               wl_migrations[i].sql),
+                  1);
+    const wl_migration_t *first = &wl_migrations[0];
+    char sql[256], now[64], edited[160], checksum[80];
+    snprintf(sql, sizeof(sql), "SELECT checksum FROM schema_migrations WHERE version = %d",
+             first->version);
+    testdb_value(db, sql, checksum, sizeof(checksum));
+    snprintf(edited, sizeof(edited), "migration %s was edited after it was applied", first->name);
+    snprintf(sql, sizeof(sql),
+             "UPDATE schema_migrations SET checksum = repeat('0', 64) WHERE version = %d",
+             first->version);
+    testdb_exec(db, sql);
+    testdb_exec(db, "DROP FUNCTION wl_refresh_availability(bigint, text[])");
+    char before[64];
+    schema_fingerprint(db, before, sizeof(before));
+
+    run_t r;
+    run(&r, "--database-url", url, "migrate", NULL);
+    CHECK_INT(r.status, 1);
+    CHECK_CONTAINS(r.err, edited);
+    CHECK_CONTAINS(r.err, "checksum 000000000000 in the database");
+    CHECK_STR(r.out, "");
+    run_free(&r);
+    CHECK_STR(schema_fingerprint(db, now, sizeof(now)), before);
+
+    /* What /readyz asks (wl_core_ready). */
+    wl_error_t err;
+    wl_error_init(&err);
+    int pending = -1;
+    CHECK_INT(wl_migrate_ready(db, &pending, &err), WL_EUNAVAILABLE);
+    CHECK_CONTAINS(err.message, "database schema differs from this build");
+    CHECK_CONTAINS(err.message, first->name);
+
+    /* The file back as it was applied: migrate goes on (and puts the function back). */
+    snprintf(sql, sizeof(sql), "UPDATE schema_migrations SET checksum = '%s' WHERE version = %d",
+             checksum, first->version);
+    testdb_exec(db, sql);
+    migrate_ok(url, 0);
+    CHECK_STR(schema_fingerprint(db, now, sizeof(now)), fingerprint);
+
+    /* A migration recorded before there were checksums is ready, and gets its checksum. */
+    snprintf(sql, sizeof(sql), "UPDATE schema_migrations SET checksum = NULL WHERE version = %d",
+             first->version);
+    testdb_exec(db, sql);
+    wl_error_init(&err);
+    CHECK_INT(wl_migrate_ready(db, &pending, &err), 0);
+    CHECK_INT(pending, 0);
+    migrate_ok(url, 0);
+    CHECK_STR(schema_fingerprint(db, now, sizeof(now)), fingerprint);
+
+    /* Another migration recorded under the same number. */
+    snprintf(sql, sizeof(sql), "UPDATE schema_migrations SET name = 'other' WHERE version = %d",
+             first->version);
+    testdb_exec(db, sql);
+    run(&r, "--database-url", url, "migrate", NULL);
+    CHECK_INT(r.status, 1);
+    snprintf(edited, sizeof(edited), "migration %d is %s in this build but other in the database",
+             first->version, first->name);
+    CHECK_CONTAINS(r.err, edited);
+    run_free(&r);
+    wl_error_init(&err);
+    CHECK_INT(wl_migrate_ready(db, &pending, &err), WL_EUNAVAILABLE);
+    CHECK_CONTAINS(err.message, first->name);
+    snprintf(sql, sizeof(sql), "UPDATE schema_migrations SET name = '%s' WHERE version = %d",
+             first->name, first->version);
+    testdb_exec(db, sql);
+
+    /* A database migrated before there were checksums: not ready until migrate adds them. */
+    testdb_exec(db, "ALTER TABLE schema_migrations DROP COLUMN checksum");
+    wl_error_init(&err);
+    CHECK_INT(wl_migrate_ready(db, &pending, &err), WL_EUNAVAILABLE);
+    CHECK_CONTAINS(err.message, "run walklistctl migrate");
+    migrate_ok(url, 0);
+    CHECK_STR(schema_fingerprint(db, now, sizeof(now)), fingerprint);
+    wl_error_init(&err);
+    CHECK_INT(wl_migrate_ready(db, &pending, &err), 0);
+}
+
 static void test_migrate(void)
 {
     /* An empty database next to the test's own: the first migrate applies everything. */
@@ -302,26 +460,24 @@ static void test_migrate(void)
     char empty_url[1200];
     snprintf(empty_url, sizeof(empty_url), "%s dbname=wl_test_ctl_empty", base);
 
-    char expected[64];
-    snprintf(expected, sizeof(expected), "%zu migration(s) applied", wl_migration_count);
     CHECK(wl_migration_count > 0);
-    run_t r;
-    run(&r, "--database-url", empty_url, "migrate", NULL);
-    CHECK_INT(r.status, 0);
-    CHECK_CONTAINS(r.err, expected);
-    CHECK_STR(r.out, "");
-    run_free(&r);
+    migrate_ok(empty_url, wl_migration_count);
     PGconn *empty = testdb_connect(empty_url);
     CHECK_INT(testdb_count(empty, "SELECT count(*) FROM schema_migrations"),
               (long long)wl_migration_count);
     CHECK_INT(testdb_count(empty, "SELECT count(*) FROM stock_availability"), 0);
+    char fingerprint[64], now[64];
+    schema_fingerprint(empty, fingerprint, sizeof(fingerprint));
 
-    run(&r, "--database-url", empty_url, "migrate", NULL);
-    CHECK_INT(r.status, 0);
-    CHECK_CONTAINS(r.err, "0 migration(s) applied");
-    run_free(&r);
+    /* Migrate twice: nothing to apply, nothing changes. */
+    migrate_ok(empty_url, 0);
     CHECK_INT(testdb_count(empty, "SELECT count(*) FROM schema_migrations"),
               (long long)wl_migration_count);
+    CHECK_STR(schema_fingerprint(empty, now, sizeof(now)), fingerprint);
+
+    test_migrate_functions(empty, empty_url, fingerprint);
+    test_migrate_checksums(empty, empty_url, fingerprint);
+
     PQfinish(empty);
     testdb_exec(admin, "DROP DATABASE wl_test_ctl_empty WITH (FORCE)");
     PQfinish(admin);

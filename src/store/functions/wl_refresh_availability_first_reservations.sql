@@ -1,22 +1,12 @@
--- The first import of a catalogue (BENCHMARKS.md, "Generate and import"): six files of a
--- 1,000,000-SKU catalogue into a fresh organization, each one transaction.
-
--- 1. The last foreign key of the inventory tables, from a bin to its warehouse: one trigger call
--- per location written (an SPI query and a FOR KEY SHARE lock of the warehouse row), about 3 s
--- of the 200,000 bins of that catalogue. It is redundant for the reasons of 0005: the one
--- writer of locations, the inventory batch (src/store/inventory.c), checks every row's
--- warehouse in SQL under the organization's inventory lock (it must anyway, to report each bad
--- line), and nothing deletes or renames warehouses.
-ALTER TABLE locations DROP CONSTRAINT locations_org_id_warehouse_fkey;
-
--- 2. An organization's first reservations (its first import of them; the inventory batch
--- calls this only then, under the organization's inventory lock): its reservations are all
--- the batch's. Before them each export row held qty = max(0, on hand - 0) = on hand, kept
--- current by every writer (0007's premise), so the new qty is max(0, qty - reserved), and only
--- SKUs with active reservations in own warehouses change; neither the location nor which SKUs
--- are exported depends on reservations. No aggregate of the organization's stock, which the
--- general refresh computes again for every reserved SKU. Lock and version bump as in 0002.
-CREATE FUNCTION wl_refresh_availability_first_reservations(p_org bigint) RETURNS bigint
+-- An organization's first reservations (its first import of them; the inventory batch calls
+-- this only then, under the organization's inventory lock): its reservations are all the
+-- batch's. Before them each export row held qty = max(0, on hand - 0) = on hand, kept current
+-- by every writer, so the new qty is max(0, qty - reserved), and only SKUs with active
+-- reservations in own warehouses change; neither the location nor which SKUs are exported
+-- depends on reservations. No aggregate of the organization's stock, which the general refresh
+-- (wl_refresh_availability_from) computes again for every reserved SKU. Lock and version bump
+-- as there. Returns the number of export rows changed.
+CREATE OR REPLACE FUNCTION wl_refresh_availability_first_reservations(p_org bigint) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
     v_count bigint;

@@ -19,11 +19,22 @@
 -- One row per request, in request order (i from 1): org_id NULL when the key is unknown,
 -- revoked or wrong; slug and scopes of a key checked here; the grant (granted NULL when no
 -- ask was made); done when the work was done (for 'get', false also when no such list).
-CREATE FUNCTION wl_admit(p_window_ms integer, p_prefix text[], p_token_hash bytea[],
-                         p_org bigint[], p_scope text[], p_bucket text[], p_limit integer[],
-                         p_want integer[], p_hold_ms integer[], p_return_at timestamptz[],
-                         p_return integer[], p_action text[], p_list_id text[],
-                         p_list_name text[], p_code_count integer[], p_codes text[])
+--
+-- Rate limits count per organization and bucket: hits[k] is a moment, counts[k] the requests
+-- counted at it (counts NULL: one request per hit). A process may lease permits to spend later:
+-- it then asks with p_hold_ms, the longest it will hold them, and the permits are counted at
+-- now + p_hold_ms, the latest moment one of them can be spent. Every request is then counted at
+-- or after the moment it was served, so any rolling window holds no more requests than the
+-- counts inside it: still never more than p_limit. The price is that a leased permit keeps its
+-- place in the window up to p_hold_ms longer. Permits a process did not spend come back with
+-- its next ask (p_return of the hit counted at p_return_at); if they never do, they only leave
+-- the window late, which is the safe side.
+CREATE OR REPLACE FUNCTION wl_admit(p_window_ms integer, p_prefix text[], p_token_hash bytea[],
+                                    p_org bigint[], p_scope text[], p_bucket text[],
+                                    p_limit integer[], p_want integer[], p_hold_ms integer[],
+                                    p_return_at timestamptz[], p_return integer[],
+                                    p_action text[], p_list_id text[], p_list_name text[],
+                                    p_code_count integer[], p_codes text[])
 RETURNS TABLE (i integer, org_id bigint, slug text, scopes text, granted integer, used integer,
                reset_ms bigint, counted_at timestamptz, done boolean, list_name text,
                list_state text, list_created_ms bigint, list_loaded_ms bigint, list_codes text[])
@@ -163,20 +174,3 @@ BEGIN
     END LOOP;
 END;
 $$;
-
--- Counting outside a request (the refill threads' leases): an admission of one ask, so that
--- the rate-limit decision is written once, in wl_admit.
-CREATE OR REPLACE FUNCTION wl_rate_take(p_org bigint, p_bucket text, p_limit integer,
-                                        p_window_ms integer, p_want integer, p_hold_ms integer,
-                                        p_return_at timestamptz, p_return integer)
-RETURNS TABLE (granted integer, used integer, reset_ms bigint, counted_at timestamptz)
-LANGUAGE sql AS $$
-    SELECT a.granted, a.used, a.reset_ms, a.counted_at
-      FROM wl_admit(p_window_ms, ARRAY[NULL::text], ARRAY[NULL::bytea], ARRAY[p_org], ARRAY[''],
-                    ARRAY[p_bucket], ARRAY[p_limit], ARRAY[p_want], ARRAY[p_hold_ms],
-                    ARRAY[p_return_at], ARRAY[p_return], ARRAY['take'], ARRAY[NULL::text],
-                    ARRAY[NULL::text], ARRAY[0], '{}') AS a
-$$;
-
--- Keys are checked by wl_admit alone now.
-DROP FUNCTION wl_authorize(text, bytea, text, integer, integer);

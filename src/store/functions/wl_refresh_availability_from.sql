@@ -1,10 +1,19 @@
--- The availability refresh at catalogue scale (BENCHMARKS.md, "Generate and import"). A file of
--- a 1,000,000-SKU catalogue touches most of the organization's export rows, and the refresh of
--- 0005 then updated them one by one: each UPDATE writes a new heap tuple and a new entry in the
--- covering primary key (qty and location are in it, so nothing is HOT), in hash order, and the
--- affected SKUs were first made distinct and joined to every source table.
+-- Recomputes the export rows (stock_availability) of the SKUs in p_skus, a table or view with a
+-- text column "sku" (duplicates allowed), and returns how many rows changed. The rules
+-- (CONTRACT section 4): qty = max(0, on hand in own warehouses - active reservations in own
+-- warehouses); location = the non-staging own location holding the most, ties to the smallest
+-- code in natural bin order; a SKU is exported when it has a stock record or a non-staging
+-- location assignment in an own warehouse. Both overloads are here: the two-argument form
+-- computes everything.
 --
--- Now:
+-- Writers of one organization refresh one at a time: the transaction-scoped advisory lock is
+-- taken first, and the refresh runs as statements after it, so under READ COMMITTED it sees
+-- every writer that committed before (no lost update between concurrent imports). Only rows
+-- whose values change are written, and only then does the export version move
+-- (wl__export_changed).
+--
+-- At catalogue scale (BENCHMARKS.md, "Generate and import"; a file of a 1,000,000-SKU
+-- catalogue touches most of the organization's export rows):
 -- * p_parts says what the writing batch can change, and only that is computed: 'qty' (stock,
 --   reservations: on hand and reserved), 'location' (rack assignments: the primary location),
 --   or 'all' (warehouse kinds, staging flags, anything else). A part that is not computed is
@@ -19,34 +28,20 @@
 --   the batches check), without making the affected SKUs distinct.
 -- * When at least half of the organization's export rows change (or it had none), they are
 --   replaced: the organization's rows deleted and the new ones inserted in SKU order, one
---   sequential pass over the heap and the key, instead of an UPDATE per row. Inside the
---   writer's transaction, so readers see the old rows until the commit, then the new ones.
+--   sequential pass over the heap and the key, instead of an UPDATE per row (each UPDATE writes
+--   a new heap tuple and a new entry in the covering primary key, so nothing is HOT). Inside
+--   the writer's transaction, so readers see the old rows until the commit, then the new ones.
 --   The new heap is in SKU order, which suits the export's index-only scan; the replaced rows
 --   and their index entries are dead at the commit and left to (auto)vacuum, which also sets
 --   the visibility map the index-only scan needs (VACUUM cannot run in a transaction).
--- * Otherwise only the rows whose values change are written, as in 0005.
---
+-- * Otherwise only the rows whose values change are written.
 -- * When the refresh covers the whole organization and it has no export rows yet (its first
 --   import of stock or rack assignments), the rows are computed from the stock and rack rows
 --   alone (not driven by every product and joined to the empty export) and inserted straight,
 --   in SKU order, without the temporary table, the count of changed rows and a second pass.
---
--- The rules are those of 0001 (CONTRACT section 4); the lock and the version bump (only when a
--- row really changes) those of 0002.
--- An organization's exported values changed: a new export version, and an announcement that
--- tells every walklistd that listens to drop its cached export of the organization (delivered
--- at commit, never for a rollback).
-CREATE FUNCTION wl__export_changed(p_org bigint) RETURNS void LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO export_versions AS v (org_id, version, changed_at)
-    VALUES (p_org, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, clock_timestamp())
-    ON CONFLICT (org_id) DO UPDATE
-        SET version = greatest(v.version + 1, excluded.version),
-            changed_at = excluded.changed_at;
-    PERFORM pg_notify('wl_export_changed', p_org::text);
-END;
-$$;
-
+-- For large sets the statements are planned with hash joins only: inside the writing
+-- transaction the tables' statistics still describe them before the batch (often empty), and
+-- nested loops planned on such estimates go quadratic.
 CREATE OR REPLACE FUNCTION wl_refresh_availability_from(p_org bigint, p_skus regclass, p_parts text)
 RETURNS bigint
 LANGUAGE plpgsql AS $$
@@ -230,7 +225,7 @@ BEGIN
 END;
 $$;
 
--- The two-argument form (0005, and the array form that calls it) computes everything.
+-- The two-argument form: every part computed.
 CREATE OR REPLACE FUNCTION wl_refresh_availability_from(p_org bigint, p_skus regclass)
 RETURNS bigint
 LANGUAGE sql AS $$
