@@ -55,10 +55,11 @@ static void commit_group(wl_admissions_t *commits, wl_admit_t *const *requests, 
                                            requests[0]->err->message);
         return;
     }
-    /* An admission is short by design: a server silent for the whole request budget is given
-     * up on (503) rather than waited for up to its statement timeout. Row-lock waits end before
-     * that (lock_timeout, 4/5 of it). */
-    int silence_ms = wl_db_set_silence_limit(conn, wl_pool_timeout_ms(commits->pool));
+    /* An admission is short by design: a server silent for 4/5 of the request budget is given
+     * up on (503) rather than waited for up to its statement timeout, so that the requests
+     * queued behind it still get their answer within the budget. Row-lock waits end before
+     * that (lock_timeout, 7/10 of it). */
+    int silence_ms = wl_db_set_silence_limit(conn, wl_pool_timeout_ms(commits->pool) * 4 / 5);
     wl_admit_batch(conn, commits->window_ms, requests, count);
     wl_db_set_silence_limit(conn, silence_ms);
     wl_pool_release(commits->pool, conn);

@@ -25,7 +25,7 @@ typedef struct {
 typedef enum {
     HEALTH_UP,
     /* A connection broke in use: one server process may have ended, or the server or the
-     * network. Borrowers wait for the prober's first attempt (at most PROBE_TIMEOUT_MS). */
+     * network. Borrowers wait for the prober's first attempt (at most a fifth of the timeout). */
     HEALTH_SUSPECT,
     /* A connection could not be made: borrowers are refused at once until one can. */
     HEALTH_DOWN,
@@ -81,14 +81,16 @@ int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out, wl_error_t *
     }
     pool->size = config->size;
     pool->timeout_ms = config->timeout_ms > 0 ? config->timeout_ms : 5000;
-    /* A silent server is given up on in 3/5 of the timeout, so that the request that was
-     * waiting on it still has time to be answered 503 within the timeout. */
+    /* The timeout T is split so that no request waits longer in all: TCP gives up on a silent
+     * server in T/2 (keepalives every second on top), an admission's own limit on silence is
+     * 4/5 T (admissions.c), row locks are waited for 7/10 T, and after a broken connection a
+     * borrower waits T/5 at most for the prober's first attempt. */
     pool->connect = (wl_db_connect_t){
         .conninfo = pool->conninfo,
         .application = pool->application,
-        .liveness_timeout_ms = pool->timeout_ms * 3 / 5 > 500 ? pool->timeout_ms * 3 / 5 : 500,
+        .liveness_timeout_ms = pool->timeout_ms / 2 > 500 ? pool->timeout_ms / 2 : 500,
         .statement_timeout_ms = config->statement_timeout_ms,
-        .lock_timeout_ms = pool->timeout_ms * 4 / 5,
+        .lock_timeout_ms = pool->timeout_ms * 7 / 10,
     };
     pthread_mutex_init(&pool->lock, NULL);
     init_clock_cond(&pool->freed);
@@ -200,7 +202,10 @@ static void *prober(void *arg)
         int64_t started = wl_db_clock_ms();
         wl_error_t err;
         wl_error_init(&err);
-        PGconn *conn = wl_db_connect(&pool->connect, started + PROBE_TIMEOUT_MS, &err);
+        int attempt_ms = PROBE_TIMEOUT_MS < pool->connect.liveness_timeout_ms
+                             ? PROBE_TIMEOUT_MS
+                             : pool->connect.liveness_timeout_ms;
+        PGconn *conn = wl_db_connect(&pool->connect, started + attempt_ms, &err);
         pthread_mutex_lock(&pool->lock);
         if (conn != NULL) {
             if (!adopt(pool, conn))
@@ -220,6 +225,9 @@ static void *prober(void *arg)
  * refused. */
 static bool wait_for_turn(wl_pool_t *pool, int64_t deadline_ms, wl_error_t *err)
 {
+    int64_t suspect_until = wl_db_clock_ms() + pool->timeout_ms / 5;
+    if (suspect_until > deadline_ms)
+        suspect_until = deadline_ms;
     for (;;) {
         if (pool->closed) {
             wl_error_set(err, WL_EUNAVAILABLE, "shutting down: not sent to the database");
@@ -230,7 +238,8 @@ static bool wait_for_turn(wl_pool_t *pool, int64_t deadline_ms, wl_error_t *err)
             return false;
         }
         if (pool->health == HEALTH_SUSPECT) {
-            if (wait_until(&pool->probed, &pool->lock, deadline_ms) == ETIMEDOUT) {
+            if (wait_until(&pool->probed, &pool->lock, suspect_until) == ETIMEDOUT &&
+                pool->health == HEALTH_SUSPECT) {
                 wl_error_set(err, WL_EUNAVAILABLE, "database unavailable: no answer in time");
                 return false;
             }
