@@ -63,9 +63,7 @@ static bool crlf_at(const char *end, const char *head_end, const char **next)
 
 typedef struct {
     int hosts, lengths, codings;
-    bool chunked_only; /* Transfer-Encoding is exactly "chunked" */
-    const char *length;
-    size_t length_len;
+    bool chunked_only;    /* Transfer-Encoding is exactly "chunked" */
     bool bad_field;       /* a name or value made of what fields are not */
     bool check_lines;     /* the layout is known: follow the lines */
     bool bad_line;        /* a line not where the previous one ended, or not ended by CRLF */
@@ -99,8 +97,6 @@ static enum MHD_Result read_field(void *cls, enum MHD_ValueKind kind, const char
         f->hosts++;
     } else if (strcasecmp(name, "Content-Length") == 0) {
         f->lengths++;
-        f->length = value;
-        f->length_len = value_size;
     } else if (strcasecmp(name, "Transfer-Encoding") == 0) {
         f->codings++;
         f->chunked_only = f->codings == 1 && strcasecmp(value, "chunked") == 0;
@@ -126,26 +122,12 @@ static bool request_line_ok(const char *method, const wl_framing_target_t *targe
            crlf_at(version + strlen(version), head_end, &f->line);
 }
 
-/* libmicrohttpd answers a Content-Length it cannot parse itself (400, or 413 past 2^64 - 1). */
-static unsigned length_refused_by_mhd(const fields_t *f)
-{
-    if (f->lengths != 1 || f->codings > 0)
-        return 0;
-    if (f->length_len == 0 || strspn(f->length, "0123456789") != f->length_len)
-        return 400;
-    /* 20 digits may still overflow: compare with UINT64_MAX's digits. */
-    if (f->length_len > 20 ||
-        (f->length_len == 20 && strcmp(f->length, "18446744073709551615") > 0))
-        return 413;
-    return 0;
-}
-
 void wl_framing_check(struct MHD_Connection *connection, const char *method,
                       const wl_framing_target_t *target, const char *version,
                       wl_framing_verdict_t *out)
 {
     pthread_once(&layout_once, check_layout_version);
-    *out = (wl_framing_verdict_t){0, NULL, false, false};
+    *out = (wl_framing_verdict_t){0, NULL, false};
     const union MHD_ConnectionInfo *size =
         MHD_get_connection_info(connection, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
     fields_t f = {.check_lines = layout_known && size != NULL};
@@ -159,11 +141,7 @@ void wl_framing_check(struct MHD_Connection *connection, const char *method,
         (!crlf_at(f.line, f.head_end, &after) || after != f.head_end))
         f.bad_line = true;
 
-    unsigned mhd_status = length_refused_by_mhd(&f);
-    if (mhd_status != 0) {
-        *out = (wl_framing_verdict_t){mhd_status, "Content-Length is not a number of bytes", true,
-                                      true};
-    } else if (!line_ok) {
+    if (!line_ok) {
         out->status = 400, out->message = "malformed request line (one space between method, "
                                           "target and version; no control bytes in the target)";
     } else if (f.bad_field) {

@@ -33,12 +33,9 @@ typedef struct {
 } wl_framing_target_t;
 
 typedef struct {
-    unsigned status;     /* 0: the head can be read; 400 or 501 (413 only from libmicrohttpd) */
+    unsigned status;     /* 0: the head can be read; 400 or 501 */
     const char *message; /* why, for the error body */
     bool close;          /* close the connection after the answer (always when status != 0) */
-    /* libmicrohttpd already queued its own answer (a Content-Length it cannot parse): queue
-     * nothing more, the status is for the log only */
-    bool answered;
 } wl_framing_verdict_t;
 
 /** Checks the head of the request on connection (call on the first access-handler call). */

@@ -158,11 +158,6 @@ static bool refuse_framing(request_t *req, struct MHD_Connection *connection, co
     ex->close = ex->close || verdict.close;
     if (verdict.status == 0)
         return false;
-    if (verdict.answered) {
-        ex->status = verdict.status; /* for the log: libmicrohttpd's answer is already queued */
-        req->responded = true;
-        return true;
-    }
     wl_exchange_error(ex, verdict.status,
                       verdict.status == 501 ? WL_GRPC_UNIMPLEMENTED : WL_GRPC_INVALID_ARGUMENT,
                       verdict.message, NULL);
@@ -328,7 +323,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         prepare(req, method);
         if (refuse_framing(req, connection, method, version)) {
             /* Nothing of it is read: the connection closes after the answer. */
-            return req->responded ? MHD_YES : answer_before_body(req);
+            return answer_before_body(req);
         }
         if (atomic_load(&server->stopping)) {
             /* Arrived after SIGTERM (on a kept-alive connection): not served. A definite "not
@@ -425,7 +420,7 @@ static enum MHD_Result on_ops_request(void *cls, struct MHD_Connection *connecti
     req->begun = true;
     prepare(req, method);
     if (refuse_framing(req, connection, method, version))
-        return req->responded ? MHD_YES : answer_before_body(req);
+        return answer_before_body(req);
     wl_route_match_t match;
     char allow[64];
     bool found = wl_routes_find(ex->method, ex->path, &ex->arena, &match, allow);
