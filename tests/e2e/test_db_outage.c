@@ -96,13 +96,8 @@ int main(void)
         fprintf(stderr, "could not create the private cluster\n");
         return 1;
     }
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/conninfo", state_dir);
-    FILE *f = fopen(path, "r");
-    if (f == NULL || fgets(conninfo, sizeof(conninfo), f) == NULL)
+    if (!private_pg_conninfo(state_dir, conninfo, sizeof(conninfo)))
         return 1;
-    fclose(f);
-    conninfo[strcspn(conninfo, "\n")] = '\0';
     PGconn *db = testdb_connect(conninfo);
     fixture_key(db, fixture_org(db, "outage"), "lists:write,stock:read", key);
     PQfinish(db);

@@ -190,6 +190,15 @@ static bool metrics_say(const char *line)
     return found;
 }
 
+static void check_recovery(const char *what, double recovered, double mend)
+{
+    CHECK(recovered > 0);
+    fprintf(stderr, "%s: creation works again %.2f s after the database did\n", what,
+            recovered - mend);
+    if (recovered > 0 && recovered - mend > 2.0 + SLACK_S)
+        FAIL("%s: creation came back %.2f s after the database", what, recovered - mend);
+}
+
 /* Under load, the database host's link goes down: a pulled cable. */
 static void partition_under_load(void)
 {
@@ -216,19 +225,17 @@ static void partition_under_load(void)
     CHECK(before > 0);
     /* A request already in flight when the link went down may still have been answered. */
     check_outage(cut, mend, 0.2);
-    CHECK(recovered > 0);
-    fprintf(stderr, "link down: creation works again %.2f s after the link came back\n",
-            recovered - mend);
-    if (recovered > 0 && recovered - mend > 2.0 + SLACK_S)
-        FAIL("creation came back %.2f s after the network", recovered - mend);
+    check_recovery("link down", recovered, mend);
 }
 
-/* With walklistd's connections idle, every packet to and from PostgreSQL is dropped. */
-static void partition_while_idle(void)
+/* An outage while walklistd's connections are idle: a few requests at once, a few after a
+ * pause, every answer checked, then the recovery. toggle(true) starts it, toggle(false) ends
+ * it. */
+static void outage_while_idle(const char *what, int (*toggle)(bool on))
 {
     int start = outcome_count;
     double cut = test_now_s();
-    CHECK_INT(iptables("-I"), 0);
+    CHECK_INT(toggle(true), 0);
     for (int i = 0; i < 3; i++)
         request(CREATION);
     request(HEALTHZ);
@@ -237,15 +244,17 @@ static void partition_while_idle(void)
     for (int i = 0; i < 3; i++)
         request(CREATION);
     double mend = test_now_s();
-    CHECK_INT(iptables("-D"), 0);
+    CHECK_INT(toggle(false), 0);
     double recovered = recovered_after(mend);
     CHECK(outcome_count - start >= 8);
     check_outage(cut, mend, 0);
-    CHECK(recovered > 0);
-    fprintf(stderr, "iptables: creation works again %.2f s after the rules went\n",
-            recovered - mend);
-    if (recovered > 0 && recovered - mend > 2.0 + SLACK_S)
-        FAIL("creation came back %.2f s after the network", recovered - mend);
+    check_recovery(what, recovered, mend);
+}
+
+/* Every packet to and from PostgreSQL is dropped (iptables in its namespace). */
+static int drop_packets(bool on)
+{
+    return iptables(on ? "-I" : "-D");
 }
 
 /* Stops (SIGSTOP) or continues PostgreSQL: the postmaster and every backend. */
@@ -262,26 +271,9 @@ static int freeze(const char *signal)
 
 /* The server stops answering while its host keeps TCP alive (a stopped process, a frozen
  * machine): keepalives are answered, so only walklistd's own limit on silence notices. */
-static void server_stopped(void)
+static int stop_server(bool on)
 {
-    int start = outcome_count;
-    double cut = test_now_s();
-    CHECK_INT(freeze("STOP"), 0);
-    for (int i = 0; i < 3; i++)
-        request(CREATION);
-    request(OPS_HEALTHZ);
-    for (int i = 0; i < 3; i++)
-        request(CREATION);
-    double mend = test_now_s();
-    CHECK_INT(freeze("CONT"), 0);
-    double recovered = recovered_after(mend);
-    CHECK(outcome_count - start >= 7);
-    check_outage(cut, mend, 0);
-    CHECK(recovered > 0);
-    fprintf(stderr, "stopped server: creation works again %.2f s after it continued\n",
-            recovered - mend);
-    if (recovered > 0 && recovered - mend > 2.0 + SLACK_S)
-        FAIL("creation came back %.2f s after the server", recovered - mend);
+    return freeze(on ? "STOP" : "CONT");
 }
 
 int main(void)
@@ -304,13 +296,8 @@ int main(void)
         fprintf(stderr, "could not start PostgreSQL in a network namespace\n");
         return 1;
     }
-    char path[1024];
-    snprintf(path, sizeof(path), "%s/conninfo", state_dir);
-    FILE *f = fopen(path, "r");
-    if (f == NULL || fgets(conninfo, sizeof(conninfo), f) == NULL)
+    if (!private_pg_conninfo(state_dir, conninfo, sizeof(conninfo)))
         return 1;
-    fclose(f);
-    conninfo[strcspn(conninfo, "\n")] = '\0';
     PGconn *db = testdb_connect(conninfo);
     fixture_key(db, fixture_org(db, "partition"), "lists:write", key);
     PQfinish(db);
@@ -327,10 +314,10 @@ int main(void)
 
     partition_under_load();
     if (system("command -v iptables >/dev/null") == 0)
-        partition_while_idle();
+        outage_while_idle("packets dropped", drop_packets);
     else
-        fprintf(stderr, "iptables is not installed: the idle-connection case is skipped\n");
-    server_stopped();
+        fprintf(stderr, "iptables is not installed: the dropped-packets case is skipped\n");
+    outage_while_idle("server stopped", stop_server);
 
     /* Every list answered 201 is in the database. */
     db = testdb_connect(conninfo);

@@ -17,6 +17,19 @@ int private_pg(const char *state_dir, const char *action)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+bool private_pg_conninfo(const char *state_dir, char *buf, size_t size)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/conninfo", state_dir);
+    FILE *f = fopen(path, "r");
+    bool ok = f != NULL && fgets(buf, (int)size, f) != NULL;
+    if (f != NULL)
+        fclose(f);
+    if (ok)
+        buf[strcspn(buf, "\n")] = '\0';
+    return ok;
+}
+
 double test_now_s(void)
 {
     struct timespec ts;
