@@ -33,7 +33,15 @@
 /* Buffer of a streamed response sent without chunks (to HTTP/1.0 clients). */
 #define STREAM_BLOCK_SIZE (32u * 1024)
 
+/* What a daemon's request callback is given: the operations listener (--ops-listen) serves the
+ * operations rows of the routing table only. */
+typedef struct {
+    wl_server_t *server;
+    bool ops_only;
+} listener_t;
+
 struct wl_server {
+    listener_t listener, ops_listener;
     wl_core_t *core;
     wl_api_t *api;
     wl_connect_t *connect;           /* the Connect transport: /walklist.* paths */
@@ -265,14 +273,21 @@ static bool client_waits_to_continue(const wl_exchange_t *ex)
 
 /* Finds the request's row of the routing table (routes.h) and hands the request to the module
  * of its kind; answers 404, or 405 with Allow. */
-static void dispatch(wl_server_t *server, request_t *req)
+static void dispatch(const listener_t *listener, request_t *req)
 {
+    wl_server_t *server = listener->server;
     wl_exchange_t *ex = &req->ex;
     wl_route_match_t *match = wl_arena_alloc(&ex->arena, sizeof(*match));
     char allow[64];
+    bool found = match != NULL && wl_routes_find(ex->method, ex->path, &ex->arena, match, allow);
     if (match == NULL) {
         wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
-    } else if (!wl_routes_find(ex->method, ex->path, &ex->arena, match, allow)) {
+    } else if (listener->ops_only && found && match->route->kind != WL_ROUTE_OPS) {
+        wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND,
+                          "not found: this listener serves /healthz, /readyz, /metrics and "
+                          "/api/v1/openapi.json",
+                          NULL);
+    } else if (!found) {
         if (allow[0] != '\0') {
             wl_exchange_add_header(ex, "Allow", allow);
             wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, "method not allowed", NULL);
@@ -311,7 +326,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                                   size_t *upload_data_size, void **req_cls)
 {
     (void)url;
-    wl_server_t *server = cls;
+    const listener_t *listener = cls;
+    wl_server_t *server = listener->server;
     request_t *req = *req_cls;
     if (req == NULL || req->raw_uri == NULL)
         return MHD_NO;
@@ -325,9 +341,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             /* Nothing of it is read: the connection closes after the answer. */
             return answer_before_body(req);
         }
-        if (atomic_load(&server->stopping)) {
+        if (atomic_load(&server->stopping) && !listener->ops_only) {
             /* Arrived after SIGTERM (on a kept-alive connection): not served. A definite "not
-             * done" lets the client send it elsewhere, even a creation. */
+             * done" lets the client send it elsewhere, even a creation. (Probes still get their
+             * answer on the operations listener: /readyz says 503 there.) */
             ex->close = true;
             wl_exchange_add_header(ex, "Retry-After", "1");
             wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE,
@@ -338,7 +355,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                               "in all)",
                               NULL);
         else
-            dispatch(server, req);
+            dispatch(listener, req);
         /* Answering before the whole request is in makes libmicrohttpd close the
          * connection while the client may still be writing its body (it then sees EPIPE,
          * not the answer). So a decided answer waits for the end of the body, which is
@@ -396,47 +413,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     else
         wl_api_finish(server->api, ex);
     return send_response(req);
-}
-
-/* The operations listener (--ops-listen): its own thread per connection, so that /healthz
- * never waits behind a worker thread that waits on the database, nor behind /readyz. */
-static enum MHD_Result on_ops_request(void *cls, struct MHD_Connection *connection, const char *url,
-                                      const char *method, const char *version,
-                                      const char *upload_data, size_t *upload_data_size,
-                                      void **req_cls)
-{
-    (void)url;
-    (void)upload_data;
-    wl_server_t *server = cls;
-    request_t *req = *req_cls;
-    if (req == NULL || req->raw_uri == NULL)
-        return MHD_NO;
-    wl_exchange_t *ex = &req->ex;
-    ex->connection = connection;
-    if (req->begun) {
-        *upload_data_size = 0; /* answered at the first call: the rest is dropped */
-        return MHD_YES;
-    }
-    req->begun = true;
-    prepare(req, method);
-    if (refuse_framing(req, connection, method, version))
-        return answer_before_body(req);
-    wl_route_match_t match;
-    char allow[64];
-    bool found = wl_routes_find(ex->method, ex->path, &ex->arena, &match, allow);
-    if (found && match.route->kind == WL_ROUTE_OPS) {
-        ex->route = match.route->pattern;
-        handle_ops(server, ex, match.route->ops);
-    } else if (!found && allow[0] != '\0') {
-        wl_exchange_add_header(ex, "Allow", allow);
-        wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, "method not allowed", NULL);
-    } else {
-        wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND,
-                          "not found: this listener serves /healthz, /readyz, /metrics and "
-                          "/api/v1/openapi.json",
-                          NULL);
-    }
-    return answer_before_body(req);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
@@ -567,6 +543,8 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
     if (server == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     server->core = core;
+    server->listener = (listener_t){server, false};
+    server->ops_listener = (listener_t){server, true};
     server->listen_fd = -1;
     server->metrics = wl_metrics_create();
     if (server->metrics == NULL) {
@@ -621,8 +599,8 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         flags |= MHD_USE_TLS;
     }
     server->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, server, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_message, NULL,
-        MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
+        flags, 0, NULL, NULL, on_request, &server->listener, MHD_OPTION_EXTERNAL_LOGGER,
+        on_mhd_message, NULL, MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
         config->connection_timeout_s,
         /* The acceptor keeps the limit; libmicrohttpd's own (per worker, a share of it) has
          * room for connections handed over faster than a worker takes them in. */
@@ -655,11 +633,12 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         if (rc == 0) {
             server->ops_daemon = MHD_start_daemon(
                 MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
-                0, NULL, NULL, on_ops_request, server, MHD_OPTION_EXTERNAL_LOGGER, on_mhd_message,
-                NULL, MHD_OPTION_LISTEN_SOCKET, ops_fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)16,
-                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-                (size_t)(32 * 1024), MHD_OPTION_URI_LOG_CALLBACK, on_uri, server,
-                MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_END);
+                0, NULL, NULL, on_request, &server->ops_listener, MHD_OPTION_EXTERNAL_LOGGER,
+                on_mhd_message, NULL, MHD_OPTION_LISTEN_SOCKET, ops_fd, MHD_OPTION_CONNECTION_LIMIT,
+                (unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
+                MHD_OPTION_URI_LOG_CALLBACK, on_uri, server, MHD_OPTION_NOTIFY_COMPLETED,
+                on_completed, server, MHD_OPTION_END);
             if (server->ops_daemon == NULL) {
                 close(ops_fd);
                 rc = wl_error_set(err, WL_EINTERNAL, "cannot start the operations listener");
