@@ -14,6 +14,7 @@
 
 #include "walklist/arena.h"
 #include "walklist/error.h"
+#include "walklist/scopes.h"
 #include "walklist/span.h"
 
 typedef struct wl_core wl_core_t;
@@ -94,33 +95,6 @@ void wl_core_access_stats(wl_core_t *core, wl_core_access_stats_t *out);
 
 /** 0 when the database answers and its schema is current; WL_EUNAVAILABLE otherwise. */
 int wl_core_ready(wl_core_t *core, wl_error_t *err) WL_CHECK_RESULT;
-
-/* API key scopes (CONTRACT section 2). */
-#define WL_SCOPE_MAP(XX)                                                                           \
-    XX(LISTS_WRITE, 1u << 0, "lists:write")                                                        \
-    XX(STOCK_READ, 1u << 1, "stock:read")                                                          \
-    XX(SCANNER, 1u << 2, "scanner")                                                                \
-    XX(INVENTORY_WRITE, 1u << 3, "inventory:write")
-
-enum {
-#define XX(name, bit, text) WL_SCOPE_##name = bit,
-    WL_SCOPE_MAP(XX)
-#undef XX
-};
-
-/** Parses "a,b,c" into scope bits; WL_EINVAL naming the unknown scope otherwise. */
-int wl_scopes_parse(const char *text, unsigned *scopes, wl_error_t *err) WL_CHECK_RESULT;
-
-/** Writes "a,b" for the scope bits into buf. */
-void wl_scopes_format(unsigned scopes, char *buf, size_t size);
-
-/** The caller an API key stands for. */
-typedef struct {
-    int64_t org_id;
-    char org_slug[64];
-    char key_prefix[16];
-    unsigned scopes;
-} wl_principal_t;
 
 /**
  * Checks an API key (the whole "wlk_..." token). WL_EUNAUTHENTICATED for a

@@ -5,12 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/db.h"
-#include "store/generate.h"
-#include "store/import.h"
-#include "store/keys.h"
-#include "store/migrate.h"
-#include "store/orgs.h"
+#include "walklist/admin.h"
+#include "walklist/scopes.h"
 
 typedef struct {
     const char *database_url;
@@ -99,70 +95,70 @@ static int fail(const wl_error_t *err)
     return 1;
 }
 
-static int need_org(PGconn *conn, const args_t *args, int64_t *org_id, wl_error_t *err)
+static int need_org(wl_admin_t *admin, const args_t *args, int64_t *org_id, wl_error_t *err)
 {
     if (args->org == NULL)
         return wl_error_set(err, WL_EINVAL, "--org SLUG is required");
-    return wl_orgs_find(conn, args->org, org_id, err);
+    return wl_admin_org_find(admin, args->org, org_id, err);
 }
 
-static int cmd_migrate(PGconn *conn, wl_error_t *err)
+static int cmd_migrate(wl_admin_t *admin, wl_error_t *err)
 {
     int applied = 0;
-    int rc = wl_migrate(conn, &applied, err);
+    int rc = wl_admin_migrate(admin, &applied, err);
     if (rc == 0)
         fprintf(stderr, "walklistctl: %d migration(s) applied, schema is current\n", applied);
     return rc;
 }
 
-static int cmd_org_create(PGconn *conn, const args_t *args, wl_error_t *err)
+static int cmd_org_create(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
     const char *slug = args->positional[2];
     int64_t org_id = 0;
-    int rc = wl_orgs_create(conn, slug, args->name ? args->name : slug, &org_id, err);
+    int rc = wl_admin_org_create(admin, slug, args->name ? args->name : slug, &org_id, err);
     if (rc == 0)
         fprintf(stderr, "walklistctl: organization %s created\n", slug);
     return rc;
 }
 
-static int cmd_key_create(PGconn *conn, const args_t *args, wl_error_t *err)
+static int cmd_key_create(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
     int64_t org_id = 0;
     unsigned scopes = 0;
-    int rc = need_org(conn, args, &org_id, err);
+    int rc = need_org(admin, args, &org_id, err);
     if (rc == 0 && args->scopes == NULL)
         rc = wl_error_set(err, WL_EINVAL, "--scopes is required (e.g. lists:write,stock:read)");
     if (rc == 0)
         rc = wl_scopes_parse(args->scopes, &scopes, err);
-    char token[WL_KEY_TOKEN_SIZE];
+    char token[WL_ADMIN_KEY_TOKEN_SIZE];
     if (rc == 0)
-        rc = wl_keys_create(conn, org_id, scopes, args->name ? args->name : "", token, err);
+        rc = wl_admin_key_create(admin, org_id, scopes, args->name ? args->name : "", token, err);
     if (rc == 0)
         printf("%s\n", token);
     return rc;
 }
 
-static void print_key(const wl_key_info_t *key, void *data)
+static void print_key(const wl_admin_key_t *key, void *data)
 {
     (void)data;
     printf("%s\t%s\t%s\t%s\t%s\n", key->prefix, key->scopes, key->created_at,
            key->revoked_at ? key->revoked_at : "active", key->name);
 }
 
-static int cmd_key_list(PGconn *conn, const args_t *args, wl_error_t *err)
+static int cmd_key_list(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
     int64_t org_id = 0;
-    int rc = need_org(conn, args, &org_id, err);
+    int rc = need_org(admin, args, &org_id, err);
     if (rc == 0) {
         printf("PREFIX\tSCOPES\tCREATED\tREVOKED\tNAME\n");
-        rc = wl_keys_list(conn, org_id, print_key, NULL, err);
+        rc = wl_admin_key_list(admin, org_id, print_key, NULL, err);
     }
     return rc;
 }
 
-static int cmd_key_revoke(PGconn *conn, const args_t *args, wl_error_t *err)
+static int cmd_key_revoke(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
-    int rc = wl_keys_revoke(conn, args->positional[2], err);
+    int rc = wl_admin_key_revoke(admin, args->positional[2], err);
     if (rc == 0)
         fprintf(stderr, "walklistctl: key %s revoked\n", args->positional[2]);
     return rc;
@@ -177,32 +173,32 @@ static void print_problem(size_t line, const char *column, const char *descripti
         fprintf(stderr, "%s:%zu: %s\n", file, line, description);
 }
 
-static int import_file(PGconn *conn, int64_t org_id, const char *kind, const char *path, FILE *in,
-                       wl_error_t *err)
+static int import_file(wl_admin_t *admin, int64_t org_id, const char *kind, const char *path,
+                       FILE *in, wl_error_t *err)
 {
     size_t rows = 0;
-    int rc = wl_import_csv(conn, org_id, kind, in, print_problem, (void *)path, &rows, err);
+    int rc = wl_admin_import_csv(admin, org_id, kind, in, print_problem, (void *)path, &rows, err);
     if (rc == 0)
         fprintf(stderr, "walklistctl: %s: %zu %s row(s) imported\n", path, rows, kind);
     return rc;
 }
 
-static int cmd_import(PGconn *conn, const args_t *args, wl_error_t *err)
+static int cmd_import(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
     const char *kind = args->positional[1], *path = args->positional[2];
-    if (!wl_import_kind_valid(kind))
+    if (!wl_admin_kind_valid(kind))
         return wl_error_set(err, WL_EINVAL,
                             "unknown import kind '%s' (warehouses, locations, products, stock, "
                             "location-stock, reservations)",
                             kind);
     int64_t org_id = 0;
-    int rc = need_org(conn, args, &org_id, err);
+    int rc = need_org(admin, args, &org_id, err);
     if (rc != 0)
         return rc;
     FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (in == NULL)
         return wl_error_set(err, WL_EINVAL, "cannot open %s: %s", path, strerror(errno));
-    rc = import_file(conn, org_id, kind, path, in, err);
+    rc = import_file(admin, org_id, kind, path, in, err);
     if (in != stdin)
         fclose(in);
     return rc;
@@ -240,15 +236,15 @@ static const struct {
                      "SO-5003,SKU-1003,MAIN,9,active\nSO-5004,SKU-1001,SUPP,50,active\n"},
 };
 
-static int cmd_demo(PGconn *conn, const args_t *args, wl_error_t *err)
+static int cmd_demo(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
     int64_t org_id = 0;
-    int rc = need_org(conn, args, &org_id, err);
+    int rc = need_org(admin, args, &org_id, err);
     for (size_t i = 0; rc == 0 && i < sizeof(demo_files) / sizeof(demo_files[0]); i++) {
         FILE *in = fmemopen((void *)demo_files[i].csv, strlen(demo_files[i].csv), "rb");
         if (in == NULL)
             return wl_error_set(err, WL_ENOMEM, NULL);
-        rc = import_file(conn, org_id, demo_files[i].kind, demo_files[i].kind, in, err);
+        rc = import_file(admin, org_id, demo_files[i].kind, demo_files[i].kind, in, err);
         fclose(in);
     }
     return rc;
@@ -267,7 +263,8 @@ static int parse_count(const char *text, const char *name, uint64_t max, uint64_
     return 0;
 }
 
-static int generate_options(const args_t *args, wl_generate_options_t *options, wl_error_t *err)
+static int generate_options(const args_t *args, wl_admin_generate_options_t *options,
+                            wl_error_t *err)
 {
     uint64_t skus = 0, seed = 1;
     if (args->skus == NULL)
@@ -282,27 +279,27 @@ static int generate_options(const args_t *args, wl_generate_options_t *options, 
     return rc;
 }
 
-static void print_counts(const wl_generate_counts_t *counts)
+static void print_counts(const wl_admin_generate_counts_t *counts)
 {
     size_t total = 0;
-    for (int i = 0; i < 6; i++)
+    for (size_t i = 0; i < WL_ADMIN_KIND_COUNT; i++)
         total += counts->rows[i];
     fprintf(stderr, "walklistctl: generate: %zu rows (", total);
-    for (int i = 0; i < 6; i++)
-        fprintf(stderr, "%s%zu %s", i ? ", " : "", counts->rows[i], wl_generate_kinds[i]);
+    for (size_t i = 0; i < WL_ADMIN_KIND_COUNT; i++)
+        fprintf(stderr, "%s%zu %s", i ? ", " : "", counts->rows[i], wl_admin_kind_name(i));
     fprintf(stderr, ")\n");
 }
 
-static int cmd_generate(PGconn *conn, const args_t *args, wl_error_t *err)
+static int cmd_generate(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
-    wl_generate_options_t options;
+    wl_admin_generate_options_t options;
     int64_t org_id = 0;
     int rc = generate_options(args, &options, err);
     if (rc == 0)
-        rc = need_org(conn, args, &org_id, err);
-    wl_generate_counts_t counts;
+        rc = need_org(admin, args, &org_id, err);
+    wl_admin_generate_counts_t counts;
     if (rc == 0)
-        rc = wl_generate_load(conn, org_id, &options, stderr, &counts, err);
+        rc = wl_admin_generate_load(admin, org_id, &options, stderr, &counts, err);
     if (rc == 0)
         print_counts(&counts);
     return rc;
@@ -313,11 +310,11 @@ static int cmd_generate_csv(const args_t *args)
 {
     wl_error_t err;
     wl_error_init(&err);
-    wl_generate_options_t options;
-    wl_generate_counts_t counts;
+    wl_admin_generate_options_t options;
+    wl_admin_generate_counts_t counts;
     int rc = generate_options(args, &options, &err);
     if (rc == 0)
-        rc = wl_generate_csv(args->csv_dir, &options, &counts, &err);
+        rc = wl_admin_generate_csv(args->csv_dir, &options, &counts, &err);
     if (rc != 0)
         return fail(&err);
     print_counts(&counts);
@@ -346,36 +343,28 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    const char *keys[] = {"dbname", "application_name", NULL};
-    const char *values[] = {args.database_url, "walklistctl", NULL};
-    PGconn *conn = PQconnectdbParams(keys, values, 1);
-    if (PQstatus(conn) != CONNECTION_OK) {
-        fprintf(stderr, "walklistctl: cannot connect to the database: %s", PQerrorMessage(conn));
-        PQfinish(conn);
-        return 1;
-    }
-    PGresult *quiet = PQexec(conn, "SET client_min_messages = warning");
-    PQclear(quiet);
-
     wl_error_t err;
     wl_error_init(&err);
+    wl_admin_t *admin = NULL;
+    if (wl_admin_connect(args.database_url, "walklistctl", &admin, &err) != 0)
+        return fail(&err);
     int rc;
     if (command_is(&args, "migrate", NULL, 1))
-        rc = cmd_migrate(conn, &err);
+        rc = cmd_migrate(admin, &err);
     else if (command_is(&args, "org", "create", 3))
-        rc = cmd_org_create(conn, &args, &err);
+        rc = cmd_org_create(admin, &args, &err);
     else if (command_is(&args, "key", "create", 2))
-        rc = cmd_key_create(conn, &args, &err);
+        rc = cmd_key_create(admin, &args, &err);
     else if (command_is(&args, "key", "list", 2))
-        rc = cmd_key_list(conn, &args, &err);
+        rc = cmd_key_list(admin, &args, &err);
     else if (command_is(&args, "key", "revoke", 3))
-        rc = cmd_key_revoke(conn, &args, &err);
+        rc = cmd_key_revoke(admin, &args, &err);
     else if (command_is(&args, "import", NULL, 3))
-        rc = cmd_import(conn, &args, &err);
+        rc = cmd_import(admin, &args, &err);
     else if (command_is(&args, "generate", NULL, 1))
-        rc = cmd_generate(conn, &args, &err);
+        rc = cmd_generate(admin, &args, &err);
     else
-        rc = cmd_demo(conn, &args, &err);
-    PQfinish(conn);
+        rc = cmd_demo(admin, &args, &err);
+    wl_admin_close(admin);
     return rc == 0 ? 0 : fail(&err);
 }

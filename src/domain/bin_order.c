@@ -1,5 +1,5 @@
 /* Bin codes are put in natural order here, by comparison and by memcmp-ordered sort key. */
-#include "walklist/bin_order.h"
+#include "domain/bin_order.h"
 
 #include <stdbool.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* CSV records are cut out of a byte stream here, one record in memory at a time. */
-#include "walklist/csv.h"
+#include "domain/csv.h"
 
 #include <errno.h>
 #include <stdarg.h>

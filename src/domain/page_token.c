@@ -1,5 +1,5 @@
 /* Page tokens are sealed with an HMAC and opened again here. */
-#include "walklist/page_token.h"
+#include "domain/page_token.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>

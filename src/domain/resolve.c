@@ -1,10 +1,10 @@
 /* What each code of a walk list stands for, and the order of the walk, are decided here. */
-#include "walklist/resolve.h"
+#include "domain/resolve.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "walklist/bin_order.h"
+#include "domain/bin_order.h"
 
 static int compare_matches(const void *pa, const void *pb)
 {

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "domain/page_token.h"
 #include "services/services.h"
 #include "store/breakdown.h"
 #include "store/listen.h"
 #include "store/secrets.h"
 #include "store/stock.h"
-#include "walklist/page_token.h"
 #include "walklist/utf8.h"
 
 struct wl_export_cursor {

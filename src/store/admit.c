@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "walklist/scopes.h"
 
 /* An array literal being written; failed is sticky and checked once, when it is sent. */
 typedef struct {

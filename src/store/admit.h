@@ -17,8 +17,8 @@
 #include "store/lists.h"
 #include "store/rate_limits.h"
 #include "walklist/arena.h"
-#include "walklist/core.h"
 #include "walklist/error.h"
+#include "walklist/scopes.h"
 #include "walklist/span.h"
 
 /** Requests admitted together at most. */

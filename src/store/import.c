@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "domain/csv.h"
 #include "store/inventory.h"
-#include "walklist/csv.h"
 
 /* The CSV kinds, named as on the command line; their columns are the header. */
 static const struct {

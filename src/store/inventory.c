@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "domain/bin_order.h"
 #include "store/db.h"
-#include "walklist/bin_order.h"
 #include "walklist/codes.h"
 #include "walklist/utf8.h"
 

@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "walklist/random.h"
 #include "store/admit.h"
 #include "store/db.h"
+#include "walklist/random.h"
+#include "walklist/scopes.h"
 
 static bool is_base62(char c)
 {

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "walklist/core.h"
 #include "walklist/error.h"
+#include "walklist/scopes.h"
 #include "walklist/span.h"
 
 #define WL_KEY_PREFIX_LEN  8

@@ -5,9 +5,9 @@
 #include <libpq-fe.h>
 #include <stdint.h>
 
+#include "domain/resolve.h"
 #include "walklist/arena.h"
 #include "walklist/error.h"
-#include "walklist/resolve.h"
 
 /** A list waiting in the queue (strings in arena memory). */
 typedef struct {
@@ -43,7 +43,7 @@ typedef int (*wl_scanner_loaded_fn)(const wl_loaded_list_t *loaded, void *data, 
 /**
  * Loads a pending list of the organization: in one transaction, moves it
  * from pending to loaded (recording loaded_at), resolves its codes
- * (walklist/resolve.h) against the products, EANs and rack assignments, and
+ * (domain/resolve.h) against the products, EANs and rack assignments, and
  * hands the result to on_loaded (which may be NULL) before committing.
  * Exactly one of several concurrent callers wins; the others wait for it and
  * get WL_EPRECONDITION (as does any later caller). WL_ENOTFOUND when the

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "domain/csv.h"
 #include "store/inventory.h"
-#include "walklist/csv.h"
 
 static void problem(size_t label, const char *column, const char *description, void *data)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "walklist/page_token.h"
+#include "domain/page_token.h"
 
 static const unsigned char secret[WL_PAGE_SECRET_SIZE] = "fuzz fuzz fuzz fuzz fuzz fuzz!";
 static const char domain[] = "walklist page token v1";

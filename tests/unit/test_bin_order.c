@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "walklist/bin_order.h"
+#include "domain/bin_order.h"
 
 #define S(lit) wl_span(lit, sizeof(lit) - 1)
 

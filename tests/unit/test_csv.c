@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "walklist/csv.h"
+#include "domain/csv.h"
 
 static FILE *input(const char *bytes, size_t len)
 {

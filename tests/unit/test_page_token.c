@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "test.h"
-#include "walklist/page_token.h"
+#include "domain/page_token.h"
 
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 

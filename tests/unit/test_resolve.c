@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "walklist/resolve.h"
+#include "domain/resolve.h"
 
 #define MAX_ITEMS 12
 

@@ -11,8 +11,8 @@
  * A1 < B1 < a1 (case-sensitive), A1 < A-1 ("A" is a prefix of "A-").
  * Codes compare equal only when they are byte-equal.
  */
-#ifndef WALKLIST_BIN_ORDER_H
-#define WALKLIST_BIN_ORDER_H
+#ifndef WALKLIST_DOMAIN_BIN_ORDER_H
+#define WALKLIST_DOMAIN_BIN_ORDER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -23,8 +23,8 @@
  * SKU, both byte-wise; then the walked products without any stop, in list
  * order.
  */
-#ifndef WALKLIST_RESOLVE_H
-#define WALKLIST_RESOLVE_H
+#ifndef WALKLIST_DOMAIN_RESOLVE_H
+#define WALKLIST_DOMAIN_RESOLVE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -4,8 +4,8 @@
  * 1 MiB at most) however many rows the file has. Fields are raw bytes: UTF-8
  * and every other content rule belong to the validators.
  */
-#ifndef WALKLIST_CSV_H
-#define WALKLIST_CSV_H
+#ifndef WALKLIST_DOMAIN_CSV_H
+#define WALKLIST_DOMAIN_CSV_H
 
 #include <stddef.h>
 #include <stdio.h>

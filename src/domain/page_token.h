@@ -10,8 +10,8 @@
  * with a 2-byte length. Pure functions: the secret is the caller's (kept in the
  * database so that every process agrees, see store/secrets.h).
  */
-#ifndef WALKLIST_PAGE_TOKEN_H
-#define WALKLIST_PAGE_TOKEN_H
+#ifndef WALKLIST_DOMAIN_PAGE_TOKEN_H
+#define WALKLIST_DOMAIN_PAGE_TOKEN_H
 
 #include <stddef.h>
 

@@ -1,0 +1,140 @@
+/*
+ * Administration of a walklist database, for operators' programs (walklistctl): the schema,
+ * organizations, API keys, CSV imports and generated catalogues. An admin is one database
+ * connection of its own (no pool, one thread at a time); nothing here serves requests, and
+ * the programs reach the store only through it.
+ *
+ *     wl_admin_t *admin;
+ *     int64_t org_id;
+ *     char token[WL_ADMIN_KEY_TOKEN_SIZE];
+ *     if (wl_admin_connect(url, "walklistctl", &admin, &err) != 0)
+ *         return fail(&err);
+ *     rc = wl_admin_org_find(admin, "acme", &org_id, &err);
+ *     if (rc == 0)
+ *         rc = wl_admin_key_create(admin, org_id, WL_SCOPE_STOCK_READ, "erp", token, &err);
+ *     wl_admin_close(admin);
+ */
+#ifndef WALKLIST_ADMIN_H
+#define WALKLIST_ADMIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "walklist/error.h"
+
+typedef struct wl_admin wl_admin_t;
+
+/**
+ * Connects to database_url (libpq conninfo or URI) as application (application_name).
+ * WL_EUNAVAILABLE with "cannot connect to the database: " and libpq's reason in err when it
+ * cannot. The server's notices below WARNING (those of migrations) are not shown; the rest go
+ * to stderr.
+ */
+int wl_admin_connect(const char *database_url, const char *application, wl_admin_t **out,
+                     wl_error_t *err) WL_CHECK_RESULT;
+
+/** Closes the connection; NULL is fine. */
+void wl_admin_close(wl_admin_t *admin);
+
+/**
+ * Applies every schema migration not yet applied, then every SQL function again; *applied
+ * (may be NULL) counts the migrations. WL_EPRECONDITION, changing nothing, when an applied
+ * migration was edited since. Safe to run from several processes at once.
+ */
+int wl_admin_migrate(wl_admin_t *admin, int *applied, wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * Creates an organization. The slug is 1-63 characters of a-z, 0-9 and '-', not starting with
+ * '-'; the name 1-200 characters of valid UTF-8 without controls (WL_EINVAL with a violation
+ * for "slug" or "name" otherwise). WL_EEXISTS when the slug is taken. org_id may be NULL.
+ */
+int wl_admin_org_create(wl_admin_t *admin, const char *slug, const char *name, int64_t *org_id,
+                        wl_error_t *err) WL_CHECK_RESULT;
+
+/** The organization of a slug; WL_ENOTFOUND ("no organization 'x'") when there is none. */
+int wl_admin_org_find(wl_admin_t *admin, const char *slug, int64_t *org_id,
+                      wl_error_t *err) WL_CHECK_RESULT;
+
+/* A whole API key: "wlk_", an 8-character prefix, "_", a 40-character secret, and a NUL. */
+#define WL_ADMIN_KEY_TOKEN_SIZE 54
+
+/**
+ * Creates a key of the organization with scopes (WL_SCOPE_* bits, walklist/scopes.h) and a
+ * name for people (may be ""). token receives the whole key, NUL-terminated: it is shown
+ * once, only its prefix and digest are stored.
+ */
+int wl_admin_key_create(wl_admin_t *admin, int64_t org_id, unsigned scopes, const char *name,
+                        char token[WL_ADMIN_KEY_TOKEN_SIZE], wl_error_t *err) WL_CHECK_RESULT;
+
+/** One key as listed; the strings are valid during the callback only. */
+typedef struct {
+    const char *prefix;
+    const char *name;
+    const char *scopes;     /* "a,b" */
+    const char *created_at; /* UTC, "2024-05-01T12:00:00Z" */
+    const char *revoked_at; /* like created_at; NULL while active */
+} wl_admin_key_t;
+
+/** Calls each(key, data) for every key of the organization, oldest first. */
+int wl_admin_key_list(wl_admin_t *admin, int64_t org_id,
+                      void (*each)(const wl_admin_key_t *key, void *data), void *data,
+                      wl_error_t *err) WL_CHECK_RESULT;
+
+/** Revokes the key of a prefix; WL_ENOTFOUND when there is none. Revoking twice is fine. */
+int wl_admin_key_revoke(wl_admin_t *admin, const char *prefix, wl_error_t *err) WL_CHECK_RESULT;
+
+/* The kinds of inventory data, in the order they import (later kinds refer to earlier ones). */
+#define WL_ADMIN_KIND_COUNT 6
+
+/** The name of kind i < WL_ADMIN_KIND_COUNT: warehouses, locations, products, stock,
+ * location-stock, reservations (the CSV file names of wl_admin_generate_csv). */
+const char *wl_admin_kind_name(size_t i);
+
+/** Whether kind is one of those names. */
+bool wl_admin_kind_valid(const char *kind);
+
+/** Receives each problem of an import: the 1-based line, the column (may be ""), a
+ * description. */
+typedef void (*wl_admin_report_fn)(size_t line, const char *column, const char *description,
+                                   void *data);
+
+/**
+ * Imports one CSV file of a kind (CONTRACT section 3) for the organization, all or nothing in
+ * one transaction; *rows receives the rows imported. WL_EINVAL when the file has problems:
+ * each is reported through report, and nothing is written. in stays open.
+ */
+int wl_admin_import_csv(wl_admin_t *admin, int64_t org_id, const char *kind, FILE *in,
+                        wl_admin_report_fn report, void *report_data, size_t *rows,
+                        wl_error_t *err) WL_CHECK_RESULT;
+
+/** What a generated catalogue is made of: the same values give the same rows, byte for byte. */
+typedef struct {
+    int64_t skus;  /* products, 1 to 100,000,000 */
+    uint64_t seed; /* any */
+} wl_admin_generate_options_t;
+
+/** Rows made of each kind, indexed like wl_admin_kind_name. */
+typedef struct {
+    size_t rows[WL_ADMIN_KIND_COUNT];
+} wl_admin_generate_counts_t;
+
+/**
+ * Loads a realistic catalogue (warehouses, bins, products with EANs, stock, rack assignments,
+ * reservations) into the organization, one all-or-nothing transaction per kind, writing a
+ * progress line per kind to progress when it is not NULL. Running it again with the same
+ * options changes nothing.
+ */
+int wl_admin_generate_load(wl_admin_t *admin, int64_t org_id,
+                           const wl_admin_generate_options_t *options, FILE *progress,
+                           wl_admin_generate_counts_t *counts, wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * Writes the same catalogue as the six CSV files DIR/<kind>.csv that wl_admin_import_csv
+ * reads (DIR must exist). Needs no database, so no admin.
+ */
+int wl_admin_generate_csv(const char *dir, const wl_admin_generate_options_t *options,
+                          wl_admin_generate_counts_t *counts, wl_error_t *err) WL_CHECK_RESULT;
+
+#endif
