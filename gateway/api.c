@@ -138,7 +138,7 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex, const wl_route_match_t *matc
         return;
     }
     const route_target_t *target = &api->targets[match->index];
-    const wl_method_policy_t *policy = &target->service->policies[target->method_index];
+    const wl_method_policy_t *policy = wl_core_method_policy(target->service, target->method_index);
     if (!authenticate(api, ex, route, policy, state))
         return;
     if (route->device != NULL) {

@@ -336,7 +336,8 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
         return;
     }
     const wl_service_entry_t *service = state->procedure->service;
-    const wl_method_policy_t *policy = &service->policies[state->procedure->method_index];
+    const wl_method_policy_t *policy =
+        wl_core_method_policy(service, state->procedure->method_index);
     if (!authenticate(connect, ex, policy))
         return;
     /* Whatever is wrong with the request is answered once its admission let it in. */

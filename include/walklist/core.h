@@ -52,6 +52,12 @@ typedef struct {
     int commit_groups;
 } wl_core_config_t;
 
+/**
+ * Creates the core. Before anything else it matches each service's method table with the
+ * service's descriptor by name: a method without a row (so without a policy) or a row naming
+ * no method fails with WL_EINTERNAL naming them, so a proto change cannot ship a method that
+ * nothing guards.
+ */
 int wl_core_create(const wl_core_config_t *config, wl_core_t **out,
                    wl_error_t *err) WL_CHECK_RESULT;
 void wl_core_destroy(wl_core_t *core);
@@ -188,10 +194,18 @@ const wl_principal_t *wl_admission_principal(const wl_admission_t *admission);
 /** The rate-limit decision, once decided with a valid key and a bucket. */
 const wl_rate_t *wl_admission_rate(const wl_admission_t *admission);
 
+/** A method of a core service (its policy: wl_core_method_policy). */
+typedef struct wl_method wl_method_t;
+
+/** A core service: its protobuf-c descriptor and its methods. */
 typedef struct {
     const ProtobufCServiceDescriptor *descriptor;
+    /* The service for protobuf-c RPC users (a gRPC transport): its invoke takes a wl_call_t as
+     * closure data and goes through wl_core_invoke, so the same checks apply. */
     ProtobufCService *service;
-    const wl_method_policy_t *policies; /* indexed like descriptor->methods */
+    /* One per descriptor->methods, in its order: wl_core_create matched each method with its
+     * row by name and fails when a method has no row or a row no method. */
+    const wl_method_t *const *methods;
 } wl_service_entry_t;
 
 /** Every core service; valid while the core lives. */
@@ -200,9 +214,14 @@ size_t wl_core_services(wl_core_t *core, const wl_service_entry_t **out);
 /** Finds a service by full name ("walklist.v1.StockService"); NULL when unknown. */
 const wl_service_entry_t *wl_core_find_service(wl_core_t *core, const char *full_name);
 
+/** The policy of method method_index of service (as in its descriptor); NULL when the service
+ * has no such method. */
+const wl_method_policy_t *wl_core_method_policy(const wl_service_entry_t *service,
+                                                unsigned method_index);
+
 /**
- * One method call. Every core method receives its wl_call_t as closure data:
- * the reply and anything it allocates come from arena, errors go to err.
+ * One method call: the method allocates its reply and anything else from arena and reports
+ * failures in err.
  */
 typedef struct {
     wl_core_t *core;

@@ -9,31 +9,33 @@
 #include "store/migrate.h"
 #include "store/rate_limits.h"
 
-const wl_method_policy_t wl__locate_list_policies[] = {
-    {WL_SCOPE_LISTS_WRITE, "locate-lists", true}, /* CreateLocateList */
-    {WL_SCOPE_LISTS_WRITE, "locate-lists", true}, /* GetLocateList */
+/* In the order wl_core_services lists them. */
+static const wl_service_table_t *const service_tables[WL_SERVICE_COUNT] = {
+    &wl__locate_list_service,
+    &wl__stock_service,
+    &wl__scanner_service,
+    &wl__inventory_service,
 };
 
-const wl_method_policy_t wl__stock_policies[] = {
-    {WL_SCOPE_STOCK_READ, "stock-export", false}, /* ExportStock */
-    {WL_SCOPE_STOCK_READ, "shared", false},       /* ListStock */
-};
-
-const wl_method_policy_t wl__scanner_policies[] = {
-    {WL_SCOPE_SCANNER, "shared", false}, /* ListPendingLists */
-    {WL_SCOPE_SCANNER, "shared", false}, /* LoadLocateList */
-};
-
-const wl_method_policy_t wl__inventory_policies[] = {
-    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* UpsertWarehouses */
-    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* UpsertLocations */
-    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* UpsertProducts */
-    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* SetStock */
-    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* SetLocationStock */
-    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* CreateReservations */
-    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* ReleaseReservations */
-    {WL_SCOPE_INVENTORY_WRITE, "shared", false}, /* ConsumeReservations */
-};
+/* Binds every service's method table (registry.h) and gives each its protobuf-c face. */
+static int bind_services(wl_core_t *core, wl_error_t *err)
+{
+    for (size_t i = 0; i < WL_SERVICE_COUNT; i++) {
+        const wl_service_table_t *table = service_tables[i];
+        unsigned n = table->descriptor->n_methods;
+        core->methods[i] = calloc(n ? n : 1, sizeof(*core->methods[i]));
+        if (core->methods[i] == NULL)
+            return wl_error_set(err, WL_ENOMEM, NULL);
+        int rc = wl__service_table_bind(table, core->methods[i], err);
+        if (rc != 0)
+            return rc;
+        core->services[i] = (wl_service_entry_t){.descriptor = table->descriptor,
+                                                 .service = &core->protobuf_services[i].base,
+                                                 .methods = core->methods[i]};
+        wl__protobuf_service_init(&core->protobuf_services[i], &core->services[i]);
+    }
+    return 0;
+}
 
 /* The refill threads' way to the database. */
 static int ask_permits(void *data, int64_t org_id, const char *bucket, int limit,
@@ -56,6 +58,13 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
         return wl_error_set(err, WL_ENOMEM, NULL);
     pthread_mutex_init(&core->hook_lock, NULL);
     pthread_mutex_init(&core->ready_lock, NULL);
+    /* Checked first: a method table that does not match its service is a build mistake,
+     * whatever the database says. */
+    int rc = bind_services(core, err);
+    if (rc != 0) {
+        wl_core_destroy(core);
+        return rc;
+    }
     wl_pool_config_t pool_config = {
         .conninfo = config->database_url,
         .size = config->db_pool_size > 0 ? config->db_pool_size : WL_CORE_DEFAULT_DB_POOL_SIZE,
@@ -66,7 +75,7 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
                                     ? config->statement_timeout_ms
                                     : WL_CORE_DEFAULT_STATEMENT_TIMEOUT_MS,
     };
-    int rc = wl_pool_create(&pool_config, &core->pool, err);
+    rc = wl_pool_create(&pool_config, &core->pool, err);
     if (rc == 0 && config->read_database_url != NULL && config->read_database_url[0] != '\0') {
         pool_config.conninfo = config->read_database_url;
         pool_config.application = "walklist-read";
@@ -101,19 +110,6 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
         wl_core_destroy(core);
         return rc;
     }
-    wl__locate_list_service_init(&core->locate_list, core);
-    wl__stock_service_init(&core->stock, core);
-    wl__scanner_service_init(&core->scanner, core);
-    wl__inventory_service_init(&core->inventory, core);
-    core->services[0] =
-        (wl_service_entry_t){&walklist__v1__locate_list_service__descriptor,
-                             &core->locate_list.base.base, wl__locate_list_policies};
-    core->services[1] = (wl_service_entry_t){&walklist__v1__stock_service__descriptor,
-                                             &core->stock.base.base, wl__stock_policies};
-    core->services[2] = (wl_service_entry_t){&walklist__v1__scanner_service__descriptor,
-                                             &core->scanner.base.base, wl__scanner_policies};
-    core->services[3] = (wl_service_entry_t){&walklist__v1__inventory_service__descriptor,
-                                             &core->inventory.base.base, wl__inventory_policies};
     *out = core;
     return 0;
 }
@@ -128,6 +124,8 @@ void wl_core_destroy(wl_core_t *core)
     wl_pool_destroy(core->read_pool);
     wl_pool_destroy(core->pool);
     free(core->database_url);
+    for (size_t i = 0; i < WL_SERVICE_COUNT; i++)
+        free(core->methods[i]);
     pthread_mutex_destroy(&core->hook_lock);
     pthread_mutex_destroy(&core->ready_lock);
     free(core);
@@ -263,22 +261,24 @@ int wl_core_rate_limit(const wl_core_t *core, const char *bucket)
 size_t wl_core_services(wl_core_t *core, const wl_service_entry_t **out)
 {
     *out = core->services;
-    return sizeof(core->services) / sizeof(core->services[0]);
+    return WL_SERVICE_COUNT;
 }
 
 const wl_service_entry_t *wl_core_find_service(wl_core_t *core, const char *full_name)
 {
-    for (size_t i = 0; i < sizeof(core->services) / sizeof(core->services[0]); i++) {
+    for (size_t i = 0; i < WL_SERVICE_COUNT; i++) {
         if (strcmp(core->services[i].descriptor->name, full_name) == 0)
             return &core->services[i];
     }
     return NULL;
 }
 
-static void store_reply(const ProtobufCMessage *reply, void *closure_data)
+const wl_method_policy_t *wl_core_method_policy(const wl_service_entry_t *service,
+                                                unsigned method_index)
 {
-    wl_call_t *call = closure_data;
-    call->reply = reply;
+    if (method_index >= service->descriptor->n_methods)
+        return NULL;
+    return &service->methods[method_index]->policy;
 }
 
 int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned method_index,
@@ -286,7 +286,8 @@ int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned 
 {
     if (method_index >= service->descriptor->n_methods)
         return wl_error_set(call->err, WL_EUNIMPLEMENTED, "no such method");
-    const wl_method_policy_t *policy = &service->policies[method_index];
+    const wl_method_t *method = service->methods[method_index];
+    const wl_method_policy_t *policy = &method->policy;
     if (call->admission != NULL) {
         call->principal = wl_admission_principal(call->admission);
         if ((!policy->admits_with_work || !wl_admission_pending(call->admission)) &&
@@ -302,9 +303,15 @@ int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned 
         return wl_error_set(call->err, WL_EPERMISSION, "the API key lacks the scope %s", needed);
     }
     call->reply = NULL;
-    service->service->invoke(service->service, method_index, input, store_reply, call);
-    if (call->err->code != 0)
+    int rc = method->run(call, input, &call->reply);
+    /* err's code wins over rc: it is the call's first error (sticky), as the transports
+     * answer it. */
+    if (rc != 0 && call->err->code == 0)
+        wl_error_set(call->err, rc, NULL);
+    if (call->err->code != 0) {
+        call->reply = NULL;
         return call->err->code;
+    }
     if (call->reply == NULL)
         return wl_error_set(call->err, WL_EINTERNAL, NULL);
     return 0;

@@ -200,10 +200,10 @@ static void name_item(size_t index, char *buf, size_t size, void *data)
 }
 
 /* Runs one batch RPC for the caller's organization; *count is the number of items written. */
-static int run_batch(Walklist__V1__InventoryService_Service *base, wl_call_t *call,
-                     const batch_rpc_t *rpc, size_t item_count, const void *items, int32_t *count)
+static int run_batch(wl_call_t *call, const batch_rpc_t *rpc, size_t item_count, const void *items,
+                     int32_t *count)
 {
-    wl_core_t *core = ((wl_inventory_service_t *)base)->core;
+    wl_core_t *core = call->core;
     if (item_count == 0)
         return wl_error_add_violation(call->err, rpc->list, "must have 1 to %d entries", BATCH_MAX);
     if (item_count > BATCH_MAX)
@@ -237,24 +237,22 @@ static int run_batch(Walklist__V1__InventoryService_Service *base, wl_call_t *ca
 }
 
 /*
- * Each method: a reply of its type, the batch, then the closure (NULL on failure). The
- * methods differ only in their types, so one macro writes them.
+ * Each method: a reply of its type, then the batch. The methods differ only in their types, so
+ * one macro writes them, with their registry form (registry.h).
  */
 #define BATCH_METHOD(method, rpc, Request, Response, response_init, list)                          \
-    static void method(Walklist__V1__InventoryService_Service *base, const Request *input,         \
-                       Response##_Closure closure, void *closure_data)                             \
+    static int method(wl_call_t *call, const Request *input, Response **out)                       \
     {                                                                                              \
-        wl_call_t *call = closure_data;                                                            \
         Response *reply = wl_arena_alloc(call->arena, sizeof(*reply));                             \
         if (reply == NULL)                                                                         \
-            wl_error_set(call->err, WL_ENOMEM, NULL);                                              \
-        else                                                                                       \
-            response_init(reply);                                                                  \
-        if (reply != NULL &&                                                                       \
-            run_batch(base, call, &rpc, input->n_##list, input->list, &reply->count) != 0)         \
-            reply = NULL;                                                                          \
-        closure(reply, closure_data);                                                              \
-    }
+            return wl_error_set(call->err, WL_ENOMEM, NULL);                                       \
+        response_init(reply);                                                                      \
+        int rc = run_batch(call, &rpc, input->n_##list, input->list, &reply->count);               \
+        if (rc == 0)                                                                               \
+            *out = reply;                                                                          \
+        return rc;                                                                                 \
+    }                                                                                              \
+    WL_METHOD_RUN(method, Request, Response)
 
 BATCH_METHOD(upsert_warehouses, upsert_warehouses_rpc, Walklist__V1__UpsertWarehousesRequest,
              Walklist__V1__UpsertWarehousesResponse, walklist__v1__upsert_warehouses_response__init,
@@ -280,16 +278,25 @@ BATCH_METHOD(consume_reservations, consume_reservations_rpc,
              Walklist__V1__ConsumeReservationsRequest, Walklist__V1__ConsumeReservationsResponse,
              walklist__v1__consume_reservations_response__init, refs)
 
-void wl__inventory_service_init(wl_inventory_service_t *service, wl_core_t *core)
-{
-    walklist__v1__inventory_service__init(&service->base, NULL);
-    service->base.upsert_warehouses = upsert_warehouses;
-    service->base.upsert_locations = upsert_locations;
-    service->base.upsert_products = upsert_products;
-    service->base.set_stock = set_stock;
-    service->base.set_location_stock = set_location_stock;
-    service->base.create_reservations = create_reservations;
-    service->base.release_reservations = release_reservations;
-    service->base.consume_reservations = consume_reservations;
-    service->core = core;
-}
+/* Every method writes, in the shared bucket. */
+#define WRITE_POLICY                                                                               \
+    {                                                                                              \
+        .scope = WL_SCOPE_INVENTORY_WRITE, .rate_bucket = "shared"                                 \
+    }
+
+static const wl_method_t methods[] = {
+    {.name = "UpsertWarehouses", .run = upsert_warehouses_run, .policy = WRITE_POLICY},
+    {.name = "UpsertLocations", .run = upsert_locations_run, .policy = WRITE_POLICY},
+    {.name = "UpsertProducts", .run = upsert_products_run, .policy = WRITE_POLICY},
+    {.name = "SetStock", .run = set_stock_run, .policy = WRITE_POLICY},
+    {.name = "SetLocationStock", .run = set_location_stock_run, .policy = WRITE_POLICY},
+    {.name = "CreateReservations", .run = create_reservations_run, .policy = WRITE_POLICY},
+    {.name = "ReleaseReservations", .run = release_reservations_run, .policy = WRITE_POLICY},
+    {.name = "ConsumeReservations", .run = consume_reservations_run, .policy = WRITE_POLICY},
+};
+
+const wl_service_table_t wl__inventory_service = {
+    .descriptor = &walklist__v1__inventory_service__descriptor,
+    .methods = methods,
+    .method_count = sizeof(methods) / sizeof(methods[0]),
+};

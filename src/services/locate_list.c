@@ -8,11 +8,6 @@
 #include "store/lists.h"
 #include "walklist/codes.h"
 
-static wl_call_t *call_of(void *closure_data)
-{
-    return closure_data;
-}
-
 /**
  * Validates and normalises a create request: the name as sent, the codes
  * trimmed and deduplicated. unique receives arena memory.
@@ -100,13 +95,10 @@ static int insert_idempotent(wl_core_t *core, wl_call_t *call, const char *name,
     return rc;
 }
 
-static void create_locate_list(Walklist__V1__LocateListService_Service *base,
-                               const Walklist__V1__CreateLocateListRequest *input,
-                               Walklist__V1__CreateLocateListResponse_Closure closure,
-                               void *closure_data)
+static int create_locate_list(wl_call_t *call, const Walklist__V1__CreateLocateListRequest *input,
+                              Walklist__V1__CreateLocateListResponse **out)
 {
-    wl_core_t *core = ((wl_locate_list_service_t *)base)->core;
-    wl_call_t *call = call_of(closure_data);
+    wl_core_t *core = call->core;
     wl_span_t *codes = NULL;
     size_t codes_count = 0;
     char id[23];
@@ -120,76 +112,63 @@ static void create_locate_list(Walklist__V1__LocateListService_Service *base,
         wl_error_init(&refusal);
         if (wl__admit(core, call->admission, NULL, &refusal) != 0)
             *call->err = refusal;
-        goto Fail;
+        return call->err->code;
     }
-    if (wl_random_id(id) != 0) {
-        wl_error_set(call->err, WL_EINTERNAL, "no randomness available");
-        goto Fail;
-    }
+    if (wl_random_id(id) != 0)
+        return wl_error_set(call->err, WL_EINTERNAL, "no randomness available");
     wl_list_created_t created = {id, input->name, codes_count, false};
     int rc = call->idempotency_key != NULL
                  ? insert_idempotent(core, call, input->name, codes, codes_count, id, &created)
                  : insert(core, call, input->name, codes, codes_count, id);
     if (rc != 0)
-        goto Fail;
+        return rc;
     call->replayed = created.replayed;
 
     Walklist__V1__CreateLocateListResponse *reply = wl_arena_alloc(call->arena, sizeof(*reply));
-    if (reply == NULL) {
-        wl_error_set(call->err, WL_ENOMEM, NULL);
-        goto Fail;
-    }
+    if (reply == NULL)
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
     walklist__v1__create_locate_list_response__init(reply);
     reply->id = wl_arena_strdup(call->arena, created.id);
     reply->name = (char *)created.name;
     reply->codes_count = (int32_t)created.codes_count;
-    if (reply->id == NULL) {
-        wl_error_set(call->err, WL_ENOMEM, NULL);
-        goto Fail;
-    }
-    closure(reply, closure_data);
-    return;
-Fail:
-    closure(NULL, closure_data);
+    if (reply->id == NULL)
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
+    *out = reply;
+    return 0;
 }
 
-static void get_locate_list(Walklist__V1__LocateListService_Service *base,
-                            const Walklist__V1__GetLocateListRequest *input,
-                            Walklist__V1__LocateList_Closure closure, void *closure_data)
+static int get_locate_list(wl_call_t *call, const Walklist__V1__GetLocateListRequest *input,
+                           Walklist__V1__LocateList **out)
 {
-    wl_core_t *core = ((wl_locate_list_service_t *)base)->core;
-    wl_call_t *call = call_of(closure_data);
+    wl_core_t *core = call->core;
     wl_list_record_t record;
     if (!wl_list_id_plausible(input->id)) {
-        if (wl__admit(core, call->admission, NULL, call->err) == 0)
-            wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
-        goto Fail;
+        int rc = wl__admit(core, call->admission, NULL, call->err);
+        return rc != 0 ? rc : wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
     }
     if (call->admission != NULL && wl_admission_pending(call->admission)) {
         wl_admit_t work = {.action = WL_ADMIT_GET, .list_id = input->id, .arena = call->arena};
-        if (wl__admit(core, call->admission, &work, call->err) != 0)
-            goto Fail;
-        if (!work.done) {
-            wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
-            goto Fail;
-        }
+        int rc = wl__admit(core, call->admission, &work, call->err);
+        if (rc != 0)
+            return rc;
+        if (!work.done)
+            return wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
         record = work.list;
     } else {
         PGconn *conn = NULL;
-        if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
-            goto Fail;
-        int rc =
+        int rc = wl_pool_acquire(core->pool, &conn, call->err);
+        if (rc != 0)
+            return rc;
+        rc =
             wl_lists_get(conn, call->principal->org_id, input->id, call->arena, &record, call->err);
         wl_pool_release(core->pool, conn);
         if (rc != 0)
-            goto Fail;
+            return rc;
     }
 
     Walklist__V1__LocateList *reply = wl_arena_alloc(call->arena, sizeof(*reply));
-    if (reply == NULL) {
-        wl_error_set(call->err, WL_ENOMEM, NULL);
-        goto Fail;
-    }
+    if (reply == NULL)
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
     walklist__v1__locate_list__init(reply);
     reply->id = wl_arena_strdup(call->arena, input->id);
     reply->name = (char *)record.name;
@@ -201,20 +180,33 @@ static void get_locate_list(Walklist__V1__LocateListService_Service *base,
     if (record.loaded_ms >= 0)
         reply->loaded_at = wl__timestamp_from_ms(call->arena, record.loaded_ms);
     if (reply->id == NULL || reply->created_at == NULL ||
-        (record.loaded_ms >= 0 && reply->loaded_at == NULL)) {
-        wl_error_set(call->err, WL_ENOMEM, NULL);
-        goto Fail;
-    }
-    closure(reply, closure_data);
-    return;
-Fail:
-    closure(NULL, closure_data);
+        (record.loaded_ms >= 0 && reply->loaded_at == NULL))
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
+    *out = reply;
+    return 0;
 }
 
-void wl__locate_list_service_init(wl_locate_list_service_t *service, wl_core_t *core)
-{
-    walklist__v1__locate_list_service__init(&service->base, NULL);
-    service->base.create_locate_list = create_locate_list;
-    service->base.get_locate_list = get_locate_list;
-    service->core = core;
-}
+WL_METHOD_RUN(create_locate_list, Walklist__V1__CreateLocateListRequest,
+              Walklist__V1__CreateLocateListResponse)
+WL_METHOD_RUN(get_locate_list, Walklist__V1__GetLocateListRequest, Walklist__V1__LocateList)
+
+/* Both admit with their work: a request the process cannot let in alone costs one round trip
+ * in all (the hot path). */
+static const wl_method_t methods[] = {
+    {.name = "CreateLocateList",
+     .run = create_locate_list_run,
+     .policy = {.scope = WL_SCOPE_LISTS_WRITE,
+                .rate_bucket = "locate-lists",
+                .admits_with_work = true}},
+    {.name = "GetLocateList",
+     .run = get_locate_list_run,
+     .policy = {.scope = WL_SCOPE_LISTS_WRITE,
+                .rate_bucket = "locate-lists",
+                .admits_with_work = true}},
+};
+
+const wl_service_table_t wl__locate_list_service = {
+    .descriptor = &walklist__v1__locate_list_service__descriptor,
+    .methods = methods,
+    .method_count = sizeof(methods) / sizeof(methods[0]),
+};

@@ -8,31 +8,27 @@
 #define PAGE_SIZE_DEFAULT 50
 #define PAGE_SIZE_MAX     200
 
-static void list_pending_lists(Walklist__V1__ScannerService_Service *base,
-                               const Walklist__V1__ListPendingListsRequest *input,
-                               Walklist__V1__ListPendingListsResponse_Closure closure,
-                               void *closure_data)
+static int list_pending_lists(wl_call_t *call, const Walklist__V1__ListPendingListsRequest *input,
+                              Walklist__V1__ListPendingListsResponse **out)
 {
-    wl_core_t *core = ((wl_scanner_service_t *)base)->core;
-    wl_call_t *call = closure_data;
+    wl_core_t *core = call->core;
     int page_size = input->page_size == 0 ? PAGE_SIZE_DEFAULT : input->page_size;
-    if (page_size < 1 || page_size > PAGE_SIZE_MAX) {
-        wl_error_add_violation(call->err, "pageSize",
-                               "must be between 1 and %d (0 or absent means %d)", PAGE_SIZE_MAX,
-                               PAGE_SIZE_DEFAULT);
-        goto Fail;
-    }
+    if (page_size < 1 || page_size > PAGE_SIZE_MAX)
+        return wl_error_add_violation(call->err, "pageSize",
+                                      "must be between 1 and %d (0 or absent means %d)",
+                                      PAGE_SIZE_MAX, PAGE_SIZE_DEFAULT);
     PGconn *conn = NULL;
-    if (wl_pool_acquire(core->pool, &conn, call->err) != 0)
-        goto Fail;
+    int rc = wl_pool_acquire(core->pool, &conn, call->err);
+    if (rc != 0)
+        return rc;
     wl_pending_list_t *pending = NULL;
     size_t count = 0;
     /* One more than shown tells whether more lists wait. */
-    int rc = wl_scanner_pending(conn, call->principal->org_id, page_size + 1, call->arena, &pending,
-                                &count, call->err);
+    rc = wl_scanner_pending(conn, call->principal->org_id, page_size + 1, call->arena, &pending,
+                            &count, call->err);
     wl_pool_release(core->pool, conn);
     if (rc != 0)
-        goto Fail;
+        return rc;
 
     size_t shown = count > (size_t)page_size ? (size_t)page_size : count;
     Walklist__V1__ListPendingListsResponse *reply = wl_arena_alloc(call->arena, sizeof(*reply));
@@ -41,7 +37,7 @@ static void list_pending_lists(Walklist__V1__ScannerService_Service *base,
     Walklist__V1__PendingList *block =
         wl_arena_alloc(call->arena, sizeof(*block) * (shown ? shown : 1));
     if (reply == NULL || lists == NULL || block == NULL)
-        goto NoMemory;
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
     walklist__v1__list_pending_lists_response__init(reply);
     for (size_t i = 0; i < shown; i++) {
         Walklist__V1__PendingList *list = &block[i];
@@ -51,18 +47,14 @@ static void list_pending_lists(Walklist__V1__ScannerService_Service *base,
         list->codes_count = pending[i].codes_count;
         list->created_at = wl__timestamp_from_ms(call->arena, pending[i].created_ms);
         if (list->created_at == NULL)
-            goto NoMemory;
+            return wl_error_set(call->err, WL_ENOMEM, NULL);
         lists[i] = list;
     }
     reply->lists = lists;
     reply->n_lists = shown;
     reply->more = count > shown;
-    closure(reply, closure_data);
-    return;
-NoMemory:
-    wl_error_set(call->err, WL_ENOMEM, NULL);
-Fail:
-    closure(NULL, closure_data);
+    *out = reply;
+    return 0;
 }
 
 static Walklist__V1__CodeOutcome outcome_message(wl_code_outcome_t outcome)
@@ -141,59 +133,65 @@ static bool fill_walk(Walklist__V1__LoadLocateListResponse *reply, const wl_load
     return true;
 }
 
-/* What build_reply needs besides the loaded list. */
-typedef struct {
-    const char *id;
-    wl_arena_t *arena;
-    Walklist__V1__LoadLocateListResponse *reply;
-} reply_builder_t;
-
-/* Runs before the load commits, so running out of memory here leaves the list pending. */
-static int build_reply(const wl_loaded_list_t *loaded, void *data, wl_error_t *err)
+/* The answer to a load, from arena memory; NULL when out of memory. */
+static Walklist__V1__LoadLocateListResponse *
+loaded_reply(const char *id, const wl_loaded_list_t *loaded, wl_arena_t *arena)
 {
-    reply_builder_t *builder = data;
-    Walklist__V1__LoadLocateListResponse *reply = wl_arena_alloc(builder->arena, sizeof(*reply));
+    Walklist__V1__LoadLocateListResponse *reply = wl_arena_alloc(arena, sizeof(*reply));
     if (reply == NULL)
-        return wl_error_set(err, WL_ENOMEM, NULL);
+        return NULL;
     walklist__v1__load_locate_list_response__init(reply);
-    reply->id = wl_arena_strdup(builder->arena, builder->id);
+    reply->id = wl_arena_strdup(arena, id);
     reply->name = (char *)loaded->name;
-    reply->loaded_at = wl__timestamp_from_ms(builder->arena, loaded->loaded_ms);
-    if (reply->id == NULL || reply->loaded_at == NULL || !fill_walk(reply, loaded, builder->arena))
-        return wl_error_set(err, WL_ENOMEM, NULL);
-    builder->reply = reply;
-    return 0;
+    reply->loaded_at = wl__timestamp_from_ms(arena, loaded->loaded_ms);
+    if (reply->id == NULL || reply->loaded_at == NULL || !fill_walk(reply, loaded, arena))
+        return NULL;
+    return reply;
 }
 
-static void load_locate_list(Walklist__V1__ScannerService_Service *base,
-                             const Walklist__V1__LoadLocateListRequest *input,
-                             Walklist__V1__LoadLocateListResponse_Closure closure,
-                             void *closure_data)
+static int load_locate_list(wl_call_t *call, const Walklist__V1__LoadLocateListRequest *input,
+                            Walklist__V1__LoadLocateListResponse **out)
 {
-    wl_core_t *core = ((wl_scanner_service_t *)base)->core;
-    wl_call_t *call = closure_data;
-    reply_builder_t builder = {input->id, call->arena, NULL};
-    if (!wl_list_id_plausible(input->id)) {
-        wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
-        closure(NULL, closure_data);
-        return;
-    }
+    wl_core_t *core = call->core;
+    if (!wl_list_id_plausible(input->id))
+        return wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
     PGconn *conn = NULL;
-    if (wl_pool_acquire(core->pool, &conn, call->err) != 0) {
-        closure(NULL, closure_data);
-        return;
-    }
+    int rc = wl_pool_acquire(core->pool, &conn, call->err);
+    if (rc != 0)
+        return rc;
     wl_loaded_list_t loaded;
-    int rc = wl_scanner_load(conn, call->principal->org_id, input->id, call->arena, build_reply,
-                             &builder, &loaded, call->err);
+    rc = wl_scanner_load_begin(conn, call->principal->org_id, input->id, call->arena, &loaded,
+                               call->err);
+    if (rc == 0) {
+        /* Built before the commit: a list whose answer cannot be built stays pending. */
+        Walklist__V1__LoadLocateListResponse *reply = loaded_reply(input->id, &loaded, call->arena);
+        if (reply == NULL) {
+            wl_scanner_load_abandon(conn);
+            rc = wl_error_set(call->err, WL_ENOMEM, NULL);
+        } else if ((rc = wl_scanner_load_commit(conn, call->err)) == 0) {
+            *out = reply;
+        }
+    }
     wl_pool_release(core->pool, conn);
-    closure(rc == 0 ? builder.reply : NULL, closure_data);
+    return rc;
 }
 
-void wl__scanner_service_init(wl_scanner_service_t *service, wl_core_t *core)
-{
-    walklist__v1__scanner_service__init(&service->base, NULL);
-    service->base.list_pending_lists = list_pending_lists;
-    service->base.load_locate_list = load_locate_list;
-    service->core = core;
-}
+WL_METHOD_RUN(list_pending_lists, Walklist__V1__ListPendingListsRequest,
+              Walklist__V1__ListPendingListsResponse)
+WL_METHOD_RUN(load_locate_list, Walklist__V1__LoadLocateListRequest,
+              Walklist__V1__LoadLocateListResponse)
+
+static const wl_method_t methods[] = {
+    {.name = "ListPendingLists",
+     .run = list_pending_lists_run,
+     .policy = {.scope = WL_SCOPE_SCANNER, .rate_bucket = "shared"}},
+    {.name = "LoadLocateList",
+     .run = load_locate_list_run,
+     .policy = {.scope = WL_SCOPE_SCANNER, .rate_bucket = "shared"}},
+};
+
+const wl_service_table_t wl__scanner_service = {
+    .descriptor = &walklist__v1__scanner_service__descriptor,
+    .methods = methods,
+    .method_count = sizeof(methods) / sizeof(methods[0]),
+};

@@ -1,8 +1,7 @@
 /*
- * The core's protobuf-c services and the state they share. Every method
- * receives a wl_call_t as closure data (see walklist/core.h): it allocates its
- * reply from call->arena, reports failures in call->err, and calls the closure
- * with the reply, or with NULL on failure.
+ * The state the core's services share, and what they use of each other. Each service (one
+ * .c each) is a table of plain functions, one row a method (services/registry.h): a method
+ * allocates its reply from call->arena and returns 0, or a WL_E* code with call->err filled.
  */
 #ifndef WALKLIST_SERVICES_H
 #define WALKLIST_SERVICES_H
@@ -13,6 +12,7 @@
 #include "services/key_cache.h"
 #include "services/admissions.h"
 #include "services/rate_lease.h"
+#include "services/registry.h"
 #include "store/pool.h"
 #include "store/secrets.h"
 #include "walklist/core.h"
@@ -20,11 +20,6 @@
 #include "walklist/v1/locate_list.pb-c.h"
 #include "walklist/v1/scanner.pb-c.h"
 #include "walklist/v1/stock.pb-c.h"
-
-typedef struct {
-    Walklist__V1__LocateListService_Service base;
-    wl_core_t *core;
-} wl_locate_list_service_t;
 
 /*
  * The page-token key, read from the database once and then kept: state goes
@@ -36,21 +31,7 @@ typedef struct {
     unsigned char bytes[WL_SECRET_SIZE];
 } wl_secret_cache_t;
 
-typedef struct {
-    Walklist__V1__StockService_Service base;
-    wl_core_t *core;
-    wl_secret_cache_t page_secret;
-} wl_stock_service_t;
-
-typedef struct {
-    Walklist__V1__ScannerService_Service base;
-    wl_core_t *core;
-} wl_scanner_service_t;
-
-typedef struct {
-    Walklist__V1__InventoryService_Service base;
-    wl_core_t *core;
-} wl_inventory_service_t;
+enum { WL_SERVICE_COUNT = 4 };
 
 struct wl_core {
     char *database_url; /* the primary's, for connections outside the pool (export watch) */
@@ -68,22 +49,17 @@ struct wl_core {
     wl_error_t ready_err;
     void (*export_changed)(int64_t org_id, void *data); /* see wl_core_on_export_change */
     void *export_changed_data;
-    wl_locate_list_service_t locate_list;
-    wl_stock_service_t stock;
-    wl_scanner_service_t scanner;
-    wl_inventory_service_t inventory;
-    wl_service_entry_t services[4];
+    wl_secret_cache_t page_secret; /* StockService's page tokens */
+    wl_service_entry_t services[WL_SERVICE_COUNT];
+    wl_protobuf_service_t protobuf_services[WL_SERVICE_COUNT]; /* services[i].service */
+    const wl_method_t **methods[WL_SERVICE_COUNT];             /* services[i].methods; owned */
 };
 
-void wl__locate_list_service_init(wl_locate_list_service_t *service, wl_core_t *core);
-void wl__stock_service_init(wl_stock_service_t *service, wl_core_t *core);
-void wl__scanner_service_init(wl_scanner_service_t *service, wl_core_t *core);
-void wl__inventory_service_init(wl_inventory_service_t *service, wl_core_t *core);
-
-extern const wl_method_policy_t wl__locate_list_policies[];
-extern const wl_method_policy_t wl__stock_policies[];
-extern const wl_method_policy_t wl__scanner_policies[];
-extern const wl_method_policy_t wl__inventory_policies[];
+/* Each service's method table, defined with its methods. */
+extern const wl_service_table_t wl__locate_list_service;
+extern const wl_service_table_t wl__stock_service;
+extern const wl_service_table_t wl__scanner_service;
+extern const wl_service_table_t wl__inventory_service;
 
 /**
  * Lets a request in (see wl_admission_t), with work when not NULL: the work

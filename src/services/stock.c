@@ -21,10 +21,9 @@ struct wl_export_cursor {
 
 static int check_export_scope(const wl_principal_t *principal, wl_error_t *err)
 {
-    const ProtobufCServiceDescriptor *desc = &walklist__v1__stock_service__descriptor;
-    const ProtobufCMethodDescriptor *method =
-        protobuf_c_service_descriptor_get_method_by_name(desc, "ExportStock");
-    unsigned scope = wl__stock_policies[method - desc->methods].scope;
+    /* The export's stream (wl_core_export_open) is ExportStock outside wl_core_invoke: the same
+     * row says what it needs. */
+    unsigned scope = wl__service_table_find(&wl__stock_service, "ExportStock")->policy.scope;
     if (principal == NULL || (principal->scopes & scope) != scope) {
         char needed[64];
         wl_scopes_format(scope, needed, sizeof(needed));
@@ -194,22 +193,16 @@ static int add_export_item(wl_call_t *call, Walklist__V1__ExportStockResponse *r
  * (the REST gateway streams through the cursor instead): memory grows with
  * the catalogue here.
  */
-static void export_stock(Walklist__V1__StockService_Service *base,
-                         const Walklist__V1__ExportStockRequest *input,
-                         Walklist__V1__ExportStockResponse_Closure closure, void *closure_data)
+static int export_stock(wl_call_t *call, const Walklist__V1__ExportStockRequest *input,
+                        Walklist__V1__ExportStockResponse **out)
 {
     (void)input;
-    wl_core_t *core = ((wl_stock_service_t *)base)->core;
-    wl_call_t *call = closure_data;
     Walklist__V1__ExportStockResponse *reply = wl_arena_alloc(call->arena, sizeof(*reply));
-    if (reply == NULL) {
-        wl_error_set(call->err, WL_ENOMEM, NULL);
-        closure(NULL, closure_data);
-        return;
-    }
+    if (reply == NULL)
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
     walklist__v1__export_stock_response__init(reply);
     wl_export_cursor_t *cursor = NULL;
-    int rc = wl_core_export_open(core, call->principal, &cursor, call->err);
+    int rc = wl_core_export_open(call->core, call->principal, &cursor, call->err);
     if (rc == 0) {
         reply->generated_at =
             wl__timestamp_from_ms(call->arena, wl_export_cursor_generated_ms(cursor));
@@ -221,7 +214,10 @@ static void export_stock(Walklist__V1__StockService_Service *base,
     while (rc == 0 && (rc = wl_export_cursor_next(cursor, &item, call->err)) == 1)
         rc = add_export_item(call, reply, &capacity, &item);
     wl_export_cursor_close(cursor);
-    closure(rc == 0 ? reply : NULL, closure_data);
+    if (rc != 0)
+        return rc;
+    *out = reply;
+    return 0;
 }
 
 #define PAGE_SIZE_DEFAULT 100
@@ -232,13 +228,13 @@ static_assert(WL_SECRET_SIZE == WL_PAGE_SECRET_SIZE, "the stored secret is the p
 
 /*
  * The page-token key. Reading it is one query per process: after the first
- * success the bytes stay in the service. Threads that race on the first use
+ * success the bytes stay in the core. Threads that race on the first use
  * all read the same row, and exactly one of them fills the cache.
  */
-static int page_secret(wl_stock_service_t *service, PGconn *conn,
-                       unsigned char secret[WL_SECRET_SIZE], wl_error_t *err)
+static int page_secret(wl_core_t *core, PGconn *conn, unsigned char secret[WL_SECRET_SIZE],
+                       wl_error_t *err)
 {
-    wl_secret_cache_t *cache = &service->page_secret;
+    wl_secret_cache_t *cache = &core->page_secret;
     if (atomic_load_explicit(&cache->state, memory_order_acquire) == 2) {
         memcpy(secret, cache->bytes, WL_SECRET_SIZE);
         return 0;
@@ -300,12 +296,10 @@ static Walklist__V1__WarehouseStock *warehouse_stock(wl_arena_t *arena,
  * and these filters, so a page continues exactly after the last pair shown,
  * whatever was written in between, and a token cannot be replayed elsewhere.
  */
-static void list_stock(Walklist__V1__StockService_Service *base,
-                       const Walklist__V1__ListStockRequest *input,
-                       Walklist__V1__ListStockResponse_Closure closure, void *closure_data)
+static int list_stock(wl_call_t *call, const Walklist__V1__ListStockRequest *input,
+                      Walklist__V1__ListStockResponse **out)
 {
-    wl_stock_service_t *service = (wl_stock_service_t *)base;
-    wl_call_t *call = closure_data;
+    wl_core_t *core = call->core;
     wl_arena_t *arena = call->arena;
     int page_size = input->page_size == 0 ? PAGE_SIZE_DEFAULT : input->page_size;
     if (page_size < 1 || page_size > PAGE_SIZE_MAX)
@@ -314,10 +308,8 @@ static void list_stock(Walklist__V1__StockService_Service *base,
                                PAGE_SIZE_DEFAULT);
     check_filter(input->sku, "sku", call->err);
     check_filter(input->warehouse, "warehouse", call->err);
-    if (call->err->code != 0) {
-        closure(NULL, closure_data);
-        return;
-    }
+    if (call->err->code != 0)
+        return call->err->code;
 
     char org[24];
     snprintf(org, sizeof(org), "%lld", (long long)call->principal->org_id);
@@ -333,11 +325,10 @@ static void list_stock(Walklist__V1__StockService_Service *base,
     wl_breakdown_item_t *items = NULL;
     size_t count = 0;
     PGconn *conn = NULL;
-    if (wl_pool_acquire(wl__core_read_pool(service->core), &conn, call->err) != 0) {
-        closure(NULL, closure_data);
-        return;
-    }
-    int rc = page_secret(service, conn, secret, call->err);
+    int rc = wl_pool_acquire(wl__core_read_pool(core), &conn, call->err);
+    if (rc != 0)
+        return rc;
+    rc = page_secret(core, conn, secret, call->err);
     if (rc == 0 && input->page_token[0] != '\0') {
         wl_span_t last[2];
         rc = wl_page_token_decode(secret, scope, scope_count, wl_span_str(input->page_token), 2,
@@ -357,26 +348,24 @@ static void list_stock(Walklist__V1__StockService_Service *base,
     if (rc == 0)
         rc = wl_breakdown_list(conn, call->principal->org_id, &query, arena, &items, &count,
                                call->err);
-    wl_pool_release(wl__core_read_pool(service->core), conn);
-    if (rc != 0) {
-        closure(NULL, closure_data);
-        return;
-    }
+    wl_pool_release(wl__core_read_pool(core), conn);
+    if (rc != 0)
+        return rc;
 
     Walklist__V1__ListStockResponse *reply = wl_arena_alloc(arena, sizeof(*reply));
     size_t shown = count > (size_t)page_size ? (size_t)page_size : count;
     if (reply == NULL)
-        goto NoMemory;
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
     walklist__v1__list_stock_response__init(reply);
     if (shown > 0) {
         reply->items = wl_arena_alloc(arena, shown * sizeof(*reply->items));
         if (reply->items == NULL)
-            goto NoMemory;
+            return wl_error_set(call->err, WL_ENOMEM, NULL);
     }
     for (size_t i = 0; i < shown; i++) {
         reply->items[i] = warehouse_stock(arena, &items[i]);
         if (reply->items[i] == NULL)
-            goto NoMemory;
+            return wl_error_set(call->err, WL_ENOMEM, NULL);
         reply->n_items++;
     }
     if (count > shown) {
@@ -384,23 +373,27 @@ static void list_stock(Walklist__V1__StockService_Service *base,
                                   wl_span_str(items[shown - 1].warehouse)};
         rc = wl_page_token_encode(secret, scope, scope_count, last, 2, arena,
                                   &reply->next_page_token);
-        if (rc != 0) {
-            wl_error_set(call->err, rc == WL_ENOMEM ? WL_ENOMEM : WL_EINTERNAL, NULL);
-            closure(NULL, closure_data);
-            return;
-        }
+        if (rc != 0)
+            return wl_error_set(call->err, rc == WL_ENOMEM ? WL_ENOMEM : WL_EINTERNAL, NULL);
     }
-    closure(reply, closure_data);
-    return;
-NoMemory:
-    wl_error_set(call->err, WL_ENOMEM, NULL);
-    closure(NULL, closure_data);
+    *out = reply;
+    return 0;
 }
 
-void wl__stock_service_init(wl_stock_service_t *service, wl_core_t *core)
-{
-    walklist__v1__stock_service__init(&service->base, NULL);
-    service->base.export_stock = export_stock;
-    service->base.list_stock = list_stock;
-    service->core = core;
-}
+WL_METHOD_RUN(export_stock, Walklist__V1__ExportStockRequest, Walklist__V1__ExportStockResponse)
+WL_METHOD_RUN(list_stock, Walklist__V1__ListStockRequest, Walklist__V1__ListStockResponse)
+
+static const wl_method_t methods[] = {
+    {.name = "ExportStock",
+     .run = export_stock_run,
+     .policy = {.scope = WL_SCOPE_STOCK_READ, .rate_bucket = "stock-export"}},
+    {.name = "ListStock",
+     .run = list_stock_run,
+     .policy = {.scope = WL_SCOPE_STOCK_READ, .rate_bucket = "shared"}},
+};
+
+const wl_service_table_t wl__stock_service = {
+    .descriptor = &walklist__v1__stock_service__descriptor,
+    .methods = methods,
+    .method_count = sizeof(methods) / sizeof(methods[0]),
+};

@@ -199,9 +199,8 @@ static int find_stops(PGconn *conn, const char *org, const wl_resolution_t *reso
     return 0;
 }
 
-int wl_scanner_load(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *arena,
-                    wl_scanner_loaded_fn on_loaded, void *data, wl_loaded_list_t *out,
-                    wl_error_t *err)
+int wl_scanner_load_begin(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *arena,
+                          wl_loaded_list_t *out, wl_error_t *err)
 {
     char org[24];
     snprintf(org, sizeof(org), "%lld", (long long)org_id);
@@ -209,7 +208,6 @@ int wl_scanner_load(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *ar
     memset(out, 0, sizeof(*out));
     wl_walk_stop_t *stops = NULL;
     size_t stop_count = 0;
-    /* The load, the resolution and the caller's answer succeed together or not at all. */
     int rc = wl_db_begin(conn, err);
     if (rc != 0)
         return rc;
@@ -225,11 +223,20 @@ int wl_scanner_load(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *ar
         else if (rc != 0)
             rc = wl_error_set(err, WL_EINTERNAL, "a stop of a product not in the walk");
     }
-    if (rc == 0 && on_loaded != NULL)
-        rc = on_loaded(out, data, err);
-    if (rc == 0)
-        rc = wl_db_commit(conn, err);
     if (rc != 0)
         wl_db_rollback(conn);
     return rc;
+}
+
+int wl_scanner_load_commit(PGconn *conn, wl_error_t *err)
+{
+    int rc = wl_db_commit(conn, err);
+    if (rc != 0)
+        wl_db_rollback(conn);
+    return rc;
+}
+
+void wl_scanner_load_abandon(PGconn *conn)
+{
+    wl_db_rollback(conn);
 }

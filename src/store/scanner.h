@@ -34,23 +34,31 @@ typedef struct {
 } wl_loaded_list_t;
 
 /**
- * Called with the loaded list before the load commits; a non-zero WL_E* code
- * (recorded in err) rolls the load back, so a caller that cannot build its
- * answer leaves the list pending.
+ * Loads a pending list of the organization, in a transaction left open on conn: moves the
+ * list from pending to loaded (recording loaded_at), resolves its codes (domain/resolve.h)
+ * against the products, EANs and rack assignments, and builds its walk into out. The caller
+ * then builds its answer from out and ends the load with wl_scanner_load_commit, or with
+ * wl_scanner_load_abandon when it cannot answer (the list stays pending): the load and the
+ * answer succeed together or not at all. Exactly one of several concurrent callers wins; the
+ * others wait for it and get WL_EPRECONDITION (as does any later caller). WL_ENOTFOUND when the
+ * organization has no list with that id. On failure the transaction is already rolled back and
+ * nothing changed.
+ *
+ *     if (wl_scanner_load_begin(conn, org_id, id, arena, &loaded, err) != 0)
+ *         return err->code;
+ *     if ((reply = answer(&loaded)) == NULL) {
+ *         wl_scanner_load_abandon(conn);
+ *         return wl_error_set(err, WL_ENOMEM, NULL);
+ *     }
+ *     rc = wl_scanner_load_commit(conn, err);
  */
-typedef int (*wl_scanner_loaded_fn)(const wl_loaded_list_t *loaded, void *data, wl_error_t *err);
+int wl_scanner_load_begin(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *arena,
+                          wl_loaded_list_t *out, wl_error_t *err) WL_CHECK_RESULT;
 
-/**
- * Loads a pending list of the organization: in one transaction, moves it
- * from pending to loaded (recording loaded_at), resolves its codes
- * (domain/resolve.h) against the products, EANs and rack assignments, and
- * hands the result to on_loaded (which may be NULL) before committing.
- * Exactly one of several concurrent callers wins; the others wait for it and
- * get WL_EPRECONDITION (as does any later caller). WL_ENOTFOUND when the
- * organization has no list with that id. On any failure nothing changes.
- */
-int wl_scanner_load(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *arena,
-                    wl_scanner_loaded_fn on_loaded, void *data, wl_loaded_list_t *out,
-                    wl_error_t *err) WL_CHECK_RESULT;
+/** Commits a load begun by wl_scanner_load_begin; on failure it is rolled back. */
+int wl_scanner_load_commit(PGconn *conn, wl_error_t *err) WL_CHECK_RESULT;
+
+/** Rolls back a load begun by wl_scanner_load_begin: the list stays pending. */
+void wl_scanner_load_abandon(PGconn *conn);
 
 #endif

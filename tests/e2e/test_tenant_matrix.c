@@ -451,7 +451,7 @@ static void test_connect_matrix(wl_core_t *core)
         for (unsigned m = 0; m < desc->n_methods; m++) {
             char procedure[256], what[1024];
             snprintf(procedure, sizeof(procedure), "%s/%s", desc->name, desc->methods[m].name);
-            unsigned scope = services[i].policies[m].scope;
+            unsigned scope = wl_core_method_policy(&services[i], m)->scope;
             methods_seen++;
 
             http_response_t res = connect_call(procedure, NULL, JSON, "{}", 2);

@@ -220,8 +220,8 @@ static void test_registry(void)
         return;
     CHECK_INT(entry->descriptor->n_methods, 8);
     for (unsigned i = 0; i < entry->descriptor->n_methods; i++) {
-        CHECK_INT(entry->policies[i].scope, WL_SCOPE_INVENTORY_WRITE);
-        CHECK_STR(entry->policies[i].rate_bucket, "shared");
+        CHECK_INT(wl_core_method_policy(entry, i)->scope, WL_SCOPE_INVENTORY_WRITE);
+        CHECK_STR(wl_core_method_policy(entry, i)->rate_bucket, "shared");
     }
 }
 

@@ -137,6 +137,69 @@ static void test_export(const wl_principal_t *reader)
     wl_arena_dispose(&ctx.arena);
 }
 
+/* What the protobuf-c closure received (the reply, or NULL), and how often. */
+static struct {
+    const ProtobufCMessage *reply;
+    const void *closure_data;
+    int calls;
+} closure_seen;
+
+static void record_reply(const ProtobufCMessage *reply, void *closure_data)
+{
+    closure_seen.reply = reply;
+    closure_seen.closure_data = closure_data;
+    closure_seen.calls++;
+}
+
+static unsigned method_index(const wl_service_entry_t *entry, const char *name)
+{
+    const ProtobufCMethodDescriptor *m =
+        protobuf_c_service_descriptor_get_method_by_name(entry->descriptor, name);
+    CHECK(m != NULL);
+    return (unsigned)(m - entry->descriptor->methods);
+}
+
+/* The same methods through their protobuf-c face (ProtobufCService, for protobuf-c RPC users):
+ * the closure is called exactly once, with the reply or with NULL and the error in the call. */
+static void test_protobuf_service(const wl_principal_t *reader, const wl_principal_t *stock_only)
+{
+    const wl_service_entry_t *stock = wl_core_find_service(core, "walklist.v1.StockService");
+    const wl_service_entry_t *lists = wl_core_find_service(core, "walklist.v1.LocateListService");
+    CHECK(stock != NULL && lists != NULL);
+    if (stock == NULL || lists == NULL)
+        return;
+    CHECK(stock->service->descriptor == stock->descriptor);
+
+    Walklist__V1__ExportStockRequest request = WALKLIST__V1__EXPORT_STOCK_REQUEST__INIT;
+    call_ctx_t ctx;
+    call_begin(&ctx, reader);
+    closure_seen.calls = 0;
+    stock->service->invoke(stock->service, method_index(stock, "ExportStock"), &request.base,
+                           record_reply, &ctx.call);
+    CHECK_INT(closure_seen.calls, 1);
+    CHECK(closure_seen.closure_data == &ctx.call);
+    CHECK(closure_seen.reply != NULL && closure_seen.reply == ctx.call.reply);
+    CHECK_INT(ctx.err.code, 0);
+    if (closure_seen.reply != NULL)
+        CHECK_INT(((const Walklist__V1__ExportStockResponse *)closure_seen.reply)->n_items, 2);
+    wl_arena_dispose(&ctx.arena);
+
+    /* Refused before the method: a key without lists:write. */
+    Walklist__V1__CreateLocateListRequest create = WALKLIST__V1__CREATE_LOCATE_LIST_REQUEST__INIT;
+    char *codes[] = {"A"};
+    create.name = "n";
+    create.codes = codes;
+    create.n_codes = 1;
+    call_begin(&ctx, stock_only);
+    closure_seen.calls = 0;
+    lists->service->invoke(lists->service, method_index(lists, "CreateLocateList"), &create.base,
+                           record_reply, &ctx.call);
+    CHECK_INT(closure_seen.calls, 1);
+    CHECK(closure_seen.reply == NULL);
+    CHECK_INT(ctx.err.code, WL_EPERMISSION);
+    wl_arena_dispose(&ctx.arena);
+}
+
 static void test_unavailable(void)
 {
     /* A database that cannot be reached is UNAVAILABLE, not an internal error. */
@@ -189,6 +252,7 @@ int main(void)
     test_create_and_get(&a, &b);
     test_scopes(&stock_only);
     test_export(&a);
+    test_protobuf_service(&a, &stock_only);
     test_unavailable();
 
     wl_core_destroy(core);
