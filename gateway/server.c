@@ -25,6 +25,7 @@
 #include "linger.h"
 #include "metrics.h"
 #include "routes.h"
+#include "wire_guard.h"
 
 /* A request's memory: decoded messages and replies. Export replies are larger. */
 #define REQUEST_ARENA_LIMIT (512u * 1024 * 1024)
@@ -42,6 +43,7 @@ typedef struct {
 
 struct wl_server {
     listener_t listener, ops_listener;
+    bool tls;
     wl_core_t *core;
     wl_api_t *api;
     wl_connect_t *connect;           /* the Connect transport: /walklist.* paths */
@@ -521,11 +523,20 @@ static void on_mhd_message(void *cls, const char *fmt, va_list ap)
 static void on_connection(void *cls, struct MHD_Connection *connection, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
-    (void)connection;
     (void)socket_context;
     wl_server_t *server = cls;
-    if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    /* Called before libmicrohttpd first reads from the connection, and before it closes the
+     * descriptor: the guard never sees another connection's bytes under the same number. TLS
+     * connections carry records, not HTTP: they are not guarded. */
+    if (code == MHD_CONNECTION_NOTIFY_STARTED && info != NULL && !server->tls)
+        wl_wire_guard_register(info->connect_fd);
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+        if (info != NULL)
+            wl_wire_guard_unregister(info->connect_fd);
         wl_acceptor_closed(server->acceptor);
+    }
 }
 
 int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server_t **out,
@@ -585,6 +596,7 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         {MHD_OPTION_END, 0, NULL},
     };
     bool tls = config->tls_cert_pem != NULL || config->tls_key_pem != NULL;
+    server->tls = tls;
     if (tls) {
         if (config->tls_cert_pem == NULL || config->tls_key_pem == NULL) {
             rc = wl_error_set(err, WL_EINVAL, "TLS needs both a certificate and a key");

@@ -180,6 +180,32 @@ int main(void)
     CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists"), 0);
     CHECK_INT(fixture_counted(db, org, "locate-lists"), 0);
 
+    /* What libmicrohttpd decodes or parses before any callback, refused in front of it
+     * (gateway/wire_guard.c): a bare LF ending a chunk-size line or a chunk's data, chunk data
+     * longer than its size, a Content-Length that is no number of bytes (libmicrohttpd would
+     * write its own status line twice). One answer each, and nothing behind it served. */
+    snprintf(request, sizeof(request),
+             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer %s\r\n"
+             "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "%zx\n%s\r\n0\r\n\r\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\n",
+             key, strlen(body), body);
+    check_refused(request, 400);
+    snprintf(request, sizeof(request),
+             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer %s\r\n"
+             "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "%zx\r\n%s\n0\r\n\r\n",
+             key, strlen(body), body);
+    check_refused(request, 400);
+    check_refused("POST /healthz HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  "3\r\nabcdef\r\n0\r\n\r\n",
+                  400);
+    check_refused("POST /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 18446744073709551616\r\n"
+                  "\r\n",
+                  400);
+    check_refused("POST /healthz HTTP/1.1\r\nHost: a\r\nContent-Length: 12abc\r\n\r\n", 400);
+    CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists"), 0);
+    CHECK_INT(fixture_counted(db, org, "locate-lists"), 0);
+
     check_413_before_body(key);
 
     /* What is well framed is served as before, and HTTP/1.0 needs no Host. */
