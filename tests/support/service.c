@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,8 +53,13 @@ void service_start(service_t *service, const char *conninfo, const char *const *
     for (int i = 0; extra_args != NULL && extra_args[i] != NULL && argc < 39; i++)
         argv[argc++] = extra_args[i];
     argv[argc] = NULL;
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        /* A test killed by its timeout must not leave its walklistd behind. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         /* Tests write through another process (the fixtures) and export at once, which only
          * reading the version on every request sees without waiting for PostgreSQL's
          * announcement; a test of the default sets the variable itself. */
