@@ -39,6 +39,19 @@ static void check_refused(const char *request, int status)
     check_refused_n(request, strlen(request), status);
 }
 
+/* A creation with a valid key: host (the Host line, or ""), fields framing its body, then what
+ * follows the head as it is (the body, its chunks, anything smuggled behind). */
+static void check_list_refused(const char *key, const char *host, const char *fields,
+                               const char *after_head, int status)
+{
+    char request[2048];
+    snprintf(request, sizeof(request),
+             "POST /api/v1/locate-lists HTTP/1.1\r\n%sAuthorization: Bearer %s\r\n"
+             "Content-Type: application/json\r\n%s\r\n%s",
+             host, key, fields, after_head);
+    check_refused(request, status);
+}
+
 static int connect_service(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -102,24 +115,14 @@ int main(void)
     service_start(&service, conninfo, NULL);
 
     /* With a valid key and a valid list in the body: refused all the same, nothing written. */
-    char request[1024];
     const char *body = "{\"name\":\"Smuggled\",\"codes\":[\"A\"]}";
-    snprintf(request, sizeof(request),
-             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer %s\r\n"
-             "Content-Type: application/json\r\nContent-Length: %zu\r\nContent-Length: %zu\r\n"
-             "\r\n%s",
-             key, strlen(body), strlen(body), body);
-    check_refused(request, 400);
-    snprintf(request, sizeof(request),
-             "POST /api/v1/locate-lists HTTP/1.1\r\nAuthorization: Bearer %s\r\n"
-             "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-             key, strlen(body), body);
-    check_refused(request, 400);
-    snprintf(request, sizeof(request),
-             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer %s\r\n"
-             "Content-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n%s",
-             key, body);
-    check_refused(request, 501);
+    char lengths[128], length[64], chunks[256];
+    snprintf(lengths, sizeof(lengths), "Content-Length: %zu\r\nContent-Length: %zu\r\n",
+             strlen(body), strlen(body));
+    snprintf(length, sizeof(length), "Content-Length: %zu\r\n", strlen(body));
+    check_list_refused(key, "Host: a\r\n", lengths, body, 400);
+    check_list_refused(key, "", length, body, 400);
+    check_list_refused(key, "Host: a\r\n", "Transfer-Encoding: gzip\r\n", body, 501);
     CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists"), 0);
     CHECK_INT(fixture_counted(db, org, "locate-lists"), 0);
 
@@ -184,18 +187,11 @@ int main(void)
      * (gateway/wire_guard.c): a bare LF ending a chunk-size line or a chunk's data, chunk data
      * longer than its size, a Content-Length that is no number of bytes (libmicrohttpd would
      * write its own status line twice). One answer each, and nothing behind it served. */
-    snprintf(request, sizeof(request),
-             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer %s\r\n"
-             "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-             "%zx\n%s\r\n0\r\n\r\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\n",
-             key, strlen(body), body);
-    check_refused(request, 400);
-    snprintf(request, sizeof(request),
-             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer %s\r\n"
-             "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
-             "%zx\r\n%s\n0\r\n\r\n",
-             key, strlen(body), body);
-    check_refused(request, 400);
+    snprintf(chunks, sizeof(chunks), "%zx\n%s\r\n0\r\n\r\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\n",
+             strlen(body), body);
+    check_list_refused(key, "Host: a\r\n", "Transfer-Encoding: chunked\r\n", chunks, 400);
+    snprintf(chunks, sizeof(chunks), "%zx\r\n%s\n0\r\n\r\n", strlen(body), body);
+    check_list_refused(key, "Host: a\r\n", "Transfer-Encoding: chunked\r\n", chunks, 400);
     check_refused("POST /healthz HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
                   "3\r\nabcdef\r\n0\r\n\r\n",
                   400);
