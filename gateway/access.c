@@ -100,6 +100,8 @@ bool wl_access_admitted(const wl_access_t *access, wl_exchange_t *ex)
 {
     if (ex->admission == NULL)
         return true; /* nothing asked for admission (no route needs one before it starts) */
+    if (wl_admission_pending(ex->admission) && !wl_exchange_may_wait(ex))
+        return false;
     wl_error_t err;
     wl_error_init(&err);
     int rc = wl_admission_decide(access->core, ex->admission, &err);
@@ -113,7 +115,9 @@ bool wl_access_admitted(const wl_access_t *access, wl_exchange_t *ex)
 bool wl_access_begin(const wl_access_t *access, wl_exchange_t *ex, wl_span_t token,
                      const wl_method_policy_t *policy, bool may_defer)
 {
-    ex->admission = wl_core_admission(access->core, &ex->arena, token, policy);
+    /* Begun again where it may wait (exchange.h): the admission already made is the one. */
+    if (ex->admission == NULL)
+        ex->admission = wl_core_admission(access->core, &ex->arena, token, policy);
     if (ex->admission == NULL) {
         access->answer(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
         return false;

@@ -193,6 +193,8 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
         route->stream(api->core, api->export_cache, ex);
         return;
     }
+    if (!wl_exchange_may_wait(ex))
+        return;
     const route_target_t *target = &api->targets[state->match.index];
     const ProtobufCMessageDescriptor *input_desc =
         target->service->descriptor->methods[target->method_index].input;

@@ -319,7 +319,7 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
         answer_error(ex, WL_GRPC_INTERNAL, NULL, NULL);
         return;
     }
-    clock_gettime(CLOCK_MONOTONIC, &state->started);
+    state->started = ex->started;
     ex->handler_state = state;
     ex->arena.limit = CONNECT_ARENA_LIMIT;
     state->procedure = find_procedure(connect, ex->path);
@@ -412,6 +412,8 @@ static bool answer_reply(wl_exchange_t *ex, const call_state_t *state,
 
 void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
 {
+    if (!wl_exchange_may_wait(ex))
+        return;
     const call_state_t *state = ex->handler_state;
     const wl_service_entry_t *service = state->procedure->service;
     unsigned method_index = state->procedure->method_index;

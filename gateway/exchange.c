@@ -91,13 +91,14 @@ void wl_exchange_empty(wl_exchange_t *ex, unsigned status)
 
 void wl_exchange_stream(wl_exchange_t *ex, unsigned status, const char *content_type,
                         ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max),
-                        void (*free_state)(void *state), void *state)
+                        void (*fill)(void *state), void (*free_state)(void *state), void *state)
 {
     ex->status = status;
     ex->content_type = content_type;
     ex->response = "";
     ex->response_len = 0;
     ex->stream_read = read;
+    ex->stream_fill = fill;
     ex->stream_free = free_state;
     ex->stream_state = state;
 }

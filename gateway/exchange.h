@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "walklist/arena.h"
 #include "walklist/core.h"
@@ -53,9 +54,27 @@ typedef struct {
     /* A streamed body instead of response (wl_exchange_stream). The exchange owns
      * stream_state until the server hands it to libmicrohttpd. */
     ssize_t (*stream_read)(void *state, uint64_t pos, char *buf, size_t max);
+    void (*stream_fill)(void *state);
     void (*stream_free)(void *state);
     void *stream_state;
+    /* Where the request runs (offload.h): true on a thread that may wait for the database. A
+     * step that would wait where it may not sets wants_database and returns unanswered; the
+     * server runs it again where it may. */
+    bool may_wait;
+    bool wants_database;
+    struct timespec started; /* CLOCK_MONOTONIC, when the request line was in */
 } wl_exchange_t;
+
+/**
+ * True when the caller may wait for the database here. Otherwise marks the request to continue
+ * on a thread that may (the caller returns without answering or changing anything).
+ */
+static inline bool wl_exchange_may_wait(wl_exchange_t *ex)
+{
+    if (!ex->may_wait)
+        ex->wants_database = true;
+    return ex->may_wait;
+}
 
 /** A request header's value (case-insensitive name), or NULL. */
 const char *wl_exchange_header(const wl_exchange_t *ex, const char *name);
@@ -84,18 +103,24 @@ void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body);
 /** Sets a response without a body (304 Not Modified). */
 void wl_exchange_empty(wl_exchange_t *ex, unsigned status);
 
+/* What a stream's read returns when it has nothing until its fill runs. */
+#define WL_EXCHANGE_STREAM_EMPTY ((ssize_t)-100)
+
 /**
  * Sets a response whose body is pulled while the client reads it, sent
  * chunked (its length is unknown). read follows libmicrohttpd's content
  * reader contract (MHD_ContentReaderCallback): the bytes written into buf,
  * MHD_CONTENT_READER_END_OF_STREAM after the last one, or
  * MHD_CONTENT_READER_END_WITH_ERROR to cut the connection so the client sees
- * a truncated body. free_state is called exactly once, on every path
- * (finished, client gone, never sent).
+ * a truncated body; it never waits for the database, and returns
+ * WL_EXCHANGE_STREAM_EMPTY when fill must make more first. fill runs on a
+ * request thread, where it may wait (offload.h); NULL when read never runs
+ * dry. free_state is called exactly once, on every path (finished, client
+ * gone, never sent).
  */
 void wl_exchange_stream(wl_exchange_t *ex, unsigned status, const char *content_type,
                         ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max),
-                        void (*free_state)(void *state), void *state);
+                        void (*fill)(void *state), void (*free_state)(void *state), void *state);
 
 /** Sets a Google API error response for an HTTP status and gRPC code. */
 void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code, const char *message,

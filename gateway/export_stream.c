@@ -37,6 +37,7 @@ typedef struct {
     size_t items;               /* written so far */
     bool ended;                 /* the closing text is written */
     bool finished;              /* nothing is left to produce */
+    bool failed;                /* production failed: the connection is cut */
     bool gzip;
     bool deflating; /* z needs deflateEnd */
     z_stream z;
@@ -168,22 +169,32 @@ static ssize_t read_stream(void *state, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
     export_stream_t *stream = state;
-    for (;;) {
-        buffer_t *out = stream->gzip ? &stream->wire : &stream->text;
-        if (out->sent < out->len) {
-            size_t n = out->len - out->sent < max ? out->len - out->sent : max;
-            memcpy(buf, out->data + out->sent, n);
-            wl_export_body_write(stream->recording, out->data + out->sent, n);
-            out->sent += n;
-            if (out->sent == out->len)
-                out->len = out->sent = 0;
-            return (ssize_t)n;
-        }
-        if (stream->finished) {
-            wl_export_body_finish(stream->recording, true);
-            stream->recording = NULL;
-            return MHD_CONTENT_READER_END_OF_STREAM;
-        }
+    buffer_t *out = stream->gzip ? &stream->wire : &stream->text;
+    if (out->sent < out->len) {
+        size_t n = out->len - out->sent < max ? out->len - out->sent : max;
+        memcpy(buf, out->data + out->sent, n);
+        wl_export_body_write(stream->recording, out->data + out->sent, n);
+        out->sent += n;
+        if (out->sent == out->len)
+            out->len = out->sent = 0;
+        return (ssize_t)n;
+    }
+    if (stream->failed)
+        return MHD_CONTENT_READER_END_WITH_ERROR;
+    if (stream->finished) {
+        wl_export_body_finish(stream->recording, true);
+        stream->recording = NULL;
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    return WL_EXCHANGE_STREAM_EMPTY;
+}
+
+/* Reads rows until there is something to send (the compressor may keep a piece to itself). */
+static void fill_stream(void *state)
+{
+    export_stream_t *stream = state;
+    const buffer_t *out = stream->gzip ? &stream->wire : &stream->text;
+    while (out->sent == out->len && !stream->finished) {
         wl_error_t err;
         wl_error_init(&err);
         if (produce(stream, &err) != 0) {
@@ -196,7 +207,8 @@ static ssize_t read_stream(void *state, uint64_t pos, char *buf, size_t max)
             wl_log_line_end(&line);
             wl_export_cursor_close(stream->cursor);
             stream->cursor = NULL;
-            return MHD_CONTENT_READER_END_WITH_ERROR;
+            stream->failed = true;
+            return;
         }
     }
 }
@@ -282,7 +294,7 @@ static bool answer_known(wl_exchange_t *ex, wl_export_cache_t *cache, int64_t ve
         return false;
     }
     set_headers(ex, etag, gzip);
-    wl_exchange_stream(ex, 200, "application/json", read_cached, free_cached, body);
+    wl_exchange_stream(ex, 200, "application/json", read_cached, NULL, free_cached, body);
     return true;
 }
 
@@ -294,16 +306,23 @@ void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exch
     int64_t org_id = ex->principal.org_id, version = 0;
     /* An unchanged export costs no query: the version (and maybe the body) is known. */
     if (cache != NULL) {
-        if (!wl_export_cache_version(cache, org_id, &version)) {
+        bool known = wl_export_cache_version(cache, org_id, &version);
+        if (known && answer_known(ex, cache, version, gzip))
+            return;
+        if (!wl_exchange_may_wait(ex))
+            return;
+        if (!known) {
             wl_export_ticket_t ticket = wl_export_cache_ticket(cache, org_id);
             if (wl_core_export_version(core, &ex->principal, &version, &err) != 0) {
                 wl_exchange_core_error(ex, &err);
                 return;
             }
             wl_export_cache_remember(cache, org_id, ticket, version);
+            if (answer_known(ex, cache, version, gzip))
+                return;
         }
-        if (answer_known(ex, cache, version, gzip))
-            return;
+    } else if (!wl_exchange_may_wait(ex)) {
+        return;
     }
 
     wl_export_ticket_t ticket = {0};
@@ -341,5 +360,5 @@ void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exch
     snprintf(etag, sizeof(etag), "\"%" PRId64 "-%" PRId64 "%s\"", org_id, version,
              gzip ? "-gzip" : "");
     set_headers(ex, etag, gzip);
-    wl_exchange_stream(ex, 200, "application/json", read_stream, free_stream, stream);
+    wl_exchange_stream(ex, 200, "application/json", read_stream, fill_stream, free_stream, stream);
 }

@@ -6,6 +6,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "framing.h"
 #include "linger.h"
 #include "metrics.h"
+#include "offload.h"
 #include "routes.h"
 #include "wire_guard.h"
 
@@ -50,6 +52,7 @@ struct wl_server {
     wl_export_cache_t *export_cache; /* NULL: none (exports read from the database) */
     wl_anon_limiter_t *anonymous; /* requests without a valid key, per address: every transport */
     wl_metrics_t *metrics;
+    wl_offload_t *offload; /* request threads: every wait for the database happens on them */
     struct MHD_Daemon *daemon;
     struct MHD_Daemon *ops_daemon; /* --ops-listen: /healthz, /readyz, /metrics on their own */
     uint16_t ops_port;
@@ -64,9 +67,14 @@ struct wl_server {
 typedef struct {
     wl_exchange_t ex;
     wl_server_t *server;
+    const listener_t *listener;
     char *raw_uri;
-    struct timespec started;
+    wl_offload_job_t job; /* its next step on a request thread, while the connection waits */
     bool begun;
+    bool redispatch; /* routing stopped where it would have waited for the database */
+    bool at_final;   /* the whole request is in: what is left is its answer */
+    bool resumed;    /* a step on a request thread ended since libmicrohttpd last called */
+    bool suspended_once;
     bool responded;
     bool body_too_large;
     bool connect;               /* handled by the Connect transport */
@@ -96,7 +104,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *connectio
     req->target = (wl_framing_target_t){uri, req->raw_uri, uri ? strlen(uri) : 0};
     wl_arena_init(&req->ex.arena, REQUEST_ARENA_LIMIT);
     req->ex.connection = connection;
-    clock_gettime(CLOCK_MONOTONIC, &req->started);
+    clock_gettime(CLOCK_MONOTONIC, &req->ex.started);
     return req;
 }
 
@@ -209,6 +217,8 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t
         wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, "shutting down", NULL);
         return;
     }
+    if (!wl_exchange_may_wait(ex))
+        return;
     wl_error_t err;
     wl_error_init(&err);
     if (wl_core_ready(server->core, &err) != 0) {
@@ -219,21 +229,94 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t
     wl_exchange_json(ex, 200, json_pack("{s:s}", "status", "ready"));
 }
 
-static enum MHD_Result send_response(request_t *req)
+/* The descriptor of the request's connection, or -1. */
+static int connection_fd(const wl_exchange_t *ex)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info != NULL ? info->connect_fd : -1;
+}
+
+/* A streamed body whose fill runs on a request thread: libmicrohttpd's thread suspends the
+ * connection when the stream runs dry and goes on with its other connections meanwhile. */
+typedef struct {
+    wl_offload_t *offload;
+    struct MHD_Connection *connection;
+    ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max);
+    void (*fill)(void *state);
+    void (*free_state)(void *state);
+    void *state;
+    wl_offload_job_t job;
+} offloaded_stream_t;
+
+static void fill_offloaded(wl_offload_job_t *job)
+{
+    offloaded_stream_t *stream =
+        (offloaded_stream_t *)((char *)job - offsetof(offloaded_stream_t, job));
+    stream->fill(stream->state);
+    MHD_resume_connection(stream->connection);
+}
+
+static ssize_t read_offloaded(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    offloaded_stream_t *stream = cls;
+    ssize_t n = stream->read(stream->state, pos, buf, max);
+    if (n != WL_EXCHANGE_STREAM_EMPTY)
+        return n;
+    /* libmicrohttpd asks again once the connection is resumed (it may not be freed while
+     * suspended, so the stream outlives the job). */
+    MHD_suspend_connection(stream->connection);
+    stream->job.run = fill_offloaded;
+    wl_offload_submit(stream->offload, &stream->job);
+    return 0;
+}
+
+static void free_offloaded(void *cls)
+{
+    offloaded_stream_t *stream = cls;
+    stream->free_state(stream->state);
+    free(stream);
+}
+
+static struct MHD_Response *stream_response(request_t *req)
 {
     wl_exchange_t *ex = &req->ex;
-    req->responded = true;
+    offloaded_stream_t *stream = NULL;
+    if (ex->stream_fill != NULL && (stream = malloc(sizeof(*stream))) == NULL) {
+        ex->stream_free(ex->stream_state);
+        return NULL;
+    }
     struct MHD_Response *response;
-    if (ex->stream_read != NULL) {
-        /* From here libmicrohttpd owns the stream and frees it when the response is
-         * done with, whether it finished, failed or the client went away. */
+    if (stream != NULL) {
+        *stream = (offloaded_stream_t){req->server->offload, ex->connection,  ex->stream_read,
+                                       ex->stream_fill,      ex->stream_free, ex->stream_state};
+        response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE,
+                                                     read_offloaded, stream, free_offloaded);
+        if (response == NULL)
+            free_offloaded(stream);
+    } else {
         response =
             MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE, ex->stream_read,
                                               ex->stream_state, ex->stream_free);
         if (response == NULL)
             ex->stream_free(ex->stream_state);
-        ex->stream_read = NULL;
-        ex->stream_state = NULL;
+    }
+    ex->stream_read = NULL;
+    ex->stream_state = NULL;
+    return response;
+}
+
+static enum MHD_Result send_response(request_t *req)
+{
+    wl_exchange_t *ex = &req->ex;
+    req->responded = true;
+    if (req->suspended_once && wl_wire_guard_release_eof(connection_fd(ex)))
+        ex->close = true; /* the client has said all it will */
+    struct MHD_Response *response;
+    if (ex->stream_read != NULL) {
+        /* From here libmicrohttpd owns the stream and frees it when the response is
+         * done with, whether it finished, failed or the client went away. */
+        response = stream_response(req);
     } else {
         /* The body lives in the request's arena (or is static) until on_completed, which
          * libmicrohttpd calls after it is done sending: no copy needed. */
@@ -307,20 +390,87 @@ static void dispatch(const listener_t *listener, request_t *req)
     }
 }
 
+static bool body_announced(const wl_exchange_t *ex)
+{
+    const char *length = wl_exchange_header(ex, "Content-Length");
+    return wl_exchange_header(ex, "Transfer-Encoding") != NULL ||
+           (length != NULL && strspn(length, "0") != strlen(length));
+}
+
 /* Answers before the request's body is read: libmicrohttpd then closes the connection, and
  * what the client still sends is read and dropped meanwhile (linger.h) so that the client
  * reads the answer rather than a reset. */
 static enum MHD_Result answer_before_body(request_t *req)
 {
     wl_exchange_t *ex = &req->ex;
-    const char *length = wl_exchange_header(ex, "Content-Length");
-    bool body_coming = wl_exchange_header(ex, "Transfer-Encoding") != NULL ||
-                       (length != NULL && strspn(length, "0") != strlen(length));
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (body_coming && info != NULL)
-        wl_linger_add(req->server->linger, info->connect_fd);
+    int fd = connection_fd(ex);
+    if (body_announced(ex) && fd >= 0)
+        wl_linger_add(req->server->linger, fd);
     return send_response(req);
+}
+
+/* What is left of a request once its body is in: the handler's answer (or its refusal of an
+ * oversized body). */
+static void finish(request_t *req)
+{
+    wl_server_t *server = req->server;
+    wl_exchange_t *ex = &req->ex;
+    if (req->body_too_large && req->connect)
+        wl_connect_body_too_large(server->connect, ex);
+    else if (req->body_too_large)
+        wl_api_body_too_large(server->api, ex);
+    else if (req->connect)
+        wl_connect_finish(server->connect, ex);
+    else
+        wl_api_finish(server->api, ex);
+}
+
+/* On a request thread: the request goes on from where it stopped, waiting for the database
+ * where it must, and its connection is handed back to libmicrohttpd, which calls on_request
+ * again. */
+static void continue_waiting(wl_offload_job_t *job)
+{
+    request_t *req = (request_t *)((char *)job - offsetof(request_t, job));
+    wl_exchange_t *ex = &req->ex;
+    ex->may_wait = true;
+    if (req->redispatch) {
+        req->redispatch = false;
+        dispatch(req->listener, req);
+    }
+    if (req->at_final && ex->status == 0)
+        finish(req);
+    if (req->at_final && ex->status == 0)
+        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+    ex->may_wait = false;
+    req->resumed = true;
+    MHD_resume_connection(ex->connection);
+}
+
+/* Suspends the connection until its next step, on a request thread, is done. */
+static enum MHD_Result continue_elsewhere(request_t *req)
+{
+    req->ex.wants_database = false;
+    req->suspended_once = true;
+    wl_wire_guard_hold_eof(connection_fd(&req->ex));
+    MHD_suspend_connection(req->ex.connection);
+    req->job.run = continue_waiting;
+    wl_offload_submit(req->server->offload, &req->job);
+    return MHD_YES;
+}
+
+/* After routing: answering a decided request before its body when it must, or reading on. */
+static enum MHD_Result after_dispatch(request_t *req)
+{
+    wl_exchange_t *ex = &req->ex;
+    /* Answering before the whole request is in makes libmicrohttpd close the connection while
+     * the client may still be writing its body (it then sees EPIPE, not the answer). So a
+     * decided answer waits for the end of the body, which is read and dropped, unless the body
+     * is announced larger than we are willing to drain or the client waits for 100 Continue
+     * before sending it. */
+    if (ex->status != 0 &&
+        (ex->status == 413 || request_body_beyond_drain(ex) || client_waits_to_continue(ex)))
+        return answer_before_body(req);
+    return MHD_YES;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, const char *url,
@@ -338,6 +488,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 
     if (!req->begun) {
         req->begun = true;
+        req->listener = listener;
         prepare(req, method);
         if (refuse_framing(req, connection, method, version)) {
             /* Nothing of it is read: the connection closes after the answer. */
@@ -351,22 +502,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             wl_exchange_add_header(ex, "Retry-After", "1");
             wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE,
                               "the server is shutting down: not served, retry", NULL);
-        } else if (header_fields_too_large(connection))
+        } else if (header_fields_too_large(connection)) {
             wl_exchange_error(ex, 431, WL_GRPC_INVALID_ARGUMENT,
                               "request header fields are too large (16 KiB a field line, 64 KiB "
                               "in all)",
                               NULL);
-        else
+        } else {
+            /* Requests on the operations listener have a thread of their own (and the probes
+             * there are meant to see the database). */
+            ex->may_wait = listener->ops_only;
             dispatch(listener, req);
-        /* Answering before the whole request is in makes libmicrohttpd close the
-         * connection while the client may still be writing its body (it then sees EPIPE,
-         * not the answer). So a decided answer waits for the end of the body, which is
-         * read and dropped, unless the body is announced larger than we are willing to
-         * drain or the client waits for 100 Continue before sending it. */
-        if (ex->status != 0 &&
-            (ex->status == 413 || request_body_beyond_drain(ex) || client_waits_to_continue(ex)))
-            return answer_before_body(req);
-        return MHD_YES;
+            if (ex->wants_database) {
+                /* Routing goes on where it may wait. Without a body the final call comes at
+                 * once and takes it there; with one, the answer (a refusal, 100 Continue) is
+                 * owed before the body is read. */
+                ex->wants_database = false;
+                req->redispatch = true;
+                return body_announced(ex) ? continue_elsewhere(req) : MHD_YES;
+            }
+        }
+        return after_dispatch(req);
+    }
+    if (req->resumed) {
+        req->resumed = false;
+        if (!req->at_final)
+            return after_dispatch(req);
     }
     if (ex->status != 0 && !req->responded && *upload_data_size > 0) {
         req->body_drained += *upload_data_size;
@@ -405,15 +565,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         return MHD_YES;
     }
     if (ex->status != 0)
-        return send_response(req); /* decided on the first call */
-    if (req->body_too_large && req->connect)
-        wl_connect_body_too_large(server->connect, ex);
-    else if (req->body_too_large)
-        wl_api_body_too_large(server->api, ex);
-    else if (req->connect)
-        wl_connect_finish(server->connect, ex);
-    else
-        wl_api_finish(server->api, ex);
+        return send_response(req); /* decided earlier, or by a request thread */
+    req->at_final = true;
+    if (req->redispatch)
+        return continue_elsewhere(req);
+    finish(req);
+    if (ex->wants_database)
+        return continue_elsewhere(req);
     return send_response(req);
 }
 
@@ -431,8 +589,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         if (ex->status == 429)
             rejected_bucket =
                 ex->rate.bucket != NULL && ex->authenticated ? ex->rate.bucket : "anonymous";
-        wl_metrics_record(server->metrics, ex->route, ex->status,
-                          elapsed_ms(&req->started) / 1000.0, rejected_bucket);
+        wl_metrics_record(server->metrics, ex->route, ex->status, elapsed_ms(&ex->started) / 1000.0,
+                          rejected_bucket);
         /* Keys never reach the log: the query string is not logged at all, and whatever
          * else the client sent (a key pasted into the path, or sent as the request id) is
          * logged with its keys redacted, before it is cut to length. */
@@ -446,7 +604,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         wl_log_line_str(&line, "route", ex->route ? ex->route : "",
                         ex->route ? strlen(ex->route) : 0);
         wl_log_line_int(&line, "status", ex->status);
-        wl_log_line_ms(&line, "durationMs", elapsed_ms(&req->started));
+        wl_log_line_ms(&line, "durationMs", elapsed_ms(&ex->started));
         wl_log_line_str(&line, "org", ex->principal.org_slug, strlen(ex->principal.org_slug));
         shown_len = wl_redact_keys(ex->request_id, strlen(ex->request_id), shown, sizeof(shown));
         wl_log_line_str(&line, "requestId", shown, shown_len);
@@ -579,15 +737,20 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
     if (rc == 0)
         rc = wl_connect_create(core, server->anonymous, &server->connect, err);
     if (rc == 0)
+        rc = wl_offload_create(config->threads, &server->offload, err);
+    if (rc == 0)
         rc = open_listener(config->listen, &server->listen_fd, &server->port, err);
     if (rc != 0)
         goto Fail;
-    unsigned threads = config->threads;
+    /* libmicrohttpd's threads never wait for the database (offload.h), so one a core is
+     * enough to move the bytes. */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned threads = cores < 1 ? 1u : cores > 16 ? 16u : (unsigned)cores;
     unsigned connection_limit = config->connection_limit;
     /* Connections come from the acceptor (MHD_add_connection, which needs MHD_USE_ITC so that
      * a worker notices a connection added while it waits). */
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
-                     MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
+                     MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET | MHD_ALLOW_SUSPEND_RESUME;
     struct MHD_OptionItem tls_options[] = {
         {MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)config->tls_cert_pem},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)config->tls_key_pem},
@@ -615,8 +778,8 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         on_mhd_message, NULL, MHD_OPTION_THREAD_POOL_SIZE, threads, MHD_OPTION_CONNECTION_TIMEOUT,
         config->connection_timeout_s,
         /* The acceptor keeps the limit; libmicrohttpd's own (per worker, a share of it) has
-         * room for connections handed over faster than a worker takes them in. */
-        MHD_OPTION_CONNECTION_LIMIT, connection_limit + threads, MHD_OPTION_NOTIFY_CONNECTION,
+         * room for connections handed over before a worker has let a closed one go. */
+        MHD_OPTION_CONNECTION_LIMIT, connection_limit + 64 * threads, MHD_OPTION_NOTIFY_CONNECTION,
         on_connection, server, MHD_OPTION_PER_IP_CONNECTION_LIMIT, config->per_ip_connection_limit,
         /* Room for a 64 KiB header block, or a GET-form target of 200 codes of 64
          * characters, every one percent-encoded (README). libmicrohttpd zeroes the whole of
@@ -666,6 +829,7 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
 Fail:
     if (server->listen_fd >= 0)
         close(server->listen_fd);
+    wl_offload_destroy(server->offload);
     wl_connect_destroy(server->connect);
     wl_api_destroy(server->api);
     wl_anon_limiter_destroy(server->anonymous);
@@ -740,12 +904,16 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
                    "its request or reading its answer)",
                    atomic_load(&server->active_requests));
     }
+    /* Every suspended connection is resumed before libmicrohttpd stops (its rule): the steps
+     * still queued run now, against closed pools when the drain timed out. */
+    wl_offload_stop(server->offload);
     /* Closes whatever is left: idle keep-alive connections. The operations listener goes last:
      * probes see the drain (/readyz 503) until the end. */
     MHD_stop_daemon(server->daemon);
     if (server->ops_daemon != NULL)
         MHD_stop_daemon(server->ops_daemon);
     wl_acceptor_destroy(server->acceptor);
+    wl_offload_destroy(server->offload);
     wl_linger_destroy(server->linger);
     wl_connect_destroy(server->connect);
     wl_api_destroy(server->api);

@@ -45,7 +45,9 @@ typedef struct {
     int codings;
     bool chunked; /* Transfer-Encoding is exactly chunked */
     uint64_t remaining;
-    int crlf_seen; /* CHUNK_END */
+    int crlf_seen;   /* CHUNK_END */
+    bool hold_eof;   /* the request is answered elsewhere: an end of stream waits */
+    bool eof_hidden; /* one came meanwhile */
 } wire_t;
 
 static _Atomic(wire_t *) guarded[GUARDED_MAX];
@@ -59,6 +61,23 @@ bool wl_wire_guard_register(int fd)
         return false;
     free(atomic_exchange(&guarded[fd], wire));
     return true;
+}
+
+void wl_wire_guard_hold_eof(int fd)
+{
+    wire_t *w = fd >= 0 && fd < GUARDED_MAX ? atomic_load(&guarded[fd]) : NULL;
+    if (w != NULL)
+        w->hold_eof = true;
+}
+
+bool wl_wire_guard_release_eof(int fd)
+{
+    wire_t *w = fd >= 0 && fd < GUARDED_MAX ? atomic_load(&guarded[fd]) : NULL;
+    if (w == NULL)
+        return false;
+    bool hidden = w->eof_hidden;
+    w->hold_eof = w->eof_hidden = false;
+    return hidden;
 }
 
 void wl_wire_guard_unregister(int fd)
@@ -278,6 +297,11 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
         return -1;
     }
     ssize_t n = libc_recv(fd, buf, len, flags);
+    if (n == 0 && len > 0 && w != NULL && w->hold_eof) {
+        w->eof_hidden = true;
+        errno = EAGAIN;
+        return -1;
+    }
     if (w == NULL || n <= 0 || (flags & MSG_PEEK))
         return n;
     const char *why = feed(w, buf, (size_t)n);

@@ -10,6 +10,12 @@
  * the connection gets a 400 (Google error JSON, Connection: close) written here, and
  * libmicrohttpd sees a reset: it never reads the request. Descriptors that are not registered
  * (PostgreSQL's, TLS connections') pass untouched for the cost of one array read.
+ *
+ * The same place keeps a client's end of stream from libmicrohttpd while its request is
+ * answered on a request thread (offload.h): a connection resumed after suspension is read at
+ * once, and libmicrohttpd 0.9.75 drops a request whose client has half-closed (sent its request,
+ * then shut its side) without its answer. Held, the end of stream reads as "no data yet"; when
+ * the answer is queued the server learns that it came and closes after the answer.
  */
 #ifndef WALKLIST_GATEWAY_WIRE_GUARD_H
 #define WALKLIST_GATEWAY_WIRE_GUARD_H
@@ -18,6 +24,13 @@
 
 /** Starts tracking the plain-HTTP connection on fd (before libmicrohttpd reads from it). */
 bool wl_wire_guard_register(int fd);
+
+/** While held, an end of stream on fd reads as no data yet (EAGAIN). Call from the thread that
+ * serves the connection. */
+void wl_wire_guard_hold_eof(int fd);
+
+/** Ends the hold; true when an end of stream was kept back meanwhile. */
+bool wl_wire_guard_release_eof(int fd);
 
 /** Stops tracking fd (before the descriptor is closed, so that its number is free again). */
 void wl_wire_guard_unregister(int fd);

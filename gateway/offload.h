@@ -1,0 +1,36 @@
+/*
+ * Running the steps of requests that may wait for the database, on threads of their own, so
+ * that libmicrohttpd's threads never wait for it: while PostgreSQL is slow or unreachable, a
+ * probe (/healthz), a 304 answered from memory and every other connection of the same thread
+ * are still served at once. The server suspends a connection, submits its next step here, and
+ * the step resumes the connection when it is done (server.c). Jobs run in the order they were
+ * submitted, as many at a time as there are threads.
+ */
+#ifndef WALKLIST_GATEWAY_OFFLOAD_H
+#define WALKLIST_GATEWAY_OFFLOAD_H
+
+#include "walklist/error.h"
+
+typedef struct wl_offload wl_offload_t;
+
+/* A step to run: its owner embeds it and keeps it alive until run returns. */
+typedef struct wl_offload_job {
+    void (*run)(struct wl_offload_job *job);
+    struct wl_offload_job *next;
+} wl_offload_job_t;
+
+int wl_offload_create(unsigned threads, wl_offload_t **out, wl_error_t *err) WL_CHECK_RESULT;
+
+/** Queues job; it runs on one of the threads (after wl_offload_stop: on the caller's). */
+void wl_offload_submit(wl_offload_t *offload, wl_offload_job_t *job);
+
+/** Jobs submitted and not yet finished. */
+int wl_offload_pending(wl_offload_t *offload);
+
+/** Runs every job already submitted, then stops the threads. */
+void wl_offload_stop(wl_offload_t *offload);
+
+/** Stops (if not yet) and frees the pool. */
+void wl_offload_destroy(wl_offload_t *offload);
+
+#endif
