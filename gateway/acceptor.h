@@ -1,10 +1,8 @@
 /*
  * Accepts TCP connections for libmicrohttpd on a thread of its own and hands
- * each to the daemon, which spreads added connections over its worker threads
- * by descriptor. Left to themselves, the workers race for the listening
- * socket and one may win several connections while others have none; since a
- * worker serves its connections one request at a time, those then wait for
- * each other (the creation p99 in BENCHMARKS.md).
+ * each to the daemon, which spreads added connections over its I/O threads by
+ * descriptor. Left to themselves, the threads race for the listening socket
+ * and one may win most connections while others have few.
  *
  * The acceptor also keeps the total connection limit: at the limit it stops
  * accepting, so that further clients wait in the kernel's accept queue until

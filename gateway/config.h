@@ -49,7 +49,7 @@
          "never behind a request that waits on the database: point liveness probes here; "         \
          "`/readyz` there says 503 from SIGTERM on")                                               \
     INT(threads, "threads", "WALKLIST_THREADS", "N", 1, 1024, 0, "2 x cores",                      \
-        "HTTP worker threads", NULL)                                                               \
+        "request threads: where requests wait for the database", NULL)                                                               \
     INT(db_pool_size, "db-pool-size", "WALKLIST_DB_POOL_SIZE", "N", 1, 1024, 0, "threads + 2",     \
         "PostgreSQL connections at most", NULL)                                                    \
     INT(db_timeout_ms, "db-timeout-ms", "WALKLIST_DB_TIMEOUT_MS", "MS", 100, 600000,               \

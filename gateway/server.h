@@ -19,7 +19,7 @@ typedef struct wl_server wl_server_t;
  * are walklistd's, in its option table (config.h). */
 typedef struct {
     const char *listen;               /* "host:port", "[v6]:port"; port 0 picks a free port */
-    unsigned threads;                 /* worker threads */
+    unsigned threads;                 /* request threads: where requests wait for the database */
     unsigned connection_timeout_s;    /* idle connections are closed after this */
     unsigned connection_limit;        /* concurrent connections at most */
     unsigned per_ip_connection_limit; /* concurrent connections per client address */
@@ -30,8 +30,8 @@ typedef struct {
     const char *tls_key_pem;  /* its private key, unencrypted */
     bool tls_1_3_only;        /* refuse TLS 1.2 (default: 1.2 with forward-secret AEAD suites) */
     /* "host:port" of a plain-HTTP listener for /healthz, /readyz, /metrics and the OpenAPI
-     * document only, a thread per connection (16 at most): never behind a worker thread that
-     * waits on the database. NULL: none (they are served on listen as well, always). */
+     * document only, a thread per connection (16 at most): a thread of its own for every
+     * request. NULL: none (they are served on listen as well, always). */
     const char *ops_listen;
     /* The stock export's cache (export_cache.h), created and stopped with the server; NULL:
      * none, every export read from the database. */
