@@ -16,6 +16,9 @@
 
 /* JSON text is made in pieces of about this size, then sent or compressed. */
 #define TEXT_PIECE (32u * 1024)
+/* What a request thread makes at a time once the body flows (each piece costs the connection a
+ * suspension and a resumption, so pieces are larger than the first). */
+#define FILL_PIECE (256u * 1024)
 /* Room kept free for deflate's output on each call. */
 #define WIRE_ROOM (16u * 1024)
 /* On this repetitive text zlib's default level 6 takes 2.5 times as long as level 1 for
@@ -115,14 +118,14 @@ static int compress_text(export_stream_t *stream, bool finish, wl_error_t *err)
 }
 
 /*
- * Makes the next piece of the body: JSON text for about TEXT_PIECE bytes (or
+ * Makes the next piece of the body: JSON text for about piece bytes (or
  * up to the end), compressed when gzip is on. The cursor, and with it the
  * database connection, is given back as soon as the last row is read.
  */
-static int produce(export_stream_t *stream, wl_error_t *err)
+static int produce(export_stream_t *stream, size_t piece, wl_error_t *err)
 {
     buffer_t *t = &stream->text;
-    while (t->len - t->sent < TEXT_PIECE && stream->cursor != NULL) {
+    while (t->len - t->sent < piece && stream->cursor != NULL) {
         wl_export_item_t item;
         int rc = wl_export_cursor_next(stream->cursor, &item, err);
         if (rc < 0)
@@ -197,7 +200,7 @@ static void fill_stream(void *state)
     while (out->sent == out->len && !stream->finished) {
         wl_error_t err;
         wl_error_init(&err);
-        if (produce(stream, &err) != 0) {
+        if (produce(stream, FILL_PIECE, &err) != 0) {
             const char *reason = wl_grpc_code_name(wl_error_grpc_code(err.code));
             wl_log_line_t line;
             wl_log_line_begin(&line, "error", "stock export cut off");
@@ -350,7 +353,7 @@ void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exch
     }
     /* The first piece is made now: a database failing at the start still gets an
      * honest error status rather than a 200 cut off after its headers. */
-    if (produce(stream, &err) != 0) {
+    if (produce(stream, TEXT_PIECE, &err) != 0) {
         free_stream(stream);
         wl_exchange_core_error(ex, &err);
         return;
