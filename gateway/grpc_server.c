@@ -141,7 +141,7 @@ static void end_call(call_t *c)
     wl_grpc_server_t *server = c->server;
     bool answered = atomic_load(&c->answered) && !c->close_cancelled;
     wl_grpc_code_t code = answered ? c->code : WL_GRPC_CANCELLED;
-    const char *method = c->procedure  ? c->procedure->path
+    const char *method = c->procedure             ? c->procedure->path
                          : c->kind == CALL_HEALTH ? health_check_path
                                                   : NULL;
     wl_metrics_record_grpc(server->metrics, method, code);
@@ -341,8 +341,9 @@ static void read_metadata(call_t *c)
         if (key_len >= 4 && memcmp(key + key_len - 4, "-bin", 4) == 0)
             continue;
         headers[count].name = wl_arena_strndup(&ex->arena, key, key_len);
-        headers[count].value = wl_arena_strndup(
-            &ex->arena, (const char *)GRPC_SLICE_START_PTR(md->value), GRPC_SLICE_LENGTH(md->value));
+        headers[count].value =
+            wl_arena_strndup(&ex->arena, (const char *)GRPC_SLICE_START_PTR(md->value),
+                             GRPC_SLICE_LENGTH(md->value));
         if (headers[count].name != NULL && headers[count].value != NULL &&
             strlen(headers[count].value) == GRPC_SLICE_LENGTH(md->value))
             count++;
@@ -353,40 +354,36 @@ static void read_metadata(call_t *c)
 
 /* gRPC's peer string ("ipv4:127.0.0.1:5000", "ipv6:[::1]:5000") as an address, for the
  * per-address limit of calls without a valid key. */
+static bool parse_peer(const char *peer, struct sockaddr_storage *out)
+{
+    bool v6 = strncmp(peer, "ipv6:[", 6) == 0;
+    if (!v6 && strncmp(peer, "ipv4:", 5) != 0)
+        return false;
+    const char *start = peer + (v6 ? 6 : 5);
+    const char *end = v6 ? strchr(start, ']') : strrchr(start, ':');
+    size_t len = end ? (size_t)(end - start) : 0;
+    char host[INET6_ADDRSTRLEN + 2];
+    if (len == 0 || len >= sizeof(host))
+        return false;
+    memcpy(host, start, len);
+    host[len] = '\0';
+    host[strcspn(host, "%")] = '\0'; /* an IPv6 zone */
+    memset(out, 0, sizeof(*out));
+    if (v6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)out;
+        in6->sin6_family = AF_INET6;
+        return inet_pton(AF_INET6, host, &in6->sin6_addr) == 1;
+    }
+    struct sockaddr_in *in = (struct sockaddr_in *)out;
+    in->sin_family = AF_INET;
+    return inet_pton(AF_INET, host, &in->sin_addr) == 1;
+}
+
 static void read_peer(call_t *c)
 {
     char *peer = grpc_call_get_peer(c->call);
-    if (peer == NULL)
-        return;
-    char host[INET6_ADDRSTRLEN + 2];
-    if (strncmp(peer, "ipv4:", 5) == 0) {
-        const char *colon = strrchr(peer + 5, ':');
-        size_t len = colon ? (size_t)(colon - (peer + 5)) : 0;
-        struct sockaddr_in *in = (struct sockaddr_in *)&c->peer;
-        if (len > 0 && len < sizeof(host)) {
-            memcpy(host, peer + 5, len);
-            host[len] = '\0';
-            if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
-                in->sin_family = AF_INET;
-                c->ex.client_addr = (const struct sockaddr *)&c->peer;
-            }
-        }
-    } else if (strncmp(peer, "ipv6:[", 6) == 0) {
-        const char *end = strchr(peer + 6, ']');
-        size_t len = end ? (size_t)(end - (peer + 6)) : 0;
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&c->peer;
-        if (len > 0 && len < sizeof(host)) {
-            memcpy(host, peer + 6, len);
-            host[len] = '\0';
-            char *zone = strchr(host, '%');
-            if (zone != NULL)
-                *zone = '\0';
-            if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
-                in6->sin6_family = AF_INET6;
-                c->ex.client_addr = (const struct sockaddr *)&c->peer;
-            }
-        }
-    }
+    if (peer != NULL && parse_peer(peer, &c->peer))
+        c->ex.client_addr = (const struct sockaddr *)&c->peer;
     gpr_free(peer);
 }
 
@@ -714,8 +711,8 @@ int wl_grpc_server_start(wl_core_t *core, const wl_grpc_config_t *config, wl_grp
     } else {
         credentials = grpc_insecure_server_credentials_create();
     }
-    int port = credentials ? grpc_server_add_http2_port(server->server, config->listen, credentials)
-                           : 0;
+    int port =
+        credentials ? grpc_server_add_http2_port(server->server, config->listen, credentials) : 0;
     if (credentials != NULL)
         grpc_server_credentials_release(credentials);
     if (port <= 0) {

@@ -167,7 +167,8 @@ void wl_rpc_finish(const wl_rpc_transport_t *transport, wl_core_t *core, wl_exch
     }
     if (ex->arena.limit_reached) {
         char message[128];
-        snprintf(message, sizeof(message), "the reply needs more than the %u MiB a unary call may use",
+        snprintf(message, sizeof(message),
+                 "the reply needs more than the %u MiB a unary call may use",
                  WL_RPC_ARENA_LIMIT / (1024 * 1024));
         answer(transport, ex, WL_GRPC_RESOURCE_EXHAUSTED, message, NULL);
         return;

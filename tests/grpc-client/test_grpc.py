@@ -527,6 +527,16 @@ class GrpcTest(unittest.TestCase):
         poll("the load to wait on the row lock", waiting_on_lock)
         return server, channel, lock, held
 
+    def assert_abandoned(self, server, lock, held, name):
+        """Lets the held load finish, then checks that the queued creation ended without an answer
+        of its own (CANCELLED in /metrics) and wrote nothing."""
+        lock.release()
+        self.assertEqual(held.result(PATIENCE_S).name, "Held")
+        poll("every call to end", lambda: server.metric("walklist_grpc_calls_in_flight") == 0)
+        method = '{method="/walklist.v1.LocateListService/CreateLocateList",code="CANCELLED"}'
+        self.assertEqual(server.metric("walklist_grpc_calls_total", method), 1)
+        self.assertEqual(sql(f"SELECT count(*) FROM locate_lists WHERE name = '{name}'"), [["0"]])
+
     def test_deadline_exceeded_abandons_the_call(self):
         server, channel, lock, held = self.blocked_server()
         try:
@@ -539,12 +549,7 @@ class GrpcTest(unittest.TestCase):
             with self.assertRaises(grpc.RpcError) as caught:
                 queued.result(PATIENCE_S)
             self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
-            lock.release()
-            self.assertEqual(held.result(PATIENCE_S).name, "Held")
-            poll("every call to end", lambda: server.metric("walklist_grpc_calls_in_flight") == 0)
-            method = '{method="/walklist.v1.LocateListService/CreateLocateList",code="CANCELLED"}'
-            self.assertEqual(server.metric("walklist_grpc_calls_total", method), 1)
-            self.assertEqual(sql("SELECT count(*) FROM locate_lists WHERE name = 'Too late'"), [["0"]])
+            self.assert_abandoned(server, lock, held, "Too late")
         finally:
             channel.close()
             self.assertEqual(server.stop(), 0)
@@ -561,12 +566,7 @@ class GrpcTest(unittest.TestCase):
             # walklistd answers an unknown method on the completion queue's thread: once it is
             # answered, the cancellation has been seen.
             self.assert_error(grpc.StatusCode.UNIMPLEMENTED, channel.unary_unary("/x.Y/Z"), b"")
-            lock.release()
-            self.assertEqual(held.result(PATIENCE_S).name, "Held")
-            poll("every call to end", lambda: server.metric("walklist_grpc_calls_in_flight") == 0)
-            method = '{method="/walklist.v1.LocateListService/CreateLocateList",code="CANCELLED"}'
-            self.assertEqual(server.metric("walklist_grpc_calls_total", method), 1)
-            self.assertEqual(sql("SELECT count(*) FROM locate_lists WHERE name = 'Cancelled'"), [["0"]])
+            self.assert_abandoned(server, lock, held, "Cancelled")
         finally:
             channel.close()
             self.assertEqual(server.stop(), 0)
