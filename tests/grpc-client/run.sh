@@ -3,7 +3,9 @@
 # gRPC client nobody here wrote, calls every method of every core service of real walklistd
 # processes over gRPC (test_grpc.py starts them, each with the options it needs).
 #
-#   run.sh WORKDIR
+#   run.sh WORKDIR         the test (test_grpc.py)
+#   run.sh WORKDIR bench   one benchmark run instead (bench.py): unary GetLocateList and
+#                          CreateLocateList over gRPC and over Connect, a table on stdout
 #
 # Needs the "pg" fixture's environment (WALKLIST_TEST_PGDIR, WALKLISTD, WALKLISTCTL). Generates
 # the Python messages of proto/ with protoc (protobuf-compiler) and the gRPC stubs with
@@ -64,4 +66,8 @@ WALKLIST_DB_CONNINFO=$(pg_cluster_conninfo "$WALKLIST_TEST_PGDIR" "$DB_NAME")
 export WALKLIST_RUN_DIR=$RUN
 export PSQL
 PSQL=$(pg_bin_dir)/psql
-"$PYTHON" -u "$HERE/test_grpc.py" -v
+if [[ ${2:-} == bench ]]; then
+  "$PYTHON" -u "$HERE/bench.py"
+else
+  "$PYTHON" -u "$HERE/test_grpc.py" -v
+fi
