@@ -1,7 +1,6 @@
 /* Starting admissions and answering their refusals, for every transport, happens here. */
 #include "access.h"
 
-#include <microhttpd.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -51,10 +50,8 @@ bool wl_access_read_key(const wl_access_t *access, wl_exchange_t *ex, const wl_s
 void wl_access_unauthenticated(const wl_access_t *access, wl_exchange_t *ex, bool key_sent,
                                const char *message)
 {
-    const union MHD_ConnectionInfo *info =
-        MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     int retry_after = 0;
-    if (!wl_anon_limiter_allow(access->anonymous, info ? info->client_addr : NULL, &retry_after)) {
+    if (!wl_anon_limiter_allow(access->anonymous, wl_exchange_client_addr(ex), &retry_after)) {
         char seconds[16];
         snprintf(seconds, sizeof(seconds), "%d", retry_after > 0 ? retry_after : 1);
         wl_exchange_add_header(ex, "Retry-After", seconds);
@@ -126,9 +123,7 @@ bool wl_access_begin(const wl_access_t *access, wl_exchange_t *ex, wl_span_t tok
      * admission is not deferred (libmicrohttpd sends 100 as soon as the body is wanted). */
     if (may_defer && policy->admits_with_work && wl_admission_pending(ex->admission) &&
         wl_exchange_header(ex, "Expect") == NULL) {
-        const union MHD_ConnectionInfo *info =
-            MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        if (wl_anon_limiter_would_allow(access->anonymous, info ? info->client_addr : NULL))
+        if (wl_anon_limiter_would_allow(access->anonymous, wl_exchange_client_addr(ex)))
             return true;
     }
     return wl_access_admitted(access, ex);

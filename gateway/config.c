@@ -265,6 +265,8 @@ static int derive_defaults(wl_config_t *config, wl_error_t *err)
     }
     if (config->db_pool_size == 0)
         config->db_pool_size = config->threads + 2;
+    if (config->grpc_threads == 0)
+        config->grpc_threads = config->threads;
     for (size_t i = 0; i < OPTION_COUNT; i++) {
         if (options[i].derived != NULL && *int_field(config, &options[i]) == 0)
             return wl_error_set(err, WL_EINTERNAL,

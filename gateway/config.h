@@ -48,8 +48,16 @@
          "OpenAPI document only (404 for anything else), a thread per connection (16 at most), "   \
          "never behind a request that waits on the database: point liveness probes here; "         \
          "`/readyz` there says 503 from SIGTERM on")                                               \
+    TEXT(grpc_listen, "grpc-listen", "WALKLIST_GRPC_LISTEN", "HOST:PORT", false, NULL,             \
+         "also serve every core service over gRPC (HTTP/2) on this address; TLS with "             \
+         "--tls-cert/--tls-key; port 0 picks a free port (logged)",                                \
+         "`host:port` or `[v6]:port` of a gRPC (HTTP/2) listener for every core service and "      \
+         "`grpc.health.v1.Health`: cleartext h2c, or TLS with ALPN h2 when `--tls-cert` and "       \
+         "`--tls-key` are given; port 0 picks a free port (logged); see [gRPC](#grpc)")            \
     INT(threads, "threads", "WALKLIST_THREADS", "N", 1, 1024, 0, "2 x cores",                      \
-        "request threads: where requests wait for the database", NULL)                                                               \
+        "request threads: where requests wait for the database", NULL)  \
+    INT(grpc_threads, "grpc-threads", "WALKLIST_GRPC_THREADS", "N", 1, 1024, 0, "threads",         \
+        "gRPC worker threads: each runs one call at a time", NULL)                                 \
     INT(db_pool_size, "db-pool-size", "WALKLIST_DB_POOL_SIZE", "N", 1, 1024, 0, "threads + 2",     \
         "PostgreSQL connections at most", NULL)                                                    \
     INT(db_timeout_ms, "db-timeout-ms", "WALKLIST_DB_TIMEOUT_MS", "MS", 100, 600000,               \

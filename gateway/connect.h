@@ -38,21 +38,13 @@
 
 #include "anon_limit.h"
 #include "exchange.h"
+#include "rpc.h"
 #include "walklist/core.h"
 
-/* Request bodies, either codec: gRPC's default message limit, as for replies. A full batch of
- * an InventoryService method at its character limits (1,000 products, 64-character SKUs and
- * 200-character names in 4-byte UTF-8) is about 1.1 MB in either codec; the largest walk list
- * sent as JSON with every character \u-escaped (as Python's json.dumps does by default) is
- * about 155 KB, already over the 64 KiB of the REST routes. Bodies are read only for an
- * authenticated key with the method's scope. */
-#define WL_CONNECT_BODY_LIMIT (4u * 1024 * 1024)
-/* The reply's binary encoding, whichever codec is sent: gRPC's default message limit. A stock
- * export item takes about 41 bytes with a 20-character SKU and a 10-character rack, so this
- * is about 100,000 SKUs; answering that takes about 100 MB at its peak as JSON (25 MB as
- * binary), measured. A larger reply is refused; GET /api/v1/stock-export streams any size
- * with flat memory. */
-#define WL_CONNECT_REPLY_LIMIT (4u * 1024 * 1024)
+/* Request bodies and replies (binary encoding) in either codec: the limits of every RPC
+ * transport (rpc.h). Bodies are read only for an authenticated key with the method's scope. */
+#define WL_CONNECT_BODY_LIMIT  WL_RPC_REQUEST_LIMIT
+#define WL_CONNECT_REPLY_LIMIT WL_RPC_REPLY_LIMIT
 
 typedef struct wl_connect wl_connect_t;
 

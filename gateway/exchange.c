@@ -11,7 +11,22 @@
 
 const char *wl_exchange_header(const wl_exchange_t *ex, const char *name)
 {
-    return MHD_lookup_connection_value(ex->connection, MHD_HEADER_KIND, name);
+    if (ex->connection != NULL)
+        return MHD_lookup_connection_value(ex->connection, MHD_HEADER_KIND, name);
+    for (size_t i = 0; i < ex->request_header_count; i++) {
+        if (strcasecmp(ex->request_headers[i].name, name) == 0)
+            return ex->request_headers[i].value;
+    }
+    return NULL;
+}
+
+const struct sockaddr *wl_exchange_client_addr(const wl_exchange_t *ex)
+{
+    if (ex->connection == NULL)
+        return ex->client_addr;
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info ? info->client_addr : NULL;
 }
 
 void wl_exchange_add_header(wl_exchange_t *ex, const char *name, const char *value)
@@ -25,23 +40,35 @@ void wl_exchange_add_header(wl_exchange_t *ex, const char *name, const char *val
         ex->header_count++;
 }
 
-void wl_exchange_rate_headers(const wl_exchange_t *ex, struct MHD_Response *response)
+void wl_exchange_rate_values(const wl_exchange_t *ex,
+                             void (*add)(const char *name, const char *value, void *data),
+                             void *data)
 {
     const wl_rate_t *rate = &ex->rate;
     if (!ex->authenticated || rate->bucket == NULL)
         return;
     char value[128];
     snprintf(value, sizeof(value), "%d", rate->limit);
-    MHD_add_response_header(response, "RateLimit-Limit", value);
+    add("RateLimit-Limit", value, data);
     snprintf(value, sizeof(value), "%d", rate->remaining);
-    MHD_add_response_header(response, "RateLimit-Remaining", value);
+    add("RateLimit-Remaining", value, data);
     snprintf(value, sizeof(value), "%d", rate->reset_s);
-    MHD_add_response_header(response, "RateLimit-Reset", value);
+    add("RateLimit-Reset", value, data);
     snprintf(value, sizeof(value), "\"%s\";q=%d;w=%d", rate->bucket, rate->limit, rate->window_s);
-    MHD_add_response_header(response, "RateLimit-Policy", value);
+    add("RateLimit-Policy", value, data);
     snprintf(value, sizeof(value), "\"%s\";r=%d;t=%d", rate->bucket, rate->remaining,
              rate->reset_s);
-    MHD_add_response_header(response, "RateLimit", value);
+    add("RateLimit", value, data);
+}
+
+static void add_response_header(const char *name, const char *value, void *data)
+{
+    MHD_add_response_header(data, name, value);
+}
+
+void wl_exchange_rate_headers(const wl_exchange_t *ex, struct MHD_Response *response)
+{
+    wl_exchange_rate_values(ex, add_response_header, response);
 }
 
 typedef struct {
@@ -77,6 +104,12 @@ static enum MHD_Result join_header(void *cls, enum MHD_ValueKind kind, const cha
 const char *wl_exchange_header_list(wl_exchange_t *ex, const char *name)
 {
     header_list_t list = {.name = name, .arena = &ex->arena};
+    if (ex->connection == NULL) {
+        for (size_t i = 0; i < ex->request_header_count; i++)
+            join_header(&list, MHD_HEADER_KIND, ex->request_headers[i].name,
+                        ex->request_headers[i].value);
+        return list.joined;
+    }
     MHD_get_connection_values(ex->connection, MHD_HEADER_KIND, join_header, &list);
     return list.joined;
 }

@@ -18,6 +18,7 @@
 #include "walklist/span.h"
 
 struct MHD_Connection;
+struct sockaddr;
 
 #define WL_EXCHANGE_MAX_HEADERS 12
 
@@ -27,7 +28,12 @@ typedef struct {
 } wl_header_t;
 
 typedef struct {
+    /* The HTTP/1.1 request's connection, or NULL for a transport of its own (gRPC), which
+     * gives its request headers in request_headers and the client's address in client_addr. */
     struct MHD_Connection *connection;
+    const wl_header_t *request_headers; /* names lower case; with connection NULL only */
+    size_t request_header_count;
+    const struct sockaddr *client_addr; /* with connection NULL only; NULL: unknown */
     wl_arena_t arena;
     const char *method;
     wl_span_t path;  /* raw (percent-encoded) path, no query */
@@ -92,10 +98,19 @@ void wl_exchange_add_header(wl_exchange_t *ex, const char *name, const char *val
 struct MHD_Response;
 
 /**
- * Adds the rate-limit headers of an authenticated request (CONTRACT section 8):
- * RateLimit-Limit/-Remaining/-Reset and the structured RateLimit-Policy and RateLimit.
+ * Calls add(name, value, data) for each rate-limit header of an authenticated request
+ * (CONTRACT section 8): RateLimit-Limit/-Remaining/-Reset and the structured RateLimit-Policy
+ * and RateLimit; nothing without a rate decision. value is valid during the call only.
  */
+void wl_exchange_rate_values(const wl_exchange_t *ex,
+                             void (*add)(const char *name, const char *value, void *data),
+                             void *data);
+
+/** Adds the rate-limit headers (wl_exchange_rate_values) to an HTTP response. */
 void wl_exchange_rate_headers(const wl_exchange_t *ex, struct MHD_Response *response);
+
+/** The client's address (NULL when unknown). */
+const struct sockaddr *wl_exchange_client_addr(const wl_exchange_t *ex);
 
 /** Sets a JSON response; takes the reference to body. */
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body);

@@ -143,6 +143,8 @@ int main(int argc, char **argv)
         .ops_listen = config.ops_listen,
         .export_cache = &export_cache,
         .tls_1_3_only = strcmp(config.tls_min_version, "1.3") == 0,
+        .grpc_listen = config.grpc_listen,
+        .grpc_threads = (unsigned)config.grpc_threads,
     };
     if (wl_server_start(core, &server_config, &server, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);
@@ -157,6 +159,7 @@ int main(int argc, char **argv)
     wl_log_line_int(&line, "port", wl_server_port(server));
     wl_log_line_bool(&line, "tls", tls_cert != NULL);
     wl_log_line_int(&line, "opsPort", wl_server_ops_port(server));
+    wl_log_line_int(&line, "grpcPort", wl_server_grpc_port(server));
     wl_log_line_end(&line);
 
     int signal_number = 0;

@@ -33,8 +33,17 @@ typedef struct {
     unsigned long long count;
 } rejection_series_t;
 
+typedef struct {
+    const char *method;
+    wl_grpc_code_t code;
+    unsigned long long count;
+} grpc_series_t;
+
 struct wl_metrics {
     pthread_mutex_t lock;
+    grpc_series_t grpc_calls[MAX_SERIES];
+    size_t grpc_call_count;
+    long long grpc_in_flight;
     request_series_t requests[MAX_SERIES];
     size_t request_count;
     unsigned long long requests_dropped; /* series beyond MAX_SERIES */
@@ -125,6 +134,39 @@ void wl_metrics_record(wl_metrics_t *metrics, const char *route, unsigned status
     pthread_mutex_unlock(&metrics->lock);
 }
 
+void wl_metrics_grpc_started(wl_metrics_t *metrics)
+{
+    if (metrics == NULL)
+        return;
+    pthread_mutex_lock(&metrics->lock);
+    metrics->grpc_in_flight++;
+    pthread_mutex_unlock(&metrics->lock);
+}
+
+void wl_metrics_record_grpc(wl_metrics_t *metrics, const char *method, wl_grpc_code_t code)
+{
+    if (metrics == NULL)
+        return;
+    if (method == NULL || method[0] == '\0')
+        method = "unmatched";
+    pthread_mutex_lock(&metrics->lock);
+    metrics->grpc_in_flight--;
+    grpc_series_t *series = NULL;
+    for (size_t i = 0; i < metrics->grpc_call_count && series == NULL; i++) {
+        if (metrics->grpc_calls[i].code == code &&
+            same_label(metrics->grpc_calls[i].method, method))
+            series = &metrics->grpc_calls[i];
+    }
+    if (series == NULL && metrics->grpc_call_count < MAX_SERIES) {
+        series = &metrics->grpc_calls[metrics->grpc_call_count++];
+        series->method = method;
+        series->code = code;
+    }
+    if (series != NULL)
+        series->count++;
+    pthread_mutex_unlock(&metrics->lock);
+}
+
 char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *arena, size_t *len)
 {
     char *text = NULL;
@@ -164,6 +206,18 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *aren
     for (size_t i = 0; i < metrics->rejection_count; i++)
         fprintf(out, "walklist_rate_limit_rejections_total{bucket=\"%s\"} %llu\n",
                 metrics->rejections[i].bucket, metrics->rejections[i].count);
+    fprintf(out, "# HELP walklist_grpc_calls_total gRPC calls ended, by method and status code.\n"
+                 "# TYPE walklist_grpc_calls_total counter\n");
+    for (size_t i = 0; i < metrics->grpc_call_count; i++)
+        fprintf(out, "walklist_grpc_calls_total{method=\"%s\",code=\"%s\"} %llu\n",
+                metrics->grpc_calls[i].method, wl_grpc_code_name(metrics->grpc_calls[i].code),
+                metrics->grpc_calls[i].count);
+    fprintf(out,
+            "# HELP walklist_grpc_calls_in_flight gRPC calls taken and not yet ended (queued for a "
+            "worker or running).\n"
+            "# TYPE walklist_grpc_calls_in_flight gauge\n"
+            "walklist_grpc_calls_in_flight %lld\n",
+            metrics->grpc_in_flight);
     pthread_mutex_unlock(&metrics->lock);
 
     int size_total = 0, in_use = 0, open = 0;

@@ -1,5 +1,6 @@
 /*
- * Prometheus metrics of one walklistd process: requests by route and status,
+ * Prometheus metrics of one walklistd process: requests by route and status, gRPC calls by
+ * method and code,
  * a latency histogram per route, rate-limit rejections per bucket, and the
  * database pool. Recording is a short mutex-protected update; the text
  * exposition format is produced on demand for GET /metrics.
@@ -24,6 +25,17 @@ void wl_metrics_destroy(wl_metrics_t *metrics);
  */
 void wl_metrics_record(wl_metrics_t *metrics, const char *route, unsigned status, double seconds,
                        const char *rate_bucket);
+
+/** Counts a gRPC call taken (in flight until wl_metrics_record_grpc records its end). */
+void wl_metrics_grpc_started(wl_metrics_t *metrics);
+
+/**
+ * Records one gRPC call by how it ended. method is a procedure path valid while the metrics
+ * are ("" or NULL for an unknown method); code the status the client was sent, or CANCELLED
+ * for a call that ended without one (the client left, its deadline passed, or gRPC's core
+ * refused its message).
+ */
+void wl_metrics_record_grpc(wl_metrics_t *metrics, const char *method, wl_grpc_code_t code);
 
 /** The exposition text (Prometheus text format 0.0.4) in arena memory; NULL when out of memory. */
 char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *arena, size_t *len);

@@ -23,6 +23,7 @@
 #include "walklist/redact.h"
 #include "exchange.h"
 #include "framing.h"
+#include "grpc_server.h"
 #include "linger.h"
 #include "metrics.h"
 #include "offload.h"
@@ -49,6 +50,7 @@ struct wl_server {
     wl_core_t *core;
     wl_api_t *api;
     wl_connect_t *connect;           /* the Connect transport: /walklist.* paths */
+    wl_grpc_server_t *grpc;          /* --grpc-listen; NULL: none */
     wl_export_cache_t *export_cache; /* NULL: none (exports read from the database) */
     wl_anon_limiter_t *anonymous; /* requests without a valid key, per address: every transport */
     wl_metrics_t *metrics;
@@ -824,6 +826,16 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
             return rc;
         }
     }
+    if (config->grpc_listen != NULL && config->grpc_listen[0] != '\0') {
+        wl_grpc_config_t grpc_config = {config->grpc_listen,  config->grpc_threads,
+                                        config->tls_cert_pem, config->tls_key_pem,
+                                        server->anonymous,    server->metrics};
+        rc = wl_grpc_server_start(core, &grpc_config, &server->grpc, err);
+        if (rc != 0) {
+            wl_server_stop(server, 0);
+            return rc;
+        }
+    }
     *out = server;
     return 0;
 Fail:
@@ -843,6 +855,11 @@ Fail:
 uint16_t wl_server_port(const wl_server_t *server)
 {
     return server->port;
+}
+
+uint16_t wl_server_grpc_port(const wl_server_t *server)
+{
+    return server->grpc ? wl_grpc_server_port(server->grpc) : 0;
 }
 
 uint16_t wl_server_ops_port(const wl_server_t *server)
@@ -869,7 +886,7 @@ static bool wait_for(wl_server_t *server, bool (*done)(wl_server_t *), int timeo
 
 static bool no_request_active(wl_server_t *server)
 {
-    return atomic_load(&server->active_requests) == 0;
+    return atomic_load(&server->active_requests) == 0 && wl_grpc_server_active(server->grpc) == 0;
 }
 
 static bool database_idle(wl_server_t *server)
@@ -885,6 +902,7 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
      * connection is answered 503 unserved; no new connection is accepted. */
     atomic_store(&server->stopping, true);
     wl_acceptor_stop(server->acceptor);
+    wl_grpc_server_shutdown(server->grpc); /* GOAWAY; calls in flight go on */
     if (!wait_for(server, no_request_active, drain_timeout_ms)) {
         /* The timeout cuts only what has not reached the database. A request at it may have
          * committed: it is waited for, so that its client hears how it ended. */
@@ -912,6 +930,7 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
     MHD_stop_daemon(server->daemon);
     if (server->ops_daemon != NULL)
         MHD_stop_daemon(server->ops_daemon);
+    wl_grpc_server_destroy(server->grpc);
     wl_acceptor_destroy(server->acceptor);
     wl_offload_destroy(server->offload);
     wl_linger_destroy(server->linger);

@@ -2,7 +2,8 @@
  * The HTTP server: libmicrohttpd with a thread pool, bounded request bodies
  * and header fields, connection timeouts and limits (in total and per client
  * address), optional native TLS, one JSON log line per request. It hands each
- * request to the REST routes (api.h) or the operations endpoints.
+ * request to the REST routes (api.h) or the operations endpoints. It also owns the gRPC
+ * listener (grpc_server.h), which shares its metrics, limits and shutdown.
  */
 #ifndef WALKLIST_GATEWAY_SERVER_H
 #define WALKLIST_GATEWAY_SERVER_H
@@ -36,6 +37,10 @@ typedef struct {
     /* The stock export's cache (export_cache.h), created and stopped with the server; NULL:
      * none, every export read from the database. */
     const wl_export_cache_config_t *export_cache;
+    /* "host:port" of the gRPC listener (grpc_server.h; TLS with the PEM texts above), with
+     * grpc_threads workers; NULL: none. */
+    const char *grpc_listen;
+    unsigned grpc_threads;
 } wl_server_config_t;
 
 /*
@@ -62,6 +67,9 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
 
 /** The port of the operations listener (0: none). */
 uint16_t wl_server_ops_port(const wl_server_t *server);
+
+/** The port of the gRPC listener (0: none). */
+uint16_t wl_server_grpc_port(const wl_server_t *server);
 
 /** The port actually bound (useful with port 0). */
 uint16_t wl_server_port(const wl_server_t *server);

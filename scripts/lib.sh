@@ -21,6 +21,7 @@ WL_PACKAGES=(
   libmicrohttpd-dev libjansson-dev libpq-dev libssl-dev zlib1g-dev
   curl openssl postgresql git
   iproute2 iptables clang-format
+  libgrpc-dev python3-grpcio python3-grpc-tools
 )
 
 # The Connect client test runs on Node.js and npm: Debian's, unless the machine already has

@@ -2,7 +2,8 @@
  * Tenant isolation and hostile strings over every transport (CONTRACT sections 2 and 7):
  *
  * - Every REST route (iterated from gateway/api.c's route table through wl_api_routes(), the
- *   device routes included) and every method of every core service over Connect (iterated
+ *   device routes included) and every method of every core service over Connect and over gRPC
+ *   (the same cases, sent by gRPC's C core as a client; iterated
  *   from the core registry, wl_core_services): without a key 401, with a malformed, unknown
  *   or revoked key 401, with a key lacking the method's scope 403 (a key lacking any other
  *   scope passes), with another organization's ids 404 (never 403), and another
@@ -21,7 +22,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+
 #include "api.h"
+#include "json_codec.h"
+#include "status_map.h"
 #include "e2e.h"
 #include "fixture.h"
 #include "service.h"
@@ -441,7 +449,141 @@ static const cross_case_t cross_cases[] = {
      "not_found"},
 };
 
-static void test_connect_matrix(wl_core_t *core)
+/* --- The gRPC transport: the same matrix through gRPC's C core as a client ----------------- */
+
+static wl_core_t *grpc_core; /* for the request and reply descriptors */
+static grpc_channel *grpc_client;
+
+/* The JSON request of a Connect case sent over gRPC (binary), and the outcome written as
+ * Connect would (status from the gRPC code, {"code","message"}, the reply as JSON, the initial
+ * metadata as headers), so that every check of the Connect row applies unchanged. */
+static http_response_t grpc_json_call(const char *procedure, const char *key, const void *body,
+                                      size_t len)
+{
+    http_response_t res = {0};
+    char service_name[200];
+    const char *slash = strchr(procedure, '/');
+    snprintf(service_name, sizeof(service_name), "%.*s", (int)(slash - procedure), procedure);
+    const wl_service_entry_t *entry = wl_core_find_service(grpc_core, service_name);
+    const ProtobufCMethodDescriptor *method =
+        entry ? protobuf_c_service_descriptor_get_method_by_name(entry->descriptor, slash + 1)
+              : NULL;
+    if (method == NULL)
+        return res;
+    wl_arena_t arena;
+    wl_arena_init(&arena, 16u * 1024 * 1024);
+    wl_error_t err;
+    wl_error_init(&err);
+    ProtobufCMessage *input = NULL;
+    if (wl_json_decode(method->input, body, len, &arena, &input, &err) != 0) {
+        wl_arena_dispose(&arena);
+        return res;
+    }
+    grpc_slice request = grpc_slice_malloc(protobuf_c_message_get_packed_size(input));
+    protobuf_c_message_pack(input, GRPC_SLICE_START_PTR(request));
+    grpc_byte_buffer *request_buffer = grpc_raw_byte_buffer_create(&request, 1);
+    grpc_slice_unref(request);
+
+    grpc_completion_queue *queue = grpc_completion_queue_create_for_pluck(NULL);
+    char path[300], bearer[256];
+    snprintf(path, sizeof(path), "/%s", procedure);
+    grpc_slice path_slice = grpc_slice_from_copied_string(path);
+    grpc_call *call = grpc_channel_create_call(
+        grpc_client, NULL, GRPC_PROPAGATE_DEFAULTS, queue, path_slice, NULL,
+        gpr_time_add(gpr_now(GPR_CLOCK_REALTIME), gpr_time_from_seconds(60, GPR_TIMESPAN)), NULL);
+    grpc_slice_unref(path_slice);
+    snprintf(bearer, sizeof(bearer), "Bearer %s", key ? key : "");
+    grpc_metadata auth = {.key = grpc_slice_from_static_string("authorization"),
+                          .value = grpc_slice_from_copied_string(bearer)};
+    grpc_metadata_array initial, trailing;
+    grpc_metadata_array_init(&initial);
+    grpc_metadata_array_init(&trailing);
+    grpc_byte_buffer *reply_buffer = NULL;
+    grpc_status_code status = GRPC_STATUS_UNKNOWN;
+    grpc_slice details = grpc_empty_slice();
+    grpc_op ops[6];
+    memset(ops, 0, sizeof(ops));
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[0].data.send_initial_metadata.count = key ? 1 : 0;
+    ops[0].data.send_initial_metadata.metadata = &auth;
+    ops[1].op = GRPC_OP_SEND_MESSAGE;
+    ops[1].data.send_message.send_message = request_buffer;
+    ops[2].op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+    ops[3].op = GRPC_OP_RECV_INITIAL_METADATA;
+    ops[3].data.recv_initial_metadata.recv_initial_metadata = &initial;
+    ops[4].op = GRPC_OP_RECV_MESSAGE;
+    ops[4].data.recv_message.recv_message = &reply_buffer;
+    ops[5].op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+    ops[5].data.recv_status_on_client.trailing_metadata = &trailing;
+    ops[5].data.recv_status_on_client.status = &status;
+    ops[5].data.recv_status_on_client.status_details = &details;
+    bool done = grpc_call_start_batch(call, ops, 6, &res, NULL) == GRPC_CALL_OK &&
+                grpc_completion_queue_pluck(queue, &res, gpr_inf_future(GPR_CLOCK_REALTIME), NULL)
+                        .success != 0;
+
+    if (done) {
+        wl_grpc_code_t code = (wl_grpc_code_t)status;
+        res.status = code == WL_GRPC_OK ? 200 : (int)wl_http_status_of(code);
+        char *head = NULL;
+        size_t head_len = 0;
+        FILE *out = open_memstream(&head, &head_len);
+        fprintf(out, "HTTP/1.1 %d gRPC\r\n", res.status);
+        for (size_t i = 0; i < initial.count; i++)
+            fprintf(out, "%.*s: %.*s\r\n", (int)GRPC_SLICE_LENGTH(initial.metadata[i].key),
+                    (const char *)GRPC_SLICE_START_PTR(initial.metadata[i].key),
+                    (int)GRPC_SLICE_LENGTH(initial.metadata[i].value),
+                    (const char *)GRPC_SLICE_START_PTR(initial.metadata[i].value));
+        fclose(out);
+        res.head = head;
+        char *text = NULL;
+        if (code == WL_GRPC_OK && reply_buffer != NULL) {
+            grpc_byte_buffer_reader reader;
+            grpc_byte_buffer_reader_init(&reader, reply_buffer);
+            grpc_slice all = grpc_byte_buffer_reader_readall(&reader);
+            grpc_byte_buffer_reader_destroy(&reader);
+            ProtobufCMessage *reply =
+                protobuf_c_message_unpack(method->output, &arena.allocator, GRPC_SLICE_LENGTH(all),
+                                          GRPC_SLICE_START_PTR(all));
+            grpc_slice_unref(all);
+            size_t text_len = 0;
+            const char *json = reply ? wl_json_encode_text(reply, &arena, &text_len) : NULL;
+            text = json ? strndup(json, text_len) : NULL;
+        } else {
+            json_t *error = json_pack("{s:s, s:s%}", "code", wl_grpc_connect_name(code), "message",
+                                      (const char *)GRPC_SLICE_START_PTR(details),
+                                      (size_t)GRPC_SLICE_LENGTH(details));
+            text = error ? json_dumps(error, JSON_COMPACT) : NULL;
+            json_decref(error);
+        }
+        res.body = text ? text : strdup("");
+        res.body_len = strlen(res.body);
+        res.json = json_loads(res.body, 0, NULL);
+    }
+    grpc_slice_unref(auth.value);
+    grpc_slice_unref(details);
+    if (reply_buffer != NULL)
+        grpc_byte_buffer_destroy(reply_buffer);
+    grpc_byte_buffer_destroy(request_buffer);
+    grpc_metadata_array_destroy(&initial);
+    grpc_metadata_array_destroy(&trailing);
+    grpc_call_unref(call);
+    grpc_completion_queue_shutdown(queue);
+    grpc_completion_queue_destroy(queue);
+    wl_arena_dispose(&arena);
+    return res;
+}
+
+static http_response_t connect_json_call(const char *procedure, const char *key, const void *body,
+                                         size_t len)
+{
+    return connect_call(procedure, key, JSON, body, len);
+}
+
+typedef http_response_t (*rpc_caller_t)(const char *procedure, const char *key, const void *body,
+                                        size_t len);
+
+/* Every method of every core service, with Connect's answers, through one RPC transport. */
+static void test_rpc_matrix(wl_core_t *core, rpc_caller_t rpc_call, const char *transport)
 {
     const wl_service_entry_t *services;
     size_t service_count = wl_core_services(core, &services);
@@ -454,16 +596,16 @@ static void test_connect_matrix(wl_core_t *core)
             unsigned scope = wl_core_method_policy(&services[i], m)->scope;
             methods_seen++;
 
-            http_response_t res = connect_call(procedure, NULL, JSON, "{}", 2);
+            http_response_t res = rpc_call(procedure, NULL, "{}", 2);
             snprintf(what, sizeof(what), "%s without a key", procedure);
             check_unauthenticated(&res, true, false, what);
             http_response_free(&res);
-            res = connect_call(procedure, key_revoked, JSON, "{}", 2);
+            res = rpc_call(procedure, key_revoked, "{}", 2);
             snprintf(what, sizeof(what), "%s with a revoked key", procedure);
             check_unauthenticated(&res, true, true, what);
             http_response_free(&res);
             for (size_t s = 0; s < SCOPES; s++) {
-                res = connect_call(procedure, key_a_without[s], JSON, "{}", 2);
+                res = rpc_call(procedure, key_a_without[s], "{}", 2);
                 snprintf(what, sizeof(what), "%s with a key lacking scope %u", procedure,
                          scope_bits[s]);
                 if ((scope & scope_bits[s]) != 0)
@@ -488,8 +630,7 @@ static void test_connect_matrix(wl_core_t *core)
                              slot[1] == 'B' ? list_b : own, slot + 2);
                 else
                     snprintf(body, sizeof(body), "%s", x->body);
-                res = connect_call(procedure, x->with_b_key ? key_b : key_a, JSON, body,
-                                   strlen(body));
+                res = rpc_call(procedure, x->with_b_key ? key_b : key_a, body, strlen(body));
                 snprintf(what, sizeof(what), "%s %s with %s's key", procedure, body,
                          x->with_b_key ? "B" : "A");
                 if (x->code != NULL)
@@ -509,8 +650,8 @@ static void test_connect_matrix(wl_core_t *core)
         }
     }
     CHECK(methods_seen >= 14);
-    fprintf(stderr, "Connect: %zu methods of %zu services through the same matrix\n", methods_seen,
-            service_count);
+    fprintf(stderr, "%s: %zu methods of %zu services through the same matrix\n", transport,
+            methods_seen, service_count);
 }
 
 /* --- Hostile strings ---------------------------------------------------------------------- */
@@ -1049,8 +1190,14 @@ int main(void)
     fixture_import(db, org_b, "reservations",
                    "ref,sku,warehouse,quantity,status\nR-B,B-SECRET-SKU,WB2,1,active\n");
 
-    service_start(&service, conninfo, NULL);
+    const char *const grpc_args[] = {"--grpc-listen", "127.0.0.1:0", NULL};
+    service_start(&service, conninfo, grpc_args);
     port = service.port;
+    char *log = service_log(&service);
+    const char *grpc_field = log ? strstr(log, "\"grpcPort\":") : NULL;
+    unsigned grpc_port = grpc_field ? (unsigned)strtoul(grpc_field + 11, NULL, 10) : 0;
+    free(log);
+    CHECK(grpc_port != 0);
     fresh_list_of_a(list_a);
     http_response_t res =
         post_list(key_b, "{\"name\":\"b-secret-list\",\"codes\":[\"B-SECRET-SKU\"]}");
@@ -1073,7 +1220,17 @@ int main(void)
         return test_exit();
     }
     test_rest_matrix();
-    test_connect_matrix(core);
+    test_rpc_matrix(core, connect_json_call, "Connect");
+    char grpc_target[64];
+    snprintf(grpc_target, sizeof(grpc_target), "127.0.0.1:%u", grpc_port);
+    grpc_init();
+    grpc_channel_credentials *insecure = grpc_insecure_credentials_create();
+    grpc_client = grpc_channel_create(grpc_target, insecure, NULL);
+    grpc_channel_credentials_release(insecure);
+    grpc_core = core;
+    test_rpc_matrix(core, grpc_json_call, "gRPC");
+    grpc_channel_destroy(grpc_client);
+    grpc_shutdown_blocking();
     make_hostile();
     test_rest_hostile();
     test_connect_hostile(core);
