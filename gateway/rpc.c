@@ -130,6 +130,8 @@ void wl_rpc_finish(const wl_rpc_transport_t *transport, wl_core_t *core, wl_exch
                       .arena = &ex->arena,
                       .admission = ex->admission,
                       .err = &err,
+                      .gave_up = transport->expired,
+                      .gave_up_data = transport->data,
                       .idempotency_key = wl_exchange_header(ex, "Idempotency-Key")};
     if (rc == 0)
         rc = wl_core_invoke(&call, service, method_index, input);

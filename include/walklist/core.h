@@ -233,6 +233,11 @@ typedef struct {
     wl_error_t *err;
     /* Transport metadata in: the Idempotency-Key header (NULL when absent). */
     const char *idempotency_key;
+    /* The client may give up on the call (its deadline passed, it cancelled): gave_up(data) is
+     * then true, and the call's statements are given up too (WL_ECANCELLED), rolled back. A
+     * request counted in a group admission is not: the group commits together. NULL: never. */
+    bool (*gave_up)(void *data);
+    void *gave_up_data;
     /* Out: the reply repeats the first response to this idempotency key. */
     bool replayed;
     const ProtobufCMessage *reply; /* set on success; arena memory */

@@ -58,6 +58,7 @@ typedef enum {
     XX(EUNIMPLEMENTED, UNIMPLEMENTED, "not implemented")                                           \
     XX(EUNAVAILABLE, UNAVAILABLE, "database unavailable")                                          \
     XX(ETIMEDOUT, UNAVAILABLE, "the database did not answer in time")                              \
+    XX(ECANCELLED, CANCELLED, "the call was given up by its client")                               \
     XX(ENOMEM, INTERNAL, "out of memory")                                                          \
     XX(EINTERNAL, INTERNAL, "internal error")                                                      \
     XX(EIDEMPOTENCY, FAILED_PRECONDITION, "the Idempotency-Key was used for a different request")

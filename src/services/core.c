@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "services/services.h"
+#include "store/db.h"
 #include "store/migrate.h"
 #include "store/rate_limits.h"
 
@@ -303,7 +304,9 @@ int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned 
         return wl_error_set(call->err, WL_EPERMISSION, "the API key lacks the scope %s", needed);
     }
     call->reply = NULL;
+    wl_db_watch_call(call->gave_up, call->gave_up_data);
     int rc = method->run(call, input, &call->reply);
+    wl_db_watch_call(NULL, NULL);
     /* err's code wins over rc: it is the call's first error (sticky), as the transports
      * answer it. */
     if (rc != 0 && call->err->code == 0)

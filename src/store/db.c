@@ -116,6 +116,21 @@ PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_
         return NULL;
     }
     wl_db_log_notices(conn);
+    /* A server from PostgreSQL 14 on checks every second that the client is still there while
+     * a statement runs, so that one given up on (wl_db_watch_call) stops rather than runs on.
+     * (Older servers refuse the setting: they stop at their next write to the client.) */
+    if (PQserverVersion(conn) >= 140000) {
+        int silence_ms = wl_db_set_silence_limit(conn, (int)(deadline_ms - wl_db_clock_ms()));
+        PGresult *res = NULL;
+        int rc =
+            wl_db_exec(conn, "SET client_connection_check_interval = 1000", 0, NULL, &res, err);
+        PQclear(res);
+        wl_db_set_silence_limit(conn, silence_ms);
+        if (rc != 0) {
+            wl_db_discard(conn);
+            return NULL;
+        }
+    }
     return conn;
 }
 
@@ -160,6 +175,21 @@ typedef struct {
 
 static int event_proc(PGEventId event, void *info, void *passthrough);
 
+/* The call this thread serves (wl_db_watch_call). */
+static _Thread_local bool (*watched_gave_up)(void *data);
+static _Thread_local void *watched_data;
+
+void wl_db_watch_call(bool (*gave_up)(void *data), void *data)
+{
+    watched_gave_up = gave_up;
+    watched_data = data;
+}
+
+static bool call_given_up(void)
+{
+    return watched_gave_up != NULL && watched_gave_up(watched_data);
+}
+
 static prepared_t *prepared_of(PGconn *conn)
 {
     prepared_t *prepared = PQinstanceData(conn, event_proc);
@@ -199,40 +229,71 @@ int wl_db_set_silence_limit(PGconn *conn, int silence_ms)
     return previous;
 }
 
+typedef enum {
+    WAIT_DONE,     /* input came (or the connection failed: libpq says how) */
+    WAIT_SILENT,   /* nothing for the silence limit */
+    WAIT_GIVEN_UP, /* the watched call's client gave up */
+} wait_outcome_t;
+
+/* Shuts conn, so that the pool finds it broken (probing before it lends again, unless
+ * abandoned) and the server rolls back what it was doing. */
+static void shut(PGconn *conn, bool abandoned)
+{
+    prepared_t *state = abandoned ? prepared_of(conn) : NULL;
+    if (state != NULL)
+        state->abandoned = true;
+    shutdown(PQsocket(conn), SHUT_RDWR);
+    (void)PQconsumeInput(conn); /* libpq sees the end: CONNECTION_BAD */
+}
+
+/* Waits until conn has input, at most until give_up_ms (0: no limit); the watched call is
+ * looked at every WL_DB_WATCH_MS. Shuts conn when it gives up. */
+static wait_outcome_t await_readable(PGconn *conn, int64_t give_up_ms)
+{
+    for (;;) {
+        int wait_ms = -1;
+        if (give_up_ms != 0) {
+            int64_t left = give_up_ms - wl_db_clock_ms();
+            if (left <= 0) {
+                shut(conn, false);
+                return WAIT_SILENT;
+            }
+            wait_ms = (int)left;
+        }
+        if (watched_gave_up != NULL && (wait_ms < 0 || wait_ms > WL_DB_WATCH_MS))
+            wait_ms = WL_DB_WATCH_MS;
+        struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
+        int ready = poll(&pfd, 1, wait_ms);
+        if (ready > 0 || (ready < 0 && errno != EINTR))
+            return WAIT_DONE;
+        if (call_given_up()) {
+            shut(conn, true);
+            return WAIT_GIVEN_UP;
+        }
+    }
+}
+
 /*
  * Waits for the answer to what was just sent, as PQexec would, but gives up once the server
  * has sent nothing for the connection's silence limit: a server that keeps its TCP connection
- * alive but does not answer (a stopped process, a host that froze) is then given up on too.
- * The connection is shut on the way out, so that the pool finds it broken and probes before
- * it lends again. NULL with *silent set then; otherwise the result PQexec would return.
+ * alive but does not answer (a stopped process, a host that froze) is then given up on too;
+ * and once the watched call's client gave up. The connection is shut on the way out. NULL
+ * with *outcome set then; otherwise the result PQexec would return.
  */
-static PGresult *await_answer(PGconn *conn, bool *silent)
+static PGresult *await_answer(PGconn *conn, wait_outcome_t *outcome)
 {
-    *silent = false;
+    *outcome = WAIT_DONE;
     prepared_t *state = PQinstanceData(conn, event_proc);
     int silence_ms = state != NULL ? state->silence_ms : 0;
     int64_t give_up = silence_ms > 0 ? wl_db_clock_ms() + silence_ms : 0;
     PGresult *kept = NULL;
     for (;;) {
         while (PQisBusy(conn) && PQstatus(conn) == CONNECTION_OK) {
-            int wait_ms = -1;
-            if (give_up != 0) {
-                int64_t left = give_up - wl_db_clock_ms();
-                if (left <= 0) {
-                    *silent = true;
-                    PQclear(kept);
-                    shutdown(PQsocket(conn), SHUT_RDWR);
-                    (void)PQconsumeInput(conn); /* libpq sees the end: CONNECTION_BAD */
-                    return NULL;
-                }
-                wait_ms = (int)left;
+            *outcome = await_readable(conn, give_up);
+            if (*outcome != WAIT_DONE) {
+                PQclear(kept);
+                return NULL;
             }
-            struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
-            int ready = poll(&pfd, 1, wait_ms);
-            if (ready < 0 && errno != EINTR)
-                break;
-            if (ready <= 0)
-                continue;
             if (PQconsumeInput(conn) == 0)
                 break; /* PQgetResult reports the failure */
             if (give_up != 0)
@@ -259,48 +320,42 @@ static PGresult *await_answer(PGconn *conn, bool *silent)
     }
 }
 
-/* Takes what a PQsend* call started (sent: its return value) to its result. */
-static PGresult *answer_of(PGconn *conn, int sent, wl_error_t *err, bool *silent)
+/* The error of a wait that gave up; 0 when it did not. */
+static int wait_failed(wait_outcome_t outcome, wl_error_t *err)
 {
-    *silent = false;
+    if (outcome == WAIT_SILENT)
+        return wl_error_set(err, WL_EUNAVAILABLE, "database unavailable: no answer in time");
+    if (outcome == WAIT_GIVEN_UP)
+        return wl_error_set(err, WL_ECANCELLED, "the client gave up on the call");
+    return 0;
+}
+
+/* Takes what a PQsend* call started (sent: its return value) to its result; NULL with err set
+ * when the wait gave up. */
+static PGresult *answer_of(PGconn *conn, int sent, wl_error_t *err, bool *gave_up)
+{
+    *gave_up = false;
     if (!sent)
         return NULL; /* PQerrorMessage says why; check_result maps it */
-    PGresult *res = await_answer(conn, silent);
-    if (*silent)
-        wl_error_set(err, WL_EUNAVAILABLE, "database unavailable: no answer in time");
+    wait_outcome_t outcome;
+    PGresult *res = await_answer(conn, &outcome);
+    *gave_up = wait_failed(outcome, err) != 0;
     return res;
 }
 
-/* Waits (with the connection's silence limit) until conn has input; false when the server
- * stayed silent, the connection then shut. */
-static bool await_input(PGconn *conn)
+/* Waits (with the connection's silence limit) until conn has input. */
+static wait_outcome_t await_input(PGconn *conn)
 {
     prepared_t *state = PQinstanceData(conn, event_proc);
-    int silence_ms = state != NULL && state->silence_ms > 0 ? state->silence_ms : -1;
-    int64_t give_up = silence_ms > 0 ? wl_db_clock_ms() + silence_ms : 0;
-    for (;;) {
-        int wait_ms = -1;
-        if (give_up != 0) {
-            int64_t left = give_up - wl_db_clock_ms();
-            if (left <= 0) {
-                shutdown(PQsocket(conn), SHUT_RDWR);
-                (void)PQconsumeInput(conn);
-                return false;
-            }
-            wait_ms = (int)left;
-        }
-        struct pollfd pfd = {.fd = PQsocket(conn), .events = POLLIN};
-        int ready = poll(&pfd, 1, wait_ms);
-        if (ready > 0 || (ready < 0 && errno != EINTR))
-            return true;
-    }
+    int silence_ms = state != NULL ? state->silence_ms : 0;
+    return await_readable(conn, silence_ms > 0 ? wl_db_clock_ms() + silence_ms : 0);
 }
 
 int wl_db_copy_start(PGconn *conn, const char *sql, wl_error_t *err)
 {
-    bool silent;
-    PGresult *res = answer_of(conn, PQsendQuery(conn, sql), err, &silent);
-    if (silent)
+    bool gave_up;
+    PGresult *res = answer_of(conn, PQsendQuery(conn, sql), err, &gave_up);
+    if (gave_up)
         return err->code;
     int rc = PQresultStatus(res) == PGRES_COPY_OUT ? 0 : wl_db_fail(conn, res, err);
     PQclear(res);
@@ -313,10 +368,8 @@ int wl_db_copy_row(PGconn *conn, char **line, wl_error_t *err)
         int len = PQgetCopyData(conn, line, 1);
         if (len != 0)
             return len >= -1 ? len : (wl_db_fail(conn, NULL, err), -2);
-        if (!await_input(conn)) {
-            wl_error_set(err, WL_EUNAVAILABLE, "database unavailable: no answer in time");
+        if (wait_failed(await_input(conn), err) != 0)
             return -2;
-        }
         if (PQconsumeInput(conn) == 0) {
             wl_db_fail(conn, NULL, err);
             return -2;
@@ -364,10 +417,10 @@ static int hot_statement(PGconn *conn, const char *sql, int nparams, char name[1
             index = i;
     if (index < 0 && prepared != NULL && prepared->count < PREPARED_MAX) {
         snprintf(name, 16, "wl_%d", prepared->count);
-        bool silent;
+        bool gave_up;
         PGresult *res =
-            answer_of(conn, PQsendPrepare(conn, name, sql, nparams, NULL), err, &silent);
-        if (silent)
+            answer_of(conn, PQsendPrepare(conn, name, sql, nparams, NULL), err, &gave_up);
+        if (gave_up)
             return err->code;
         if (check_result(conn, res, NULL, err) != 0)
             return err->code;
@@ -389,20 +442,20 @@ int wl_db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *const
         return err->code;
     if (name[0] == '\0')
         return wl_db_exec(conn, sql, nparams, values, out, err);
-    bool silent;
+    bool gave_up;
     PGresult *res = answer_of(conn, PQsendQueryPrepared(conn, name, nparams, values, NULL, NULL, 0),
-                              err, &silent);
-    return silent ? err->code : check_result(conn, res, out, err);
+                              err, &gave_up);
+    return gave_up ? err->code : check_result(conn, res, out, err);
 }
 
 int wl_db_exec_params(PGconn *conn, const char *sql, int nparams, const char *const *values,
                       const int *lengths, const int *formats, PGresult **out, wl_error_t *err)
 {
-    bool silent;
+    bool gave_up;
     PGresult *res =
         answer_of(conn, PQsendQueryParams(conn, sql, nparams, NULL, values, lengths, formats, 0),
-                  err, &silent);
-    return silent ? err->code : check_result(conn, res, out, err);
+                  err, &gave_up);
+    return gave_up ? err->code : check_result(conn, res, out, err);
 }
 
 int wl_db_exec(PGconn *conn, const char *sql, int nparams, const char *const *values,

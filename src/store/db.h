@@ -46,6 +46,16 @@ void wl_db_discard(PGconn *conn);
  */
 int wl_db_set_silence_limit(PGconn *conn, int silence_ms);
 
+/**
+ * Watches the call this thread serves: while set, a statement whose client has given up on the
+ * call (gave_up(data) true: its deadline passed, it cancelled) is given up too, within
+ * WL_DB_WATCH_MS, with WL_ECANCELLED, and its connection is shut so that the server rolls its
+ * transaction back and, from PostgreSQL 14, stops the statement within a second
+ * (client_connection_check_interval). NULL: nothing watched.
+ */
+#define WL_DB_WATCH_MS 50
+void wl_db_watch_call(bool (*gave_up)(void *data), void *data);
+
 /** Starts a COPY ... TO STDOUT (sql has no parameters: COPY takes none). */
 int wl_db_copy_start(PGconn *conn, const char *sql, wl_error_t *err) WL_CHECK_RESULT;
 

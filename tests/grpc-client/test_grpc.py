@@ -71,14 +71,14 @@ def key(org, scopes, name="k"):
     return token
 
 
-def poll(what, check):
-    deadline = time.monotonic() + PATIENCE_S
+def poll(what, check, patience_s=PATIENCE_S):
+    deadline = time.monotonic() + patience_s
     while True:
         value = check()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"still waiting after {PATIENCE_S} s for {what}")
+            raise AssertionError(f"still waiting after {patience_s} s for {what}")
         time.sleep(0.05)
 
 
@@ -117,14 +117,14 @@ class Walklistd:
         m = re.search(r"^" + re.escape(name + labels) + r" (\d+)$", self.metrics(), re.M)
         return int(m.group(1)) if m else 0
 
-    def connect(self, path, request, token):
+    def connect(self, path, request, token, headers=None):
         """The same request over the Connect transport (binary): (status, body as dict or bytes)."""
         req = urllib.request.Request(
             f"http://127.0.0.1:{self.http_port}{path}", data=request.SerializeToString(),
             headers={"Content-Type": "application/proto", "Connect-Protocol-Version": "1",
-                     "Authorization": f"Bearer {token}"})
+                     "Authorization": f"Bearer {token}", **(headers or {})})
         try:
-            with urllib.request.urlopen(req) as r:
+            with urllib.request.urlopen(req, timeout=PATIENCE_S) as r:
                 return r.status, r.read()
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read())
@@ -567,6 +567,48 @@ class GrpcTest(unittest.TestCase):
             # answered, the cancellation has been seen.
             self.assert_error(grpc.StatusCode.UNIMPLEMENTED, channel.unary_unary("/x.Y/Z"), b"")
             self.assert_abandoned(server, lock, held, "Cancelled")
+        finally:
+            channel.close()
+            self.assertEqual(server.stop(), 0)
+
+    def test_deadline_stops_the_running_statement(self):
+        """A call whose statement is held at the database past the call's deadline, over gRPC
+        and over Connect: the call ends at its deadline and its statement is given up (its
+        backend stops waiting on our lock while we still hold it), nothing of it stays, and the
+        worker it held serves the next call. Without the deadline, the statement would wait on
+        until walklistd's statement_timeout (30 s): everything here must happen well before."""
+        well_before_s = 15
+        server = Walklistd("--grpc-threads", "1", "--threads", "1", "--db-timeout-ms", "600000",
+                           "--rate-limit-locate-lists", HIGH, "--rate-limit-shared", HIGH)
+        channel = server.channel()
+        try:
+            scanner = scanner_pb2_grpc.ScannerServiceStub(channel)
+            for transport in ("gRPC", "Connect"):
+                target = self.create_list(f"Held past its deadline ({transport})", ["SKU-1001"])
+                lock = RowLock(target.id)
+                request = scanner_pb2.LoadLocateListRequest(id=target.id)
+                if transport == "gRPC":
+                    load = scanner.LoadLocateList.future(request, metadata=metadata(self.all), timeout=5)
+                    poll("the load to wait on the row lock", waiting_on_lock)
+                    with self.assertRaises(grpc.RpcError) as caught:
+                        load.result(PATIENCE_S)
+                    self.assertEqual(caught.exception.code(), grpc.StatusCode.DEADLINE_EXCEEDED)
+                else:
+                    # Answered while the lock is still held: the wait was given up.
+                    started = time.monotonic()
+                    status, body = server.connect("/walklist.v1.ScannerService/LoadLocateList", request,
+                                                  self.all, {"Connect-Timeout-Ms": "2000"})
+                    self.assertEqual(body["code"], "deadline_exceeded", (status, body))
+                    self.assertLess(time.monotonic() - started, well_before_s)
+                poll(f"the {transport} load's statement to stop waiting on the lock",
+                     lambda: not waiting_on_lock(), well_before_s)
+                lock.release()
+                self.assertEqual(sql(f"SELECT state FROM locate_lists WHERE id = '{target.id}'"), [["pending"]])
+            self.assertEqual(self.health(channel, ""), health_pb2.HealthCheckResponse.SERVING)
+            created = locate_list_pb2_grpc.LocateListServiceStub(channel).CreateLocateList(
+                locate_list_pb2.CreateLocateListRequest(name="After the deadline", codes=["A"]),
+                metadata=metadata(self.all))
+            self.assertEqual(created.name, "After the deadline")
         finally:
             channel.close()
             self.assertEqual(server.stop(), 0)
