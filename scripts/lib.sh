@@ -21,6 +21,7 @@ WL_PACKAGES=(
   libmicrohttpd-dev libjansson-dev libpq-dev libssl-dev zlib1g-dev
   curl openssl postgresql git
   iproute2 iptables clang-format
+  gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm dpkg-dev
 )
 
 # The Connect client test runs on Node.js and npm: Debian's, unless the machine already has

@@ -14,14 +14,16 @@
 
 #include "walklist/scanner_status.h"
 
-#define WL_SCANNER_ERROR_STATUS_SIZE  24 /* the longest gRPC code name, FAILED_PRECONDITION, fits */
+#define WL_SCANNER_ERROR_STATUS_SIZE                                                               \
+    24 /* the longest gRPC code name, FAILED_PRECONDITION, fits                                    \
+        */
 #define WL_SCANNER_ERROR_MESSAGE_SIZE 96
 
 /** What the server said; caller-allocated. */
 typedef struct {
-    int http_status;                           /* 0 when no answer was read */
-    uint32_t retry_after;                      /* seconds, from Retry-After; 0 when absent */
-    char status[WL_SCANNER_ERROR_STATUS_SIZE]; /* "NOT_FOUND", ...; "" when the body has none */
+    int http_status;                             /* 0 when no answer was read */
+    uint32_t retry_after;                        /* seconds, from Retry-After; 0 when absent */
+    char status[WL_SCANNER_ERROR_STATUS_SIZE];   /* "NOT_FOUND", ...; "" when the body has none */
     char message[WL_SCANNER_ERROR_MESSAGE_SIZE]; /* for people, cut to fit; "" when none */
     /* Optional, set by the caller before use: the start of the raw body is copied here
      * (NUL-terminated, cut to body_size - 1), e.g. for a log. NULL: not kept. */

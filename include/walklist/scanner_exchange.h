@@ -99,9 +99,9 @@ int wl_scanner_receive_load_list(wl_scanner_exchange_t *ex,
  * Builds the complete HTTP request for ListPending or LoadList (list id, 1 to 40 characters)
  * into buf (WL_SCANNER_REQUEST_SIZE bytes always fit a host and key under 128 bytes each).
  */
-int wl_scanner_request_list_pending(const wl_scanner_server_t *server, uint8_t *buf,
-                                    size_t size, size_t *len);
-int wl_scanner_request_load_list(const wl_scanner_server_t *server, const char *id,
-                                 uint8_t *buf, size_t size, size_t *len);
+int wl_scanner_request_list_pending(const wl_scanner_server_t *server, uint8_t *buf, size_t size,
+                                    size_t *len);
+int wl_scanner_request_load_list(const wl_scanner_server_t *server, const char *id, uint8_t *buf,
+                                 size_t size, size_t *len);
 
 #endif

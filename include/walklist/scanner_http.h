@@ -88,14 +88,14 @@ typedef enum {
 /** Response parser state; caller-allocated, set up by wl_scanner_http_init. */
 typedef struct {
     /* Set once WL_SCANNER_HTTP_HEAD was returned. */
-    int status;                /* 200, 404, ... */
-    bool chunked;              /* Transfer-Encoding: chunked */
-    bool has_content_length;   /* and not chunked */
-    bool proto;                /* Content-Type: application/proto */
-    bool json;                 /* Content-Type: application/json (parameters allowed) */
-    uint64_t content_length;   /* when has_content_length */
-    uint32_t retry_after;      /* Retry-After in seconds, 0 when absent or a date */
-    uint64_t body_limit;       /* the most body bytes accepted, else ETOO_LARGE */
+    int status;              /* 200, 404, ... */
+    bool chunked;            /* Transfer-Encoding: chunked */
+    bool has_content_length; /* and not chunked */
+    bool proto;              /* Content-Type: application/proto */
+    bool json;               /* Content-Type: application/json (parameters allowed) */
+    uint64_t content_length; /* when has_content_length */
+    uint32_t retry_after;    /* Retry-After in seconds, 0 when absent or a date */
+    uint64_t body_limit;     /* the most body bytes accepted, else ETOO_LARGE */
     /* Private. */
     uint8_t state, next, field, candidates, value_state;
     int8_t error;

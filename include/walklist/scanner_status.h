@@ -31,7 +31,7 @@
     XX(UNAUTHENTICATED, -21, 401, "the key is missing, invalid or revoked")                        \
     XX(PERMISSION_DENIED, -22, 403, "the key lacks the scanner scope")                             \
     XX(NOT_FOUND, -23, 404, "no such list")                                                        \
-    XX(FAILED_PRECONDITION, -24, 0, "the list is no longer pending (loaded by another device)")     \
+    XX(FAILED_PRECONDITION, -24, 0, "the list is no longer pending (loaded by another device)")    \
     XX(RESOURCE_EXHAUSTED, -25, 429, "rate limited: retry after retry_after seconds")              \
     XX(UNIMPLEMENTED, -26, 405, "the server does not offer this method")                           \
     XX(INTERNAL, -27, 500, "the server failed")                                                    \

@@ -163,20 +163,20 @@ int wl_scanner_receive_load_list(wl_scanner_exchange_t *ex,
     return after_decode(ex, wl_scanner_decode_load_list(&stream, handler, walk));
 }
 
-int wl_scanner_request_list_pending(const wl_scanner_server_t *server, uint8_t *buf,
-                                    size_t size, size_t *len)
+int wl_scanner_request_list_pending(const wl_scanner_server_t *server, uint8_t *buf, size_t size,
+                                    size_t *len)
 {
     uint8_t body[WL_SCANNER_LIST_PENDING_REQUEST_SIZE + 1];
     size_t body_len = 0;
     int rc = wl_scanner_encode_list_pending(body, sizeof(body), &body_len);
     if (rc != WL_SCANNER_OK)
         return rc;
-    return wl_scanner_http_request(server, WL_SCANNER_LIST_PENDING_PATH, body, body_len, buf,
-                                   size, len);
+    return wl_scanner_http_request(server, WL_SCANNER_LIST_PENDING_PATH, body, body_len, buf, size,
+                                   len);
 }
 
-int wl_scanner_request_load_list(const wl_scanner_server_t *server, const char *id,
-                                 uint8_t *buf, size_t size, size_t *len)
+int wl_scanner_request_load_list(const wl_scanner_server_t *server, const char *id, uint8_t *buf,
+                                 size_t size, size_t *len)
 {
     uint8_t body[WL_SCANNER_LOAD_LIST_REQUEST_SIZE];
     size_t body_len = 0;

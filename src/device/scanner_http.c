@@ -104,8 +104,8 @@ int wl_scanner_http_request(const wl_scanner_server_t *server, const char *path,
     put_str(&w, server->host);
     put_str(&w, "\r\nAuthorization: Bearer ");
     put_str(&w, server->key);
-    put_str(&w, "\r\nContent-Type: " WL_SCANNER_CONTENT_TYPE
-                "\r\nAccept: " WL_SCANNER_CONTENT_TYPE ", application/json\r\nContent-Length: ");
+    put_str(&w, "\r\nContent-Type: " WL_SCANNER_CONTENT_TYPE "\r\nAccept: " WL_SCANNER_CONTENT_TYPE
+                ", application/json\r\nContent-Length: ");
     put_decimal(&w, body_len);
     put_str(&w, server->keep_alive ? "\r\n\r\n" : "\r\nConnection: close\r\n\r\n");
     if (body_len > 0)
@@ -394,7 +394,7 @@ static int step(wl_scanner_http_t *http, uint8_t c)
         for (unsigned i = 0; i < FIELD_COUNT; i++)
             if (http->name_len >= strlen(field_names[i]) ||
                 field_names[i][http->name_len] != lower((char)c))
-                http->candidates &= (uint8_t)~(1u << i);
+                http->candidates &= (uint8_t) ~(1u << i);
         http->name_len++;
         return 0;
     case S_VALUE:

@@ -79,8 +79,8 @@ typedef struct {
 #define OK_HEAD "HTTP/1.1 200 OK\r\nContent-Type: application/proto\r\n"
 
 static const parse_case_t parse_cases[] = {
-    {"content-length", OK_HEAD "Content-Length: 5\r\n\r\nhello", WL_SCANNER_HTTP_DONE, 200,
-     "hello", 0},
+    {"content-length", OK_HEAD "Content-Length: 5\r\n\r\nhello", WL_SCANNER_HTTP_DONE, 200, "hello",
+     0},
     {"chunked with extensions and trailer",
      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;name=value\r\nhel\r\n2\r\nlo\r\n"
      "0\r\nX-Trailer: yes\r\n\r\n",
@@ -93,34 +93,32 @@ static const parse_case_t parse_cases[] = {
      0},
     {"bare LF line ends", "HTTP/1.1 200 OK\nContent-Length: 2\n\nhi", WL_SCANNER_HTTP_DONE, 200,
      "hi", 0},
-    {"no reason phrase", "HTTP/1.1 404\r\nContent-Length: 0\r\n\r\n", WL_SCANNER_HTTP_DONE, 404,
-     "", 0},
+    {"no reason phrase", "HTTP/1.1 404\r\nContent-Length: 0\r\n\r\n", WL_SCANNER_HTTP_DONE, 404, "",
+     0},
     {"interim 100 skipped",
      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nx",
      WL_SCANNER_HTTP_DONE, 201, "x", 0},
     {"204 has no body", "HTTP/1.1 204 No Content\r\n\r\n", WL_SCANNER_HTTP_DONE, 204, "", 0},
     {"repeated equal content-length", OK_HEAD "Content-Length: 2\r\nContent-Length: 2\r\n\r\nok",
      WL_SCANNER_HTTP_DONE, 200, "ok", 0},
-    {"unknown fields with odd bytes", OK_HEAD "X-A: \xc3\xa9t\xc3\xa9\r\nContent-Lengthy: 9\r\n"
-                                              "Content-Length: 1\r\n\r\n!",
+    {"unknown fields with odd bytes",
+     OK_HEAD "X-A: \xc3\xa9t\xc3\xa9\r\nContent-Lengthy: 9\r\n"
+             "Content-Length: 1\r\n\r\n!",
      WL_SCANNER_HTTP_DONE, 200, "!", 0},
     {"body at its limit", OK_HEAD "Content-Length: 5\r\n\r\nhello", WL_SCANNER_HTTP_DONE, 200,
      "hello", 5},
     {"bare CR", "HTTP/1.1 200 OK\rContent-Length: 0\r\n\r\n", WL_SCANNER_EHTTP, 0, NULL, 0},
-    {"obs-fold", OK_HEAD "X-A: a\r\n b\r\nContent-Length: 0\r\n\r\n", WL_SCANNER_EHTTP, 0, NULL,
-     0},
+    {"obs-fold", OK_HEAD "X-A: a\r\n b\r\nContent-Length: 0\r\n\r\n", WL_SCANNER_EHTTP, 0, NULL, 0},
     {"space before colon", OK_HEAD "Content-Length : 0\r\n\r\n", WL_SCANNER_EHTTP, 0, NULL, 0},
     {"two content-lengths", OK_HEAD "Content-Length: 2\r\nContent-Length: 3\r\n\r\nabc",
      WL_SCANNER_EHTTP, 0, NULL, 0},
-    {"content-length list", OK_HEAD "Content-Length: 2, 2\r\n\r\nab", WL_SCANNER_EHTTP, 0, NULL,
-     0},
-    {"negative content-length", OK_HEAD "Content-Length: -1\r\n\r\n", WL_SCANNER_EHTTP, 0, NULL,
-     0},
+    {"content-length list", OK_HEAD "Content-Length: 2, 2\r\n\r\nab", WL_SCANNER_EHTTP, 0, NULL, 0},
+    {"negative content-length", OK_HEAD "Content-Length: -1\r\n\r\n", WL_SCANNER_EHTTP, 0, NULL, 0},
     {"empty content-length", OK_HEAD "Content-Length:\r\n\r\n", WL_SCANNER_EHTTP, 0, NULL, 0},
     {"huge content-length", OK_HEAD "Content-Length: 99999999999999999999999\r\n\r\n",
      WL_SCANNER_EHTTP, 0, NULL, 0},
-    {"gzip", OK_HEAD "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", WL_SCANNER_EHTTP, 0,
-     NULL, 0},
+    {"gzip", OK_HEAD "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", WL_SCANNER_EHTTP, 0, NULL,
+     0},
     {"chunked twice", OK_HEAD "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
      WL_SCANNER_EHTTP, 0, NULL, 0},
     {"control byte in a value", OK_HEAD "X-A: a\x01b\r\n\r\n", WL_SCANNER_EHTTP, 0, NULL, 0},
@@ -140,14 +138,13 @@ static const parse_case_t parse_cases[] = {
     {"chunks over the limit",
      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nhel\r\n3\r\nlo!\r\n0\r\n\r\n",
      WL_SCANNER_ETOO_LARGE, 0, NULL, 5},
-    {"until close over the limit", "HTTP/1.1 200 OK\r\n\r\nhello!", WL_SCANNER_ETOO_LARGE, 0,
-     NULL, 5},
-    {"cut in the body", OK_HEAD "Content-Length: 10\r\n\r\nhello", WL_SCANNER_ECLOSED, 0, NULL,
-     0},
+    {"until close over the limit", "HTTP/1.1 200 OK\r\n\r\nhello!", WL_SCANNER_ETOO_LARGE, 0, NULL,
+     5},
+    {"cut in the body", OK_HEAD "Content-Length: 10\r\n\r\nhello", WL_SCANNER_ECLOSED, 0, NULL, 0},
     {"cut in the head", OK_HEAD "Content-Len", WL_SCANNER_ECLOSED, 0, NULL, 0},
     {"cut before the last chunk",
-     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", WL_SCANNER_ECLOSED,
-     0, NULL, 0},
+     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", WL_SCANNER_ECLOSED, 0,
+     NULL, 0},
     {"nothing", "", WL_SCANNER_ECLOSED, 0, NULL, 0},
 };
 
@@ -458,8 +455,8 @@ static void test_exchange_walk(void)
     wire = (wire_t){(const uint8_t *)wire_bytes, len, 0, 50, 0};
     wl_scanner_exchange_init(&ex, wire_recv, &wire, buf, sizeof(buf), 1000);
     CHECK_INT(wl_scanner_receive_load_list(&ex, &none, &walk, NULL), WL_SCANNER_ETOO_LARGE);
-    len = frame(wire_bytes, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n", body,
-                body_len, 0);
+    len = frame(wire_bytes, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n", body, body_len,
+                0);
     wire = (wire_t){(const uint8_t *)wire_bytes, len, 0, 50, 0};
     wl_scanner_exchange_init(&ex, wire_recv, &wire, buf, sizeof(buf), 0);
     CHECK_INT(wl_scanner_receive_load_list(&ex, &none, &walk, NULL), WL_SCANNER_ECONTENT_TYPE);
@@ -493,7 +490,8 @@ static void test_exchange_errors(void)
         CHECK_INT(err.retry_after, 12);
         CHECK_STR(err.status, "RESOURCE_EXHAUSTED");
         CHECK_STR(err.message, "slow down");
-        CHECK_STR(raw, "{\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\",\"message\":\"s");
+        CHECK_STR(raw,
+                  "{\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\",\"message\":\"s");
     }
     /* Without an err, the code alone. */
     const char *gone = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
