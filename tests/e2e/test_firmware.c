@@ -28,7 +28,7 @@
 #define CASES_DIR     "firmware-cases"
 #define FRAGMENTS     4 /* fragment sizes the image reads each file in */
 #define RAM_BOUND     4096
-#define MAX_CASES     16
+#define MAX_CASES     32
 #define MESSAGE_LIMIT (WL_SCANNER_ERROR_MESSAGE_SIZE - 1)
 
 static service_t service;
@@ -241,6 +241,10 @@ static void add_case(const char *name, const char *kind, const char *key, const 
                      : strcmp(kind, "walk") == 0 ? expected_walk(&a, &stops)
                                                  : expected_queue(&a);
     for (int chunked = 0; chunked < 2; chunked++) {
+        if (case_count == MAX_CASES) {
+            FAIL("more than %d cases", MAX_CASES);
+            exit(1);
+        }
         case_t *c = &cases[case_count++];
         snprintf(c->file, sizeof(c->file), "%s%s.http", name, chunked ? ".chunked" : "");
         c->kind = kind;
@@ -481,6 +485,7 @@ int main(void)
     add_case("error_loaded", "walk", key_mixed, mixed_id, 400, WL_SCANNER_EFAILED_PRECONDITION);
     add_case("error_unknown", "walk", key_mixed, "no-such-list", 404, WL_SCANNER_ENOT_FOUND);
     add_case("error_scope", "queue", key_no_scanner, NULL, 403, WL_SCANNER_EPERMISSION_DENIED);
+    add_case("error_key", "queue", "not-a-key", NULL, 401, WL_SCANNER_EUNAUTHENTICATED);
     CHECK_INT(service_stop(&service), 0);
     PQfinish(db);
 
