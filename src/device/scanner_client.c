@@ -1,26 +1,8 @@
 /* Encoding scanner requests and streaming scanner responses, with no heap, happens here. */
-#include "scanner_client.h"
+#include "walklist/scanner_client.h"
 
 #include <pb_encode.h>
 #include <string.h>
-
-const char *wl_scanner_strerror(int status)
-{
-    switch (status) {
-    case WL_SCANNER_OK:
-        return "ok";
-    case WL_SCANNER_EARGUMENT:
-        return "argument out of bounds";
-    case WL_SCANNER_EBUFFER:
-        return "buffer too small";
-    case WL_SCANNER_EDECODE:
-        return "malformed response";
-    case WL_SCANNER_ESTOPPED:
-        return "stopped by the handler";
-    default:
-        return "unknown status";
-    }
-}
 
 static int encode(const pb_msgdesc_t *fields, const void *message, uint8_t *buf, size_t size,
                   size_t *len)

@@ -1,7 +1,9 @@
 /*
- * walklist-scanner: a handheld's Check location mode on a terminal. HTTP/1.1 over a plain
- * POSIX socket and the nanopb reference client, with a fixed receive buffer streamed into
- * the decoder, so a walk of any length is shown with the same few KiB of memory.
+ * walklist-scanner: a handheld's Check location mode on a terminal, built on the scanner
+ * firmware library (include/walklist/scanner_*.h) like a handheld's firmware: the library
+ * builds the request and reads the answer through a fixed receive buffer filled from a plain
+ * POSIX socket, streaming it into the decoder, so a walk of any length is shown with the same
+ * few KiB of memory.
  *
  *     walklist-scanner --url http://127.0.0.1:8080 --key KEY list
  *     walklist-scanner --url http://127.0.0.1:8080 --key KEY load ID
@@ -19,12 +21,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "scanner_client.h"
+#include "walklist/scanner_exchange.h"
 
 #define RECEIVE_BUFFER_SIZE 512        /* socket reads land here, the decoder reads from here */
-#define HEAD_LINE_SIZE      1024       /* one response header line */
 #define ERROR_BODY_SIZE     1024       /* the JSON error shown for a non-200 answer */
-#define MAX_RESPONSE_SIZE   (4u << 20) /* bound of a body without Content-Length */
+#define MAX_RESPONSE_SIZE   (4u << 20) /* the largest body accepted */
 #define IO_TIMEOUT_S        30
 
 static const char usage[] =
@@ -37,29 +38,6 @@ typedef struct {
     char port[8];
     char base_path[256]; /* "" or "/prefix" without a trailing slash */
 } target_t;
-
-/* The connection's receive side: every byte of the response passes through buf. */
-typedef struct {
-    int fd;
-    uint8_t buf[RECEIVE_BUFFER_SIZE];
-    size_t pos, len;
-} receiver_t;
-
-/* The response body, de-chunked, as a pb_istream_t source. Without chunks or Content-Length
- * it ends with the connection. */
-typedef struct {
-    receiver_t *receiver;
-    bool chunked;
-    size_t chunk_left; /* bytes left in the current chunk */
-    bool last_chunk;
-} body_t;
-
-typedef struct {
-    int status;
-    long long content_length; /* -1 when absent */
-    bool chunked;
-    bool proto; /* Content-Type: application/proto */
-} response_head_t;
 
 static int fail(const char *what)
 {
@@ -159,164 +137,38 @@ static bool send_all(int fd, const void *data, size_t len)
     return true;
 }
 
-static bool send_request(int fd, const target_t *target, const char *path, const char *key,
-                         const uint8_t *body, size_t body_len)
+/* Host, and the port unless it is HTTP's own: "[v6]" keeps an IPv6 address one field value. */
+static void host_field(const target_t *target, char *out, size_t size)
 {
-    char head[1024];
-    int n = snprintf(head, sizeof(head),
-                     "POST %s%s HTTP/1.1\r\nHost: %s:%s\r\nAuthorization: Bearer %s\r\n"
-                     "Content-Type: " WL_SCANNER_CONTENT_TYPE "\r\n"
-                     "Accept: " WL_SCANNER_CONTENT_TYPE ", application/json\r\n"
-                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-                     target->base_path, path, target->host, target->port, key, body_len);
-    return n > 0 && (size_t)n < sizeof(head) && send_all(fd, head, (size_t)n) &&
-           send_all(fd, body, body_len);
+    bool v6 = strchr(target->host, ':') != NULL;
+    bool default_port = strcmp(target->port, "80") == 0;
+    snprintf(out, size, "%s%s%s%s%s", v6 ? "[" : "", target->host, v6 ? "]" : "",
+             default_port ? "" : ":", default_port ? "" : target->port);
 }
 
-/* Refills the receive buffer: false at the end of the connection or on an error. */
-static bool receive(receiver_t *r)
+/* The library's receive hook: the socket, with EINTR retried. */
+static int socket_recv(void *io, uint8_t *buf, size_t size)
 {
+    int fd = *(int *)io;
     for (;;) {
-        ssize_t n = recv(r->fd, r->buf, sizeof(r->buf), 0);
+        ssize_t n = recv(fd, buf, size, 0);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
-            return false;
-        r->pos = 0;
-        r->len = (size_t)n;
-        return true;
+        return n < 0 ? -1 : (int)n;
     }
-}
-
-static bool receive_byte(receiver_t *r, char *c)
-{
-    if (r->pos == r->len && !receive(r))
-        return false;
-    *c = (char)r->buf[r->pos++];
-    return true;
-}
-
-/* One CRLF-terminated line without its CRLF; false when it does not fit or the input ends. */
-static bool receive_line(receiver_t *r, char *line, size_t size)
-{
-    size_t len = 0;
-    char c;
-    while (receive_byte(r, &c)) {
-        if (c == '\n') {
-            if (len > 0 && line[len - 1] == '\r')
-                len--;
-            line[len] = '\0';
-            return true;
-        }
-        if (len + 1 == size)
-            return false;
-        line[len++] = c;
-    }
-    return false;
-}
-
-static bool header_is(const char *line, const char *name, const char **value)
-{
-    size_t n = strlen(name);
-    if (strncasecmp(line, name, n) != 0 || line[n] != ':')
-        return false;
-    *value = line + n + 1 + strspn(line + n + 1, " \t");
-    return true;
-}
-
-static bool receive_head(receiver_t *r, response_head_t *head)
-{
-    char line[HEAD_LINE_SIZE];
-    *head = (response_head_t){.content_length = -1};
-    if (!receive_line(r, line, sizeof(line)) || sscanf(line, "HTTP/1.%*d %d", &head->status) != 1)
-        return false;
-    while (receive_line(r, line, sizeof(line))) {
-        const char *value;
-        if (line[0] == '\0')
-            return true;
-        if (header_is(line, "Content-Length", &value))
-            head->content_length = strtoll(value, NULL, 10);
-        else if (header_is(line, "Transfer-Encoding", &value))
-            head->chunked = strncasecmp(value, "chunked", 7) == 0;
-        else if (header_is(line, "Content-Type", &value))
-            head->proto = strncasecmp(value, WL_SCANNER_CONTENT_TYPE,
-                                      sizeof(WL_SCANNER_CONTENT_TYPE) - 1) == 0;
-    }
-    return false;
-}
-
-/* Moves to the next chunk of a chunked body; false on a malformed chunk header. */
-static bool next_chunk(body_t *body)
-{
-    char line[64];
-    if (!receive_line(body->receiver, line, sizeof(line)))
-        return false;
-    if (line[0] == '\0' && !receive_line(body->receiver, line, sizeof(line))) /* CRLF after data */
-        return false;
-    char *end;
-    unsigned long long size = strtoull(line, &end, 16);
-    if (end == line || size > MAX_RESPONSE_SIZE)
-        return false;
-    body->chunk_left = (size_t)size;
-    body->last_chunk = size == 0;
-    return true;
-}
-
-/* pb_istream_t callback: count bytes of the body, through the receive buffer. */
-static bool read_body(pb_istream_t *stream, pb_byte_t *out, size_t count)
-{
-    body_t *body = stream->state;
-    while (count > 0) {
-        if (body->chunked && body->chunk_left == 0) {
-            if (body->last_chunk || !next_chunk(body) || body->last_chunk) {
-                stream->bytes_left = 0; /* the body ended: nanopb tells a clean end from a cut */
-                return false;
-            }
-        }
-        receiver_t *r = body->receiver;
-        if (r->pos == r->len && !receive(r)) {
-            stream->bytes_left = 0;
-            return false;
-        }
-        size_t n = r->len - r->pos;
-        if (n > count)
-            n = count;
-        if (body->chunked && n > body->chunk_left)
-            n = body->chunk_left;
-        memcpy(out, r->buf + r->pos, n);
-        r->pos += n;
-        out += n;
-        count -= n;
-        if (body->chunked)
-            body->chunk_left -= n;
-    }
-    return true;
-}
-
-static pb_istream_t body_stream(body_t *body, const response_head_t *head)
-{
-    size_t bound = MAX_RESPONSE_SIZE;
-    if (!head->chunked && head->content_length >= 0 &&
-        (unsigned long long)head->content_length < bound)
-        bound = (size_t)head->content_length;
-    body->chunked = head->chunked;
-    pb_istream_t stream = {read_body, body, bound, NULL};
-    return stream;
 }
 
 /* A non-200 answer: status and the JSON error body (cut to ERROR_BODY_SIZE) on stderr. */
-static int report_error(body_t *body, const response_head_t *head)
+static int report_error(wl_scanner_exchange_t *ex)
 {
     char text[ERROR_BODY_SIZE + 1];
-    pb_istream_t stream = body_stream(body, head);
-    size_t len = 0;
-    while (len < ERROR_BODY_SIZE && stream.bytes_left > 0 &&
-           pb_read(&stream, (pb_byte_t *)text + len, 1))
-        len++;
-    while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-        len--;
-    text[len] = '\0';
-    fprintf(stderr, "walklist-scanner: HTTP %d: %s\n", head->status, text);
+    wl_scanner_error_t err = {.body = text, .body_size = sizeof(text)};
+    int rc = wl_scanner_exchange_error(ex, &err);
+    if (!wl_scanner_is_server_error(rc) && rc != WL_SCANNER_ETOO_LARGE)
+        return fail(wl_scanner_strerror(rc)); /* the answer broke off */
+    while (err.body_len > 0 && (text[err.body_len - 1] == '\n' || text[err.body_len - 1] == '\r'))
+        text[--err.body_len] = '\0';
+    fprintf(stderr, "walklist-scanner: HTTP %d: %s\n", ex->http.status, text);
     return 1;
 }
 
@@ -458,27 +310,38 @@ static int show_walk(pb_istream_t *stream)
 static int call(const target_t *target, const char *key, const char *path, const uint8_t *request,
                 size_t request_len, int (*show)(pb_istream_t *stream))
 {
-    receiver_t receiver = {.fd = connect_to(target)};
-    if (receiver.fd < 0)
+    int fd = connect_to(target);
+    if (fd < 0)
         return 1;
-    int rc = 1;
-    response_head_t head;
-    body_t body = {.receiver = &receiver};
-    if (!send_request(receiver.fd, target, path, key, request, request_len))
+    char host[300];
+    host_field(target, host, sizeof(host));
+    wl_scanner_server_t server = {.host = host, .base_path = target->base_path, .key = key};
+    uint8_t out[WL_SCANNER_REQUEST_SIZE + 1024], buf[RECEIVE_BUFFER_SIZE];
+    size_t out_len = 0;
+    wl_scanner_exchange_t ex;
+    wl_scanner_exchange_init(&ex, socket_recv, &fd, buf, sizeof(buf), MAX_RESPONSE_SIZE);
+    int rc = 1, head;
+    if (wl_scanner_http_request(&server, path, request, request_len, out, sizeof(out), &out_len) !=
+        WL_SCANNER_OK)
+        fail("the key or the URL cannot go into a request");
+    else if (!send_all(fd, out, out_len))
         fail("cannot send the request");
-    else if (!receive_head(&receiver, &head))
-        fail("no valid HTTP response");
-    else if (head.status != 200)
-        rc = report_error(&body, &head);
-    else if (!head.proto)
-        fail("the response is not application/proto");
-    else if (head.content_length > (long long)MAX_RESPONSE_SIZE)
+    else if ((head = wl_scanner_exchange_head(&ex)) == WL_SCANNER_ETOO_LARGE)
         fail("the response is too large");
+    else if (head != WL_SCANNER_OK)
+        fail("no valid HTTP response");
+    else if (ex.http.status != 200)
+        rc = report_error(&ex);
+    else if (!ex.http.proto)
+        fail("the response is not application/proto");
     else {
-        pb_istream_t stream = body_stream(&body, &head);
+        pb_istream_t stream = wl_scanner_exchange_body(&ex);
         rc = show(&stream);
+        int end = rc == 0 ? wl_scanner_exchange_end(&ex) : WL_SCANNER_OK;
+        if (end != WL_SCANNER_OK)
+            rc = fail(wl_scanner_strerror(end));
     }
-    close(receiver.fd);
+    close(fd);
     return rc;
 }
 

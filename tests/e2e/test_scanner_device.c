@@ -13,7 +13,7 @@
 #include "device.h"
 #include "e2e.h"
 #include "fixture.h"
-#include "scanner_client.h"
+#include "walklist/scanner_client.h"
 #include "service.h"
 #include "testdb.h"
 

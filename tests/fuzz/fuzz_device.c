@@ -8,7 +8,7 @@
 
 #include "device.h"
 #include "fuzz.h"
-#include "scanner_client.h"
+#include "walklist/scanner_client.h"
 #include "walklist/v1/scanner.pb-c.h"
 
 static bool any_stop(void *context, const walklist_scanner_v1_Stop *stop)

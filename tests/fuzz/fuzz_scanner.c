@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "scanner_client.h"
+#include "walklist/scanner_client.h"
 
 typedef struct {
     unsigned entries, stop_after;

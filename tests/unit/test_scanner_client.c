@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scanner_client.h"
+#include "walklist/scanner_client.h"
 #include "test.h"
 
 /* --- a tiny protobuf writer, so payloads are built by hand, not by the code under test ---- */

@@ -1,14 +1,15 @@
 /*
- * The scanner's side of the device transport: a reference client for handheld firmware,
- * in C on nanopb alone. It encodes requests into a caller's buffer and decodes responses
- * from a caller's pb_istream_t (a socket, a UART, a buffer), and allocates nothing: the
- * walk of a loaded list is delivered one entry at a time through callbacks, so the memory
- * needed is one entry (the largest, a Stop, is under 1 KiB) whatever the list's length.
+ * The device payloads of the scanner firmware library, in C on nanopb alone: requests are
+ * encoded into a caller's buffer and responses decoded from a caller's pb_istream_t (a socket,
+ * a UART, a buffer, or the body of an HTTP answer, walklist/scanner_exchange.h), allocating
+ * nothing: the walk of a loaded list is delivered one entry at a time through callbacks, so
+ * the memory needed is one entry (the largest, a Stop, is under 1 KiB) whatever the list's
+ * length. No I/O, no heap, no stdio, no static state.
  *
  * Requests go to POST /walklist.scanner.v1.DeviceService/<Method> with
- * Content-Type: application/proto and Authorization: Bearer <key with scope scanner>.
- * A 200 answer carries the response message; any other status carries a JSON error
- * (CONTRACT section 7), which this module does not decode.
+ * Content-Type: application/proto and Authorization: Bearer <key with scope scanner>
+ * (walklist/scanner_http.h builds them). A 200 answer carries the response message; any other
+ * status carries a JSON error (walklist/scanner_error.h reads it).
  *
  * Example: load a list and show its stops as they arrive.
  *
@@ -38,10 +39,7 @@
 #include <stdint.h>
 
 #include "walklist/scanner/v1/device.pb.h"
-
-#define WL_SCANNER_LIST_PENDING_PATH "/walklist.scanner.v1.DeviceService/ListPending"
-#define WL_SCANNER_LOAD_LIST_PATH    "/walklist.scanner.v1.DeviceService/LoadList"
-#define WL_SCANNER_CONTENT_TYPE      "application/proto"
+#include "walklist/scanner_status.h"
 
 /* Buffer sizes that always fit an encoded request. */
 #define WL_SCANNER_LIST_PENDING_REQUEST_SIZE walklist_scanner_v1_ListPendingRequest_size
@@ -49,17 +47,6 @@
 
 /* The longest code (SKU, EAN, any list code) the walk carries, plus its NUL. */
 #define WL_SCANNER_CODE_SIZE pb_membersize(walklist_scanner_v1_AmbiguousMatch, code)
-
-typedef enum {
-    WL_SCANNER_OK = 0,
-    WL_SCANNER_EARGUMENT = -1, /* an argument is out of its bound (e.g. an id over 40 chars) */
-    WL_SCANNER_EBUFFER = -2,   /* the caller's buffer is too small */
-    WL_SCANNER_EDECODE = -3,   /* not a valid response: malformed, truncated, over a bound */
-    WL_SCANNER_ESTOPPED = -4,  /* a handler returned false */
-} wl_scanner_status_t;
-
-/** A short English description of a status ("ok", "malformed response", ...). */
-const char *wl_scanner_strerror(int status);
 
 /** Encodes a ListPendingRequest into buf; *len is its length (0: the request is empty). */
 int wl_scanner_encode_list_pending(uint8_t *buf, size_t size, size_t *len);
