@@ -95,7 +95,7 @@ start_walklistd() {
   local -a limits=(--rate-limit-locate-lists 1000000 --rate-limit-stock-export 1000000
     --rate-limit-shared 1000000)
   [[ ${1:-} == specified ]] && limits=()
-  # As many worker threads (and pooled connections) as wrk has connections, as pgbench has
+  # As many request threads (and pooled connections) as wrk has connections, as pgbench has
   # backends: libmicrohttpd's workers wait for the database, so threads bound concurrency.
   if [[ ${1:-} == specified ]]; then
     ((SPEC_RECORDED++)) || COMMANDS+=("walklistd --database-url \$DB --listen 127.0.0.1:0 --threads $CONNECTIONS --db-pool-size $((CONNECTIONS + 2)) --max-connections-per-ip 1000   (the specified limits; restarted before each row below)")
@@ -571,7 +571,7 @@ write_report() {
       "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)" "$mem" "$LOAD_BEFORE"
     printf 'PostgreSQL %s, private cluster, durable (fsync on, synchronous_commit on),\n' \
       "$(pg_psql "$DB" -tAc 'SHOW server_version')"
-    printf 'shared_buffers 2GB, work_mem 64MB; walklistd %s build, %s worker threads, %s pooled\n' \
+    printf 'shared_buffers 2GB, work_mem 64MB; walklistd %s build, %s request threads, %s pooled\n' \
       "$(grep -s '^CMAKE_BUILD_TYPE' "$BUILD/CMakeCache.txt" | cut -d= -f2)" "$CONNECTIONS" \
       "$((CONNECTIONS + 2))"
     printf 'connections. Rows that say "specified limits" run walklistd as shipped (30/30/60 requests\n'
