@@ -308,14 +308,53 @@ static struct MHD_Response *stream_response(request_t *req)
     return response;
 }
 
+static ssize_t no_content(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)cls;
+    (void)pos;
+    (void)buf;
+    (void)max;
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+/*
+ * An answer without content whose headers must not describe one: a 304 (RFC 9110 8.6: no
+ * Content-Length unless it is the 200's), and HEAD on a streamed body, whose length is known
+ * only once it is made. libmicrohttpd 0.9.75 (0.9.77 too) sends "Content-Length: 0" with an
+ * empty 304, and a last chunk after the headers of a HEAD answer it would have chunked, which
+ * a kept-alive client reads as the start of the next answer. Its HTTP/1.0-compatible mode
+ * sends a body of unknown length neither chunked nor with a length: the headers alone, then
+ * the connection closes (as such a body would end). Costs a new connection after each of them.
+ */
+static struct MHD_Response *headers_only_response(void)
+{
+    struct MHD_Response *response =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, no_content, NULL, NULL);
+    if (response != NULL && MHD_set_response_options(response, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT,
+                                                     MHD_RO_END) != MHD_YES) {
+        MHD_destroy_response(response);
+        response = NULL;
+    }
+    return response;
+}
+
 static enum MHD_Result send_response(request_t *req)
 {
     wl_exchange_t *ex = &req->ex;
     req->responded = true;
     if (req->suspended_once && wl_wire_guard_release_eof(connection_fd(ex)))
         ex->close = true; /* the client has said all it will */
+    bool head_of_stream =
+        ex->stream_read != NULL && ex->method != NULL && strcmp(ex->method, "HEAD") == 0;
+    if (head_of_stream) {
+        ex->stream_free(ex->stream_state); /* never read */
+        ex->stream_read = NULL;
+        ex->stream_state = NULL;
+    }
     struct MHD_Response *response;
-    if (ex->stream_read != NULL) {
+    if (ex->status == 304 || head_of_stream) {
+        response = headers_only_response();
+    } else if (ex->stream_read != NULL) {
         /* From here libmicrohttpd owns the stream and frees it when the response is
          * done with, whether it finished, failed or the client went away. */
         response = stream_response(req);
