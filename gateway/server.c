@@ -2,6 +2,7 @@
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -688,21 +689,25 @@ static int open_listener(const char *listen_addr, int *fd_out, uint16_t *port_ou
     if (gai != 0)
         return wl_error_set(err, WL_EINVAL, "cannot resolve --listen '%s': %s", listen_addr,
                             gai_strerror(gai));
-    int fd = -1;
+    int fd = -1, failure = 0;
     for (struct addrinfo *a = addrs; a != NULL && fd < 0; a = a->ai_next) {
         fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0)
+        if (fd < 0) {
+            failure = errno;
             continue;
+        }
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+            failure = errno;
             close(fd);
             fd = -1;
         }
     }
     freeaddrinfo(addrs);
     if (fd < 0)
-        return wl_error_set(err, WL_EUNAVAILABLE, "cannot listen on %s", listen_addr);
+        return wl_error_set(err, WL_EUNAVAILABLE, "cannot listen on %s: %s", listen_addr,
+                            strerror(failure));
     struct sockaddr_storage bound;
     socklen_t bound_len = sizeof(bound);
     getsockname(fd, (struct sockaddr *)&bound, &bound_len);

@@ -64,9 +64,9 @@ static http_response_t head_request(const char *target, const char *extra)
 /* HEAD answers what GET answers (status, type, length, rate-limit headers), with no content. */
 static void test_head_as_get(void)
 {
-    http_response_t created = e2e_request(service.port, "POST", "/api/v1/locate-lists", key,
-                                          "application/json",
-                                          "{\"name\":\"Head\",\"codes\":[\"SKU-1\"]}");
+    http_response_t created =
+        e2e_request(service.port, "POST", "/api/v1/locate-lists", key, "application/json",
+                    "{\"name\":\"Head\",\"codes\":[\"SKU-1\"]}");
     CHECK_INT(created.status, 201);
     char target[128];
     snprintf(target, sizeof(target), "/api/v1/locate-lists/%s",
@@ -193,8 +193,13 @@ int main(void)
     fixture_import(db, org, "warehouses", "code,name,kind\nW1,Main,own\n");
     fixture_import(db, org, "products", "sku,name,eans\nSKU-1,One,\n");
     fixture_import(db, org, "stock", "sku,warehouse,on_hand\nSKU-1,W1,5\n");
-    const char *args[] = {"--rate-limit-shared", "1000", "--rate-limit-stock-export", "1000",
-                          "--rate-limit-locate-lists", "1000", NULL};
+    const char *args[] = {"--rate-limit-shared",
+                          "1000",
+                          "--rate-limit-stock-export",
+                          "1000",
+                          "--rate-limit-locate-lists",
+                          "1000",
+                          NULL};
     service_start(&service, conninfo, args);
 
     test_head_as_get();
