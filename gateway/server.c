@@ -84,6 +84,7 @@ typedef struct {
     wl_framing_target_t target; /* the request target in libmicrohttpd's read buffer */
     size_t body_drained;
     size_t body_cap;
+    uint64_t body_sent; /* content bytes handed to libmicrohttpd (none for HEAD and 304) */
 } request_t;
 
 static double elapsed_ms(const struct timespec *since)
@@ -137,6 +138,7 @@ static void prepare(request_t *req, const char *method)
     } else if (wl_random_base62(ex->request_id, 20) != 0) {
         snprintf(ex->request_id, sizeof(ex->request_id), "unknown");
     }
+    wl_exchange_read_origin(ex);
 }
 
 typedef struct {
@@ -240,31 +242,34 @@ static int connection_fd(const wl_exchange_t *ex)
     return info != NULL ? info->connect_fd : -1;
 }
 
-/* A streamed body whose fill runs on a request thread: libmicrohttpd's thread suspends the
- * connection when the stream runs dry and goes on with its other connections meanwhile. */
+/* A streamed body as libmicrohttpd pulls it, counted for the log line. Its fill, when it has
+ * one, runs on a request thread: libmicrohttpd's thread suspends the connection when the
+ * stream runs dry and goes on with its other connections meanwhile. */
 typedef struct {
     wl_offload_t *offload;
     struct MHD_Connection *connection;
     ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max);
-    void (*fill)(void *state);
+    void (*fill)(void *state); /* NULL: read never runs dry */
     void (*free_state)(void *state);
     void *state;
+    uint64_t *sent; /* the request's body_sent: the request outlives every read */
     wl_offload_job_t job;
-} offloaded_stream_t;
+} counted_stream_t;
 
 static void fill_offloaded(wl_offload_job_t *job)
 {
-    offloaded_stream_t *stream =
-        (offloaded_stream_t *)((char *)job - offsetof(offloaded_stream_t, job));
+    counted_stream_t *stream = (counted_stream_t *)((char *)job - offsetof(counted_stream_t, job));
     stream->fill(stream->state);
     MHD_resume_connection(stream->connection);
 }
 
-static ssize_t read_offloaded(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t read_counted(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    offloaded_stream_t *stream = cls;
+    counted_stream_t *stream = cls;
     ssize_t n = stream->read(stream->state, pos, buf, max);
-    if (n != WL_EXCHANGE_STREAM_EMPTY)
+    if (n > 0)
+        *stream->sent = pos + (uint64_t)n;
+    if (n != WL_EXCHANGE_STREAM_EMPTY || stream->fill == NULL)
         return n;
     /* libmicrohttpd asks again once the connection is resumed (it may not be freed while
      * suspended, so the stream outlives the job). */
@@ -274,9 +279,9 @@ static ssize_t read_offloaded(void *cls, uint64_t pos, char *buf, size_t max)
     return 0;
 }
 
-static void free_offloaded(void *cls)
+static void free_counted(void *cls)
 {
-    offloaded_stream_t *stream = cls;
+    counted_stream_t *stream = cls;
     stream->free_state(stream->state);
     free(stream);
 }
@@ -284,25 +289,18 @@ static void free_offloaded(void *cls)
 static struct MHD_Response *stream_response(request_t *req)
 {
     wl_exchange_t *ex = &req->ex;
-    offloaded_stream_t *stream = NULL;
-    if (ex->stream_fill != NULL && (stream = malloc(sizeof(*stream))) == NULL) {
+    counted_stream_t *stream = malloc(sizeof(*stream));
+    struct MHD_Response *response = NULL;
+    if (stream == NULL) {
         ex->stream_free(ex->stream_state);
-        return NULL;
-    }
-    struct MHD_Response *response;
-    if (stream != NULL) {
-        *stream = (offloaded_stream_t){req->server->offload, ex->connection,  ex->stream_read,
-                                       ex->stream_fill,      ex->stream_free, ex->stream_state};
-        response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE,
-                                                     read_offloaded, stream, free_offloaded);
-        if (response == NULL)
-            free_offloaded(stream);
     } else {
-        response =
-            MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE, ex->stream_read,
-                                              ex->stream_state, ex->stream_free);
+        *stream = (counted_stream_t){req->server->offload, ex->connection,  ex->stream_read,
+                                     ex->stream_fill,      ex->stream_free, ex->stream_state,
+                                     &req->body_sent};
+        response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE,
+                                                     read_counted, stream, free_counted);
         if (response == NULL)
-            ex->stream_free(ex->stream_state);
+            free_counted(stream);
     }
     ex->stream_read = NULL;
     ex->stream_state = NULL;
@@ -364,6 +362,8 @@ static enum MHD_Result send_response(request_t *req)
          * libmicrohttpd calls after it is done sending: no copy needed. */
         response =
             MHD_create_response_from_buffer(ex->response_len, ex->response, MHD_RESPMEM_PERSISTENT);
+        if (ex->method == NULL || strcmp(ex->method, "HEAD") != 0)
+            req->body_sent = ex->response_len;
     }
     if (response == NULL)
         return MHD_NO;
@@ -651,6 +651,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         shown_len = wl_redact_keys(ex->request_id, strlen(ex->request_id), shown, sizeof(shown));
         wl_log_line_str(&line, "requestId", shown, shown_len);
         wl_log_line_bool(&line, "completed", toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+        wl_log_line_int(&line, "bytes", (long long)req->body_sent);
+        wl_exchange_log_origin(ex, &line);
         wl_log_line_end(&line);
     }
     /* A stream that was set but never handed over (the client left first). */

@@ -44,9 +44,9 @@ static void test_refused_at_startup(const char *conninfo)
         CHECK(strstr(out, "hunter2") == NULL);
         CHECK(strstr(out, "listening") == NULL);
     }
-    const char *read_args[] = {"--database-url",      conninfo, "--database-read-url",
-                               "postgresql://[::1", "--listen", "127.0.0.1:0",
-                               NULL};
+    const char *read_args[] = {
+        "--database-url", conninfo, "--database-read-url", "postgresql://[::1", "--listen",
+        "127.0.0.1:0",    NULL};
     CHECK_INT(service_run(read_args, NULL, out, sizeof(out)), 2);
     CHECK(strstr(out, "walklistd: --database-read-url: not a libpq connection string") != NULL);
 
