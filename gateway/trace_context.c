@@ -26,8 +26,7 @@ bool wl_trace_context_parse(const char *header, wl_trace_context_t *out)
     if (len < VERSION_00_LEN || !lower_hex(header, 2, false) || strncmp(header, "ff", 2) == 0)
         return false;
     bool version_00 = strncmp(header, "00", 2) == 0;
-    if (version_00 ? len != VERSION_00_LEN
-                   : len > VERSION_00_LEN && header[VERSION_00_LEN] != '-')
+    if (version_00 ? len != VERSION_00_LEN : len > VERSION_00_LEN && header[VERSION_00_LEN] != '-')
         return false;
     if (header[2] != '-' || header[35] != '-' || header[52] != '-' ||
         !lower_hex(header + 3, 32, true) || !lower_hex(header + 36, 16, true) ||

@@ -12,8 +12,8 @@
 #include "service.h"
 #include "testdb.h"
 
-#define TRACE      "4bf92f3577b34da6a3ce929d0e0e4736"
-#define PARENT     "00f067aa0ba902b7"
+#define TRACE       "4bf92f3577b34da6a3ce929d0e0e4736"
+#define PARENT      "00f067aa0ba902b7"
 #define TRACEPARENT "traceparent: 00-" TRACE "-" PARENT "-01\r\n"
 
 static service_t service;
