@@ -22,13 +22,14 @@ static PGconn *db;
 static char key[WL_KEY_TOKEN_SIZE];
 
 /*
- * Sends request on a kept-alive connection and reads until the server closes it or stays
- * silent for a second: every byte it sent, so that a body after HEAD's headers shows.
+ * Sends request on a kept-alive connection and reads every byte the server sends until it
+ * closes the connection (each request here ends with a close: the answers without content
+ * close it, and a pipelined request asks to), so that a body after HEAD's headers shows.
  */
 static char *exchange_raw(const char *request)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct timeval timeout = {1, 0};
+    struct timeval timeout = {30, 0}; /* a hang fails, it is not waited out */
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(service.port)};
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
