@@ -136,6 +136,19 @@ static void format_choices(const char *choices, const char *quote, char *buf, si
     }
 }
 
+/* "host:port" or "[v6]:port", the port a decimal number from 0 to 65535. */
+static bool is_host_port(const char *text)
+{
+    const char *colon = strrchr(text, ':');
+    if (colon == NULL || colon == text)
+        return false;
+    if (text[0] == '[' && colon[-1] != ']')
+        return false;
+    const char *port = colon + 1;
+    size_t digits = strspn(port, "0123456789");
+    return digits > 0 && digits <= 5 && port[digits] == '\0' && atol(port) <= 65535;
+}
+
 static int set_option(wl_config_t *config, const option_t *option, source_t source,
                       const char *text, wl_error_t *err)
 {
@@ -152,6 +165,11 @@ static int set_option(wl_config_t *config, const option_t *option, source_t sour
         return 0;
     }
     case KIND_TEXT:
+        /* getaddrinfo would read "99999" modulo 65536 and a name as a service: only numbers. */
+        if (text[0] != '\0' && strcmp(option->metavar, "HOST:PORT") == 0 && !is_host_port(text))
+            return refuse(option, source,
+                          "host:port or [v6]:port with a port from 0 to 65535 (0: any free one)",
+                          text, err);
         *text_field(config, option) = text[0] != '\0' ? text : option->text_default;
         return 0;
     case KIND_CHOICE:

@@ -1,7 +1,9 @@
 /* Building a request's response (JSON bodies, errors, headers) happens here. */
 #include "exchange.h"
 
+#include <arpa/inet.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,29 @@ const struct sockaddr *wl_exchange_client_addr(const wl_exchange_t *ex)
     const union MHD_ConnectionInfo *info =
         MHD_get_connection_info(ex->connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info ? info->client_addr : NULL;
+}
+
+void wl_exchange_read_origin(wl_exchange_t *ex)
+{
+    const struct sockaddr *client = wl_exchange_client_addr(ex);
+    ex->client[0] = '\0';
+    if (client != NULL && client->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)client)->sin_addr, ex->client,
+                  sizeof(ex->client));
+    else if (client != NULL && client->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)client)->sin6_addr, ex->client,
+                  sizeof(ex->client));
+    /* Several field lines are joined with commas, which no valid value has: ignored too. */
+    ex->traced = wl_trace_context_parse(wl_exchange_header_list(ex, "traceparent"), &ex->trace);
+}
+
+void wl_exchange_log_origin(const wl_exchange_t *ex, wl_log_line_t *line)
+{
+    wl_log_line_str(line, "client", ex->client, strlen(ex->client));
+    if (!ex->traced)
+        return;
+    wl_log_line_str(line, "traceId", ex->trace.trace_id, strlen(ex->trace.trace_id));
+    wl_log_line_str(line, "parentId", ex->trace.parent_id, strlen(ex->trace.parent_id));
 }
 
 void wl_exchange_add_header(wl_exchange_t *ex, const char *name, const char *value)

@@ -15,6 +15,8 @@
 #include "walklist/arena.h"
 #include "walklist/core.h"
 #include "walklist/error.h"
+#include "trace_context.h"
+#include "walklist/log.h"
 #include "walklist/span.h"
 
 struct MHD_Connection;
@@ -42,6 +44,9 @@ typedef struct {
     size_t body_len;
     size_t body_limit; /* set by the handler before the body is read; 0 = no body expected */
     char request_id[65];
+    char client[46];          /* the client's address as text ("" unknown), for the log line */
+    wl_trace_context_t trace; /* a valid traceparent the client sent, when traced */
+    bool traced;
     const char *route;         /* route pattern for logs and metrics */
     wl_admission_t *admission; /* the request's way in (access.h); NULL before one started */
     wl_principal_t principal;  /* followed from the admission once decided */
@@ -111,6 +116,16 @@ void wl_exchange_rate_headers(const wl_exchange_t *ex, struct MHD_Response *resp
 
 /** The client's address (NULL when unknown). */
 const struct sockaddr *wl_exchange_client_addr(const wl_exchange_t *ex);
+
+/**
+ * Reads what the request's log line shows of its origin: the client's address, and the
+ * trace-id and parent-id of a valid W3C traceparent header (trace_context.h; an invalid one is
+ * ignored). Called once the request's headers and address are known, on every transport.
+ */
+void wl_exchange_read_origin(wl_exchange_t *ex);
+
+/** Adds the origin's fields (client, and traceId and parentId when traced) to a log line. */
+void wl_exchange_log_origin(const wl_exchange_t *ex, wl_log_line_t *line);
 
 /** Sets a JSON response; takes the reference to body. */
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body);

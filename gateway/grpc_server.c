@@ -74,6 +74,7 @@ struct call {
     wl_grpc_code_t code;
     const char *message;
     grpc_byte_buffer *reply;
+    size_t reply_len;        /* the reply's bytes (gRPC's core empties the buffer it sends) */
     uint8_t *status_details; /* a packed google.rpc.Status; arena memory */
     size_t status_details_len;
     grpc_metadata initial[MAX_ANSWER_METADATA];
@@ -158,6 +159,8 @@ static void end_call(call_t *c)
     wl_log_line_str(&line, "code", wl_grpc_code_name(code), strlen(wl_grpc_code_name(code)));
     wl_log_line_ms(&line, "durationMs", ms);
     wl_log_line_str(&line, "org", c->ex.principal.org_slug, strlen(c->ex.principal.org_slug));
+    wl_log_line_int(&line, "bytes", answered && code == WL_GRPC_OK ? (long long)c->reply_len : 0);
+    wl_exchange_log_origin(&c->ex, &line);
     wl_log_line_end(&line);
     free_call(c);
     pthread_mutex_lock(&server->lock);
@@ -282,6 +285,7 @@ static bool set_reply(call_t *c, const ProtobufCMessage *reply)
     grpc_slice slice = grpc_slice_malloc(len);
     protobuf_c_message_pack(reply, GRPC_SLICE_START_PTR(slice));
     c->reply = grpc_raw_byte_buffer_create(&slice, 1);
+    c->reply_len = len;
     grpc_slice_unref(slice);
     c->code = WL_GRPC_OK;
     c->message = NULL;
@@ -466,6 +470,7 @@ static void run_call(wl_grpc_server_t *server, call_t *c)
     c->ex.may_wait = true; /* a worker of its own: it may wait for the database */
     read_metadata(c);
     read_peer(c);
+    wl_exchange_read_origin(&c->ex);
     if (!read_message(c)) {
         answer_error(&c->ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
     } else if (c->kind == CALL_HEALTH) {

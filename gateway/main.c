@@ -82,6 +82,14 @@ int main(int argc, char **argv)
         wl_config_markdown(stdout);
         return 0;
     }
+    const char *url_flags[] = {"--database-url", "--database-read-url"};
+    const char *urls[] = {config.database_url, config.read_database_url};
+    for (size_t i = 0; i < 2; i++) {
+        if (urls[i] != NULL && wl_core_check_database_url(urls[i], &err) != 0) {
+            fprintf(stderr, "walklistd: %s: %s\n", url_flags[i], err.message);
+            return 2;
+        }
+    }
     wl_log_use_json(true); /* from here on diagnostics join the request log's JSON lines */
     char *tls_cert = NULL, *tls_key = NULL;
     if (config.tls_cert_path != NULL) {

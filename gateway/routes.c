@@ -12,24 +12,11 @@
 
 const wl_route_t wl_routes[] = {
     /* Operations. */
+    {.kind = WL_ROUTE_OPS, .method = "GET", .pattern = "/healthz", .ops = WL_OPS_HEALTHZ},
+    {.kind = WL_ROUTE_OPS, .method = "GET", .pattern = "/readyz", .ops = WL_OPS_READYZ},
+    {.kind = WL_ROUTE_OPS, .method = "GET", .pattern = "/metrics", .ops = WL_OPS_METRICS},
     {.kind = WL_ROUTE_OPS,
      .method = "GET",
-     .head_too = true,
-     .pattern = "/healthz",
-     .ops = WL_OPS_HEALTHZ},
-    {.kind = WL_ROUTE_OPS,
-     .method = "GET",
-     .head_too = true,
-     .pattern = "/readyz",
-     .ops = WL_OPS_READYZ},
-    {.kind = WL_ROUTE_OPS,
-     .method = "GET",
-     .head_too = true,
-     .pattern = "/metrics",
-     .ops = WL_OPS_METRICS},
-    {.kind = WL_ROUTE_OPS,
-     .method = "GET",
-     .head_too = true,
      .pattern = "/api/v1/openapi.json",
      .ops = WL_OPS_OPENAPI},
     /* The public REST surface (gateway/openapi.json). */
@@ -156,14 +143,16 @@ bool wl_routes_find(const char *method, wl_span_t path, wl_arena_t *arena, wl_ro
             continue;
         if (route->kind == WL_ROUTE_NONE)
             return false;
+        /* RFC 9110 9.3.2: HEAD is GET without the content, on every GET row. */
+        bool serves_get = route->method != NULL && strcmp(route->method, "GET") == 0;
         if (route->method == NULL || strcmp(route->method, method) == 0 ||
-            (route->head_too && strcmp(method, "HEAD") == 0)) {
+            (serves_get && strcmp(method, "HEAD") == 0)) {
             match->route = route;
             match->index = i;
             return true;
         }
         allow_add(allow, route->method);
-        if (route->head_too)
+        if (serves_get)
             allow_add(allow, "HEAD");
     }
     return false;

@@ -35,8 +35,9 @@ typedef void (*wl_route_stream_fn)(wl_core_t *core, wl_export_cache_t *cache, wl
 
 typedef struct {
     wl_route_kind_t kind;
-    const char *method;  /* NULL: any (the RPC prefix: Connect answers other methods itself) */
-    bool head_too;       /* HEAD is served as GET */
+    /* NULL: any (the RPC prefix: Connect answers other methods itself); a GET row serves HEAD
+     * too, as GET without the body (RFC 9110 9.3.2) */
+    const char *method;
     const char *pattern; /* "/a/{field}": {field} segments bind a string field */
     bool prefix;         /* pattern is a prefix of the paths (no {field}) */
     const char *service; /* REST, device: the core method called */

@@ -2,6 +2,7 @@
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -83,6 +84,7 @@ typedef struct {
     wl_framing_target_t target; /* the request target in libmicrohttpd's read buffer */
     size_t body_drained;
     size_t body_cap;
+    uint64_t body_sent; /* content bytes handed to libmicrohttpd (none for HEAD and 304) */
 } request_t;
 
 static double elapsed_ms(const struct timespec *since)
@@ -136,6 +138,7 @@ static void prepare(request_t *req, const char *method)
     } else if (wl_random_base62(ex->request_id, 20) != 0) {
         snprintf(ex->request_id, sizeof(ex->request_id), "unknown");
     }
+    wl_exchange_read_origin(ex);
 }
 
 typedef struct {
@@ -239,31 +242,34 @@ static int connection_fd(const wl_exchange_t *ex)
     return info != NULL ? info->connect_fd : -1;
 }
 
-/* A streamed body whose fill runs on a request thread: libmicrohttpd's thread suspends the
- * connection when the stream runs dry and goes on with its other connections meanwhile. */
+/* A streamed body as libmicrohttpd pulls it, counted for the log line. Its fill, when it has
+ * one, runs on a request thread: libmicrohttpd's thread suspends the connection when the
+ * stream runs dry and goes on with its other connections meanwhile. */
 typedef struct {
     wl_offload_t *offload;
     struct MHD_Connection *connection;
     ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max);
-    void (*fill)(void *state);
+    void (*fill)(void *state); /* NULL: read never runs dry */
     void (*free_state)(void *state);
     void *state;
+    uint64_t *sent; /* the request's body_sent: the request outlives every read */
     wl_offload_job_t job;
-} offloaded_stream_t;
+} counted_stream_t;
 
 static void fill_offloaded(wl_offload_job_t *job)
 {
-    offloaded_stream_t *stream =
-        (offloaded_stream_t *)((char *)job - offsetof(offloaded_stream_t, job));
+    counted_stream_t *stream = (counted_stream_t *)((char *)job - offsetof(counted_stream_t, job));
     stream->fill(stream->state);
     MHD_resume_connection(stream->connection);
 }
 
-static ssize_t read_offloaded(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t read_counted(void *cls, uint64_t pos, char *buf, size_t max)
 {
-    offloaded_stream_t *stream = cls;
+    counted_stream_t *stream = cls;
     ssize_t n = stream->read(stream->state, pos, buf, max);
-    if (n != WL_EXCHANGE_STREAM_EMPTY)
+    if (n > 0)
+        *stream->sent = pos + (uint64_t)n;
+    if (n != WL_EXCHANGE_STREAM_EMPTY || stream->fill == NULL)
         return n;
     /* libmicrohttpd asks again once the connection is resumed (it may not be freed while
      * suspended, so the stream outlives the job). */
@@ -273,9 +279,9 @@ static ssize_t read_offloaded(void *cls, uint64_t pos, char *buf, size_t max)
     return 0;
 }
 
-static void free_offloaded(void *cls)
+static void free_counted(void *cls)
 {
-    offloaded_stream_t *stream = cls;
+    counted_stream_t *stream = cls;
     stream->free_state(stream->state);
     free(stream);
 }
@@ -283,28 +289,51 @@ static void free_offloaded(void *cls)
 static struct MHD_Response *stream_response(request_t *req)
 {
     wl_exchange_t *ex = &req->ex;
-    offloaded_stream_t *stream = NULL;
-    if (ex->stream_fill != NULL && (stream = malloc(sizeof(*stream))) == NULL) {
+    counted_stream_t *stream = malloc(sizeof(*stream));
+    struct MHD_Response *response = NULL;
+    if (stream == NULL) {
         ex->stream_free(ex->stream_state);
-        return NULL;
-    }
-    struct MHD_Response *response;
-    if (stream != NULL) {
-        *stream = (offloaded_stream_t){req->server->offload, ex->connection,  ex->stream_read,
-                                       ex->stream_fill,      ex->stream_free, ex->stream_state};
-        response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE,
-                                                     read_offloaded, stream, free_offloaded);
-        if (response == NULL)
-            free_offloaded(stream);
     } else {
-        response =
-            MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE, ex->stream_read,
-                                              ex->stream_state, ex->stream_free);
+        *stream = (counted_stream_t){req->server->offload, ex->connection,  ex->stream_read,
+                                     ex->stream_fill,      ex->stream_free, ex->stream_state,
+                                     &req->body_sent};
+        response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE,
+                                                     read_counted, stream, free_counted);
         if (response == NULL)
-            ex->stream_free(ex->stream_state);
+            free_counted(stream);
     }
     ex->stream_read = NULL;
     ex->stream_state = NULL;
+    return response;
+}
+
+static ssize_t no_content(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)cls;
+    (void)pos;
+    (void)buf;
+    (void)max;
+    return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+/*
+ * An answer without content whose headers must not describe one: a 304 (RFC 9110 8.6: no
+ * Content-Length unless it is the 200's), and HEAD on a streamed body, whose length is known
+ * only once it is made. libmicrohttpd 0.9.75 (0.9.77 too) sends "Content-Length: 0" with an
+ * empty 304, and a last chunk after the headers of a HEAD answer it would have chunked, which
+ * a kept-alive client reads as the start of the next answer. Its HTTP/1.0-compatible mode
+ * sends a body of unknown length neither chunked nor with a length: the headers alone, then
+ * the connection closes (as such a body would end). Costs a new connection after each of them.
+ */
+static struct MHD_Response *headers_only_response(void)
+{
+    struct MHD_Response *response =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, no_content, NULL, NULL);
+    if (response != NULL && MHD_set_response_options(response, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT,
+                                                     MHD_RO_END) != MHD_YES) {
+        MHD_destroy_response(response);
+        response = NULL;
+    }
     return response;
 }
 
@@ -314,8 +343,17 @@ static enum MHD_Result send_response(request_t *req)
     req->responded = true;
     if (req->suspended_once && wl_wire_guard_release_eof(connection_fd(ex)))
         ex->close = true; /* the client has said all it will */
+    bool head_of_stream =
+        ex->stream_read != NULL && ex->method != NULL && strcmp(ex->method, "HEAD") == 0;
+    if (head_of_stream) {
+        ex->stream_free(ex->stream_state); /* never read */
+        ex->stream_read = NULL;
+        ex->stream_state = NULL;
+    }
     struct MHD_Response *response;
-    if (ex->stream_read != NULL) {
+    if (ex->status == 304 || head_of_stream) {
+        response = headers_only_response();
+    } else if (ex->stream_read != NULL) {
         /* From here libmicrohttpd owns the stream and frees it when the response is
          * done with, whether it finished, failed or the client went away. */
         response = stream_response(req);
@@ -324,6 +362,8 @@ static enum MHD_Result send_response(request_t *req)
          * libmicrohttpd calls after it is done sending: no copy needed. */
         response =
             MHD_create_response_from_buffer(ex->response_len, ex->response, MHD_RESPMEM_PERSISTENT);
+        if (ex->method == NULL || strcmp(ex->method, "HEAD") != 0)
+            req->body_sent = ex->response_len;
     }
     if (response == NULL)
         return MHD_NO;
@@ -611,6 +651,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         shown_len = wl_redact_keys(ex->request_id, strlen(ex->request_id), shown, sizeof(shown));
         wl_log_line_str(&line, "requestId", shown, shown_len);
         wl_log_line_bool(&line, "completed", toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
+        wl_log_line_int(&line, "bytes", (long long)req->body_sent);
+        wl_exchange_log_origin(ex, &line);
         wl_log_line_end(&line);
     }
     /* A stream that was set but never handed over (the client left first). */
@@ -649,21 +691,25 @@ static int open_listener(const char *listen_addr, int *fd_out, uint16_t *port_ou
     if (gai != 0)
         return wl_error_set(err, WL_EINVAL, "cannot resolve --listen '%s': %s", listen_addr,
                             gai_strerror(gai));
-    int fd = -1;
+    int fd = -1, failure = 0;
     for (struct addrinfo *a = addrs; a != NULL && fd < 0; a = a->ai_next) {
         fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0)
+        if (fd < 0) {
+            failure = errno;
             continue;
+        }
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 1024) != 0) {
+            failure = errno;
             close(fd);
             fd = -1;
         }
     }
     freeaddrinfo(addrs);
     if (fd < 0)
-        return wl_error_set(err, WL_EUNAVAILABLE, "cannot listen on %s", listen_addr);
+        return wl_error_set(err, WL_EUNAVAILABLE, "cannot listen on %s: %s", listen_addr,
+                            strerror(failure));
     struct sockaddr_storage bound;
     socklen_t bound_len = sizeof(bound);
     getsockname(fd, (struct sockaddr *)&bound, &bound_len);

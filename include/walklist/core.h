@@ -53,6 +53,13 @@ typedef struct {
 } wl_core_config_t;
 
 /**
+ * WL_EINVAL, saying why (its secrets redacted), when url is neither a libpq conninfo nor a
+ * postgres:// URI that libpq can read: such a URL never connects, so a program refuses it at
+ * startup instead of serving 503 (wl_core_create refuses it too).
+ */
+int wl_core_check_database_url(const char *url, wl_error_t *err) WL_CHECK_RESULT;
+
+/**
  * Creates the core. Before anything else it matches each service's method table with the
  * service's descriptor by name: a method without a row (so without a policy) or a row naming
  * no method fails with WL_EINTERNAL naming them, so a proto change cannot ship a method that

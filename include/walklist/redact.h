@@ -16,4 +16,16 @@
  */
 size_t wl_redact_keys(const char *text, size_t len, char *out, size_t size);
 
+/**
+ * Copies a database connection string, or a message quoting one (libpq's), into out (at most
+ * size - 1 bytes and a NUL) with its secrets replaced by "REDACTED": the value of every
+ * "password=" and "sslpassword=" (conninfo keywords or URI query parameters, quoted or not)
+ * and the password of a URI's user information ("postgresql://user:secret@host").
+ * Returns the length written.
+ *
+ *     wl_redact_conninfo("postgresql://app:s3cret@db/wl", out, sizeof(out));
+ *     // "postgresql://app:REDACTED@db/wl"
+ */
+size_t wl_redact_conninfo(const char *text, char *out, size_t size);
+
 #endif

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LINE_MAX_BYTES 2048
@@ -130,10 +131,23 @@ static void field(wl_log_line_t *line, const char *key, const char *value, size_
     }
 }
 
+/* RFC 3339, UTC, milliseconds: "2024-06-10T08:15:30.123Z" (what log pipelines parse). */
+static size_t format_now(char out[32])
+{
+    struct timespec now;
+    struct tm utc;
+    clock_gettime(CLOCK_REALTIME, &now);
+    gmtime_r(&now.tv_sec, &utc);
+    size_t len = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &utc);
+    return len + (size_t)snprintf(out + len, 32 - len, ".%03ldZ", now.tv_nsec / 1000000);
+}
+
 void wl_log_line_begin(wl_log_line_t *line, const char *level, const char *msg)
 {
     line->len = 0;
     line->full = false;
+    char time_text[32];
+    field(line, "time", time_text, format_now(time_text), true);
     field(line, "level", level, strlen(level), true);
     field(line, "msg", msg, strlen(msg), true);
 }

@@ -27,9 +27,10 @@ int wl_admin_connect(const char *database_url, const char *application, wl_admin
     wl_admin_t *admin = calloc(1, sizeof(*admin));
     if (admin == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
-    /* expand_dbname: the URL may be a conninfo string or a URI, and what it says wins. */
-    const char *keys[] = {"dbname", "application_name", NULL};
-    const char *values[] = {database_url, application, NULL};
+    /* expand_dbname: the URL may be a conninfo string or a URI, and what it says wins over
+     * the keywords before it (libpq reads them in order), application_name included. */
+    const char *keys[] = {"application_name", "dbname", NULL};
+    const char *values[] = {application, database_url, NULL};
     admin->conn = PQconnectdbParams(keys, values, 1);
     if (PQstatus(admin->conn) != CONNECTION_OK) {
         const char *reason = PQerrorMessage(admin->conn);

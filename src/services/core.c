@@ -52,6 +52,11 @@ static int ask_permits(void *data, int64_t org_id, const char *bucket, int limit
     return rc;
 }
 
+int wl_core_check_database_url(const char *url, wl_error_t *err)
+{
+    return wl_db_check_conninfo(url, err);
+}
+
 int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *err)
 {
     wl_core_t *core = calloc(1, sizeof(*core));

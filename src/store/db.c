@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "walklist/log.h"
+#include "walklist/redact.h"
 
 const char *wl_db_sqlstate(const PGresult *res)
 {
@@ -56,7 +57,40 @@ int64_t wl_db_clock_ms(void)
     return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
-PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_t *err)
+/* libpq's message on one line, its secrets redacted: what a log line may show of it. */
+static void describe_failure(const char *message, char *why, size_t why_size)
+{
+    wl_redact_conninfo(message ? message : "", why, why_size);
+    /* libpq breaks its hints onto indented lines: one space for each run of white space. */
+    size_t len = 0;
+    for (const char *c = why; *c != '\0'; c++) {
+        bool blank = *c == ' ' || *c == '\n' || *c == '\t';
+        if (!blank)
+            why[len++] = *c;
+        else if (len > 0 && why[len - 1] != ' ')
+            why[len++] = ' ';
+    }
+    while (len > 0 && why[len - 1] == ' ')
+        len--;
+    why[len] = '\0';
+}
+
+int wl_db_check_conninfo(const char *conninfo, wl_error_t *err)
+{
+    char *message = NULL;
+    PQconninfoOption *options = PQconninfoParse(conninfo ? conninfo : "", &message);
+    if (options != NULL) {
+        PQconninfoFree(options);
+        return 0;
+    }
+    char why[256];
+    describe_failure(message ? message : "out of memory", why, sizeof(why));
+    PQfreemem(message);
+    return wl_error_set(err, WL_EINVAL, "not a libpq connection string or URI: %s", why);
+}
+
+PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_t *err, char *why,
+                      size_t why_size)
 {
     /* The server ends a session whose client went silent just as fast (its keepalives and
      * user timeout are session settings), so a partitioned walklistd cannot hold row locks
@@ -76,15 +110,14 @@ PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_
                  " -c tcp_keepalives_count=%d -c tcp_user_timeout=%d",
                  liveness_ms / 1000 > 1 ? liveness_ms / 1000 : 1, liveness_ms);
     /* Keywords before dbname are defaults the conninfo may override (libpq processes them in
-     * order and expands dbname in place); the ones after it are walklist's own. */
+     * order and expands dbname in place): an application_name the user gave names the
+     * sessions in pg_stat_activity. The ones after it are walklist's own. */
     const char *keys[] = {"keepalives",       "keepalives_idle",  "keepalives_interval",
-                          "keepalives_count", "tcp_user_timeout", "dbname",
-                          "options",          "application_name", NULL};
-    const char *values[] = {"1",          "1",
-                            "1",          "3",
-                            user_timeout, how->conninfo ? how->conninfo : "",
-                            options,      how->application,
-                            NULL};
+                          "keepalives_count", "tcp_user_timeout", "application_name",
+                          "dbname",           "options",          NULL};
+    const char *values[] = {
+        "1",     "1", "1", "3", user_timeout, how->application, how->conninfo ? how->conninfo : "",
+        options, NULL};
     int first = liveness_ms > 0 ? 0 : 5;
     PGconn *conn = PQconnectStartParams(keys + first, values + first, 1);
     if (conn == NULL) {
@@ -112,6 +145,9 @@ PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_
         wl_error_set(err, WL_EUNAVAILABLE,
                      timed_out ? "database unavailable: no connection in time"
                                : "database unavailable");
+        if (why != NULL)
+            describe_failure(timed_out ? "no connection in time" : PQerrorMessage(conn), why,
+                             why_size);
         wl_db_discard(conn);
         return NULL;
     }

@@ -31,9 +31,15 @@ int64_t wl_db_clock_ms(void);
 
 /**
  * Opens a connection, giving up at deadline_ms (wl_db_clock_ms) whatever the network
- * does: NULL with WL_EUNAVAILABLE in err when the server cannot be reached in time.
+ * does: NULL with WL_EUNAVAILABLE in err when the server cannot be reached in time. err's
+ * message is for clients ("database unavailable"); why (may be NULL) then receives libpq's
+ * reason on one line with its secrets redacted, for the operator's log.
  */
-PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_t *err);
+PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_t *err, char *why,
+                      size_t why_size);
+
+/** WL_EINVAL, saying why with its secrets redacted, when conninfo is not one libpq can read. */
+int wl_db_check_conninfo(const char *conninfo, wl_error_t *err) WL_CHECK_RESULT;
 
 /** Closes a connection that may be broken or stuck without waiting on its peer. */
 void wl_db_discard(PGconn *conn);

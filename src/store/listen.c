@@ -20,7 +20,7 @@ int wl_listen_open(const char *conninfo, const char *channel, const char *applic
     wl_db_connect_t how = {.conninfo = conninfo,
                            .application = application,
                            .liveness_timeout_ms = LISTEN_LIVENESS_MS};
-    PGconn *conn = wl_db_connect(&how, wl_db_clock_ms() + LISTEN_LIVENESS_MS, err);
+    PGconn *conn = wl_db_connect(&how, wl_db_clock_ms() + LISTEN_LIVENESS_MS, err, NULL, 0);
     if (conn == NULL)
         return wl_error_set(err, WL_EUNAVAILABLE, "%s: cannot connect", application);
     char *quoted = PQescapeIdentifier(conn, channel, strlen(channel));

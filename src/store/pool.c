@@ -66,6 +66,9 @@ int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out, wl_error_t *
 {
     if (config->size < 1)
         return wl_error_set(err, WL_EINVAL, "pool size must be at least 1");
+    /* A connection string libpq cannot read never connects: refused here, not served 503. */
+    if (wl_db_check_conninfo(config->conninfo, err) != 0)
+        return err->code;
     wl_pool_t *pool = calloc(1, sizeof(*pool));
     if (pool == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
@@ -143,15 +146,15 @@ static int wait_until(pthread_cond_t *cond, pthread_mutex_t *lock, int64_t deadl
 
 /* Health changed (lock held). Idle connections made before a failure are not trusted (across
  * a partition they look alive and hang their next borrower), and every waiter looks again. */
-static void set_health(wl_pool_t *pool, health_t health)
+static void set_health(wl_pool_t *pool, health_t health, const char *why)
 {
     if (health == pool->health)
         return;
     if (health == HEALTH_DOWN) {
         pool->down_since_ms = wl_db_clock_ms();
         wl_log("warn", "database unreachable",
-               "%s: requests that need it are refused 503 until a new connection works",
-               pool->application);
+               "%s: %s; requests that need it are refused 503 until a new connection works",
+               pool->application, why != NULL && why[0] != '\0' ? why : "connection lost");
     } else if (pool->health == HEALTH_DOWN) {
         wl_log("info", "database reachable", "%s: again after %lld ms", pool->application,
                (long long)(wl_db_clock_ms() - pool->down_since_ms));
@@ -205,15 +208,16 @@ static void *prober(void *arg)
         int attempt_ms = PROBE_TIMEOUT_MS < pool->connect.liveness_timeout_ms
                              ? PROBE_TIMEOUT_MS
                              : pool->connect.liveness_timeout_ms;
-        PGconn *conn = wl_db_connect(&pool->connect, started + attempt_ms, &err);
+        char why[256] = "";
+        PGconn *conn = wl_db_connect(&pool->connect, started + attempt_ms, &err, why, sizeof(why));
         pthread_mutex_lock(&pool->lock);
         if (conn != NULL) {
             if (!adopt(pool, conn))
                 wl_db_discard(conn);
-            set_health(pool, HEALTH_UP);
+            set_health(pool, HEALTH_UP, NULL);
             continue;
         }
-        set_health(pool, HEALTH_DOWN);
+        set_health(pool, HEALTH_DOWN, why);
         if (!pool->stop)
             wait_until(&pool->probe, &pool->lock, started + PROBE_INTERVAL_MS);
     }
@@ -282,15 +286,17 @@ int wl_pool_acquire(wl_pool_t *pool, PGconn **out, wl_error_t *err)
     }
     /* A new connection gets as long as a statement would to hear from a silent server. */
     int64_t connect_until = wl_db_clock_ms() + pool->connect.liveness_timeout_ms;
+    char why[256] = "";
     if (conn == NULL)
-        conn = wl_db_connect(&pool->connect,
-                             connect_until < deadline_ms ? connect_until : deadline_ms, err);
+        conn =
+            wl_db_connect(&pool->connect, connect_until < deadline_ms ? connect_until : deadline_ms,
+                          err, why, sizeof(why));
 
     pthread_mutex_lock(&pool->lock);
     if (conn == NULL) {
         slot->in_use = false;
         pool->in_use--;
-        set_health(pool, HEALTH_DOWN);
+        set_health(pool, HEALTH_DOWN, why);
         pthread_cond_signal(&pool->freed);
         pthread_mutex_unlock(&pool->lock);
         return err->code != 0 ? err->code : WL_EUNAVAILABLE;
@@ -329,7 +335,7 @@ void wl_pool_release(wl_pool_t *pool, PGconn *conn)
         break;
     }
     if (broken && pool->health == HEALTH_UP)
-        set_health(pool, HEALTH_SUSPECT);
+        set_health(pool, HEALTH_SUSPECT, NULL);
     pthread_mutex_unlock(&pool->lock);
 }
 

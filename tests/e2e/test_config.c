@@ -5,7 +5,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,33 +12,6 @@
 #include "fixture.h"
 #include "service.h"
 #include "testdb.h"
-
-/* Runs walklistd with args (and one environment variable when env is not NULL); its exit
- * status, and its stderr in err. */
-static int run_refused(const char *const *args, const char *env, char *err, size_t size)
-{
-    char path[] = "/tmp/walklist-config-XXXXXX";
-    int fd = mkstemp(path);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (env != NULL)
-            putenv((char *)env);
-        dup2(fd, STDERR_FILENO);
-        dup2(fd, STDOUT_FILENO);
-        const char *argv[16] = {getenv("WALKLISTD")};
-        for (int i = 0; args[i] != NULL && i < 14; i++)
-            argv[i + 1] = args[i];
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ssize_t n = pread(fd, err, size - 1, 0);
-    err[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(path);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 static void test_bad_values(const char *conninfo)
 {
@@ -71,7 +43,7 @@ static void test_bad_values(const char *conninfo)
                               cases[i].value,
                               NULL};
         char err[2048];
-        CHECK_INT(run_refused(args, cases[i].env, err, sizeof(err)), 2);
+        CHECK_INT(service_run(args, cases[i].env, err, sizeof(err)), 2);
         CHECK(strstr(err, cases[i].flag) != NULL);
         /* Refused before serving: it never listened. */
         CHECK(strstr(err, "\"msg\":\"listening\"") == NULL);

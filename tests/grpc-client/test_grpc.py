@@ -515,6 +515,33 @@ class GrpcTest(unittest.TestCase):
         self.assertRegex(text, r'walklist_grpc_calls_total\{method="/walklist.v1.LocateListService/'
                                r'CreateLocateList",code="OK"\} [1-9]')
 
+    def test_log_line_fields(self):
+        """A call's log line: time first (RFC 3339, UTC, ms), client, bytes of the reply, and a
+        valid traceparent's trace-id and parent-id (an invalid one ignored)."""
+        trace, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+        valid = f"00-{trace}-{parent}-01"
+
+        def list_stock_lines():
+            return [json.loads(line) for line in self.server.text().splitlines()
+                    if '"msg":"grpc call"' in line and "/ListStock" in line]
+
+        before = len(list_stock_lines())
+        for traceparent in (valid, valid.upper()):
+            self.stock_stub.ListStock(stock_pb2.ListStockRequest(page_size=1),
+                                      metadata=metadata(self.all) + (("traceparent", traceparent),))
+        lines = poll("both calls' log lines",
+                     lambda: list_stock_lines()[before:] if len(list_stock_lines()) >= before + 2
+                     else None)
+        for line in lines:
+            self.assertEqual(list(line)[0], "time")
+            self.assertRegex(line["time"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+            self.assertEqual(line["client"], "127.0.0.1")
+            self.assertEqual(line["code"], "OK")
+            self.assertGreater(line["bytes"], 0)
+        traced = [line for line in lines if "traceId" in line]
+        self.assertEqual([(line["traceId"], line["parentId"]) for line in traced], [(trace, parent)])
+        self.assertEqual(len(lines) - len(traced), 1)  # the upper-case one is ignored
+
     # --- Deadlines, cancellation, shutdown -------------------------------------------------
 
     def blocked_server(self):

@@ -96,6 +96,31 @@ void service_start(service_t *service, const char *conninfo, const char *const *
     exit(1);
 }
 
+int service_run(const char *const *args, const char *env, char *out, size_t size)
+{
+    char path[] = "/tmp/walklist-run-XXXXXX";
+    int fd = mkstemp(path);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (env != NULL)
+            putenv((char *)env);
+        dup2(fd, STDERR_FILENO);
+        dup2(fd, STDOUT_FILENO);
+        const char *argv[16] = {getenv("WALKLISTD")};
+        for (int i = 0; args[i] != NULL && i < 14; i++)
+            argv[i + 1] = args[i];
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ssize_t n = pread(fd, out, size - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 /*
  * A sanitizer report in walklistd's log (a sanitizer build writes them to stderr, which is the
  * log) fails the stop even when the exit status would not show it; the report is printed.

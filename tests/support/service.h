@@ -6,6 +6,7 @@
 #ifndef WALKLIST_SERVICE_H
 #define WALKLIST_SERVICE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -18,6 +19,11 @@ typedef struct {
 /** Starts walklistd ($WALKLISTD) with --database-url conninfo and extra args (NULL-terminated);
  * exits the test on failure. */
 void service_start(service_t *service, const char *conninfo, const char *const *extra_args);
+
+/** Runs walklistd ($WALKLISTD) with args (NULL-terminated; at most 14) and one environment
+ * variable ("NAME=value", or NULL) until it exits: its exit status, and what it wrote to stderr
+ * and stdout in out. For a walklistd that refuses to start. */
+int service_run(const char *const *args, const char *env, char *out, size_t size);
 
 /** Sends SIGTERM and waits; returns the exit status (or -1). */
 int service_stop(service_t *service);

@@ -161,6 +161,23 @@ static void test_refused(void)
          {"--threads"},
          "option '--threads' requires an argument (walklistd --help lists the options)"},
         {NULL, {"serve"}, "unexpected argument 'serve'"},
+        /* Ports out of range or not numbers are refused, not read modulo 65536 or as names. */
+        {NULL,
+         {"--listen", "127.0.0.1:99999"},
+         "--listen must be host:port or [v6]:port with a port from 0 to 65535 (0: any free one), "
+         "got '127.0.0.1:99999'"},
+        {NULL,
+         {"--listen", "127.0.0.1:http"},
+         "--listen must be host:port or [v6]:port with a port from 0 to 65535 (0: any free one), "
+         "got '127.0.0.1:http'"},
+        {NULL,
+         {"--grpc-listen", "localhost"},
+         "--grpc-listen must be host:port or [v6]:port with a port from 0 to 65535 (0: any free "
+         "one), got 'localhost'"},
+        {"WALKLIST_OPS_LISTEN=[::1]:-1",
+         {NULL},
+         "--ops-listen (WALKLIST_OPS_LISTEN) must be host:port or [v6]:port with a port from 0 to "
+         "65535 (0: any free one), got '[::1]:-1'"},
         {"WALKLIST_DATABASE_URL=", {NULL}, "--database-url (or WALKLIST_DATABASE_URL) is required"},
         {NULL,
          {"--tls-cert", "cert.pem"},
@@ -206,6 +223,8 @@ static void test_accepted_edges(void)
                           "1",
                           "--connection-timeout",
                           "3600",
+                          "--listen",
+                          "[::1]:65535",
                           NULL};
     wl_config_t config;
     wl_config_action_t action;
@@ -218,6 +237,7 @@ static void test_accepted_edges(void)
     CHECK_INT(config.rate_lease_ms, 60000);
     CHECK_INT(config.db_pool_size, 1);
     CHECK_INT(config.connection_timeout_s, 3600);
+    CHECK_STR(config.listen, "[::1]:65535");
 }
 
 static void test_actions(void)

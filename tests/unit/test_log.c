@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "walklist/log.h"
@@ -58,6 +59,16 @@ static void test_json_line(void)
     json_error_t error;
     json_t *line = json_loads(text, 0, &error);
     CHECK(line != NULL);
+    /* The first field: the time, RFC 3339 in UTC with milliseconds. */
+    CHECK(strncmp(text, "{\"time\":\"", 9) == 0);
+    const char *time_text = json_string_value(json_object_get(line, "time"));
+    struct tm parsed;
+    memset(&parsed, 0, sizeof(parsed));
+    const char *rest = time_text ? strptime(time_text, "%Y-%m-%dT%H:%M:%S", &parsed) : NULL;
+    CHECK(rest != NULL && strlen(rest) == 5 && rest[0] == '.' &&
+          strspn(rest + 1, "0123456789") == 3 && rest[4] == 'Z');
+    time_t logged = timegm(&parsed), now = time(NULL);
+    CHECK(logged <= now && now - logged < 3600); /* UTC, not local time shifted */
     CHECK_STR(json_string_value(json_object_get(line, "level")), "error");
     CHECK_STR(json_string_value(json_object_get(line, "msg")), "database error");
     /* The detail intact, its trailing line break dropped. */

@@ -14,8 +14,41 @@ static void check(const char *text, const char *expected)
     CHECK_STR(out, expected);
 }
 
+/* Connection strings and libpq's messages quoting them: passwords go, the rest stays. */
+static void test_conninfo(void)
+{
+    static const struct {
+        const char *text, *expected;
+    } cases[] = {
+        {"host=db dbname=wl", "host=db dbname=wl"},
+        {"host=db password=s3cret dbname=wl", "host=db password=REDACTED dbname=wl"},
+        {"host=db password = 's3 \\'cret' user=u", "host=db password = REDACTED user=u"},
+        {"sslpassword=abc", "sslpassword=REDACTED"},
+        {"PASSWORD=abc", "PASSWORD=REDACTED"},
+        {"postgresql://app:s3cret@db:5432/wl?sslmode=require",
+         "postgresql://app:REDACTED@db:5432/wl?sslmode=require"},
+        {"postgres://app@db/wl?password=x&application_name=a",
+         "postgres://app@db/wl?password=REDACTED&application_name=a"},
+        {"postgresql://db/wl", "postgresql://db/wl"},
+        {"missing \"=\" after \"postgresql://u:pw@h\" in connection info string",
+         "missing \"=\" after \"postgresql://u:REDACTED@h\" in connection info string"},
+        {"FATAL:  password authentication failed for user \"app\"",
+         "FATAL:  password authentication failed for user \"app\""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char out[256];
+        size_t n = wl_redact_conninfo(cases[i].text, out, sizeof(out));
+        CHECK_STR(out, cases[i].expected);
+        CHECK_INT(n, strlen(cases[i].expected));
+    }
+    char tiny[12];
+    CHECK_INT(wl_redact_conninfo("password=secretsecret", tiny, sizeof(tiny)), 11);
+    CHECK_STR(tiny, "password=RE");
+}
+
 int main(void)
 {
+    test_conninfo();
     static const struct {
         const char *text, *expected;
     } cases[] = {
