@@ -10,9 +10,14 @@
 #include <string.h>
 
 #include "config.h"
+#include "probe.h"
 #include "server.h"
 #include "walklist/core.h"
 #include "walklist/log.h"
+#include "walklist/version.h"
+
+/* A health check answers well within Docker's default 30 s timeout. */
+#define PROBE_TIMEOUT_MS 5000
 
 /* PEM files are small; anything larger is not one. */
 #define PEM_FILE_LIMIT (1024 * 1024)
@@ -82,6 +87,12 @@ int main(int argc, char **argv)
         wl_config_markdown(stdout);
         return 0;
     }
+    if (action == WL_CONFIG_VERSION) {
+        printf("walklistd %s (commit %s)\n", WL_VERSION, WL_COMMIT);
+        return 0;
+    }
+    if (action == WL_CONFIG_PROBE)
+        return wl_probe(config.probe_url, PROBE_TIMEOUT_MS, stderr);
     wl_log_use_json(true); /* from here on diagnostics join the request log's JSON lines */
     char *tls_cert = NULL, *tls_key = NULL;
     if (config.tls_cert_path != NULL) {
