@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "notify.h"
 #include "probe.h"
 #include "server.h"
 #include "walklist/core.h"
@@ -172,9 +173,11 @@ int main(int argc, char **argv)
     wl_log_line_int(&line, "opsPort", wl_server_ops_port(server));
     wl_log_line_int(&line, "grpcPort", wl_server_grpc_port(server));
     wl_log_line_end(&line);
+    wl_notify_ready();
 
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
+    wl_notify_stopping();
     wl_log_line_begin(&line, "info", "stopping");
     wl_log_line_int(&line, "signal", signal_number);
     wl_log_line_end(&line);

@@ -19,8 +19,9 @@ typedef struct {
 static bool parse_target(const char *url, probe_target_t *target, FILE *why)
 {
     if (strncasecmp(url, "https://", 8) == 0) {
-        fprintf(why, "walklistd: --probe speaks plain HTTP; with TLS, probe the --ops-listen "
-                     "address (http://), got %s\n",
+        fprintf(why,
+                "walklistd: --probe speaks plain HTTP; with TLS, probe the --ops-listen "
+                "address (http://), got %s\n",
                 url);
         return false;
     }

@@ -43,6 +43,12 @@ fi
 # The files the Dockerfile copies: its COPY sources (not --from), as git knows them.
 mapfile -t copied < <(awk '/^COPY / && !/--from/ {for (i = 2; i < NF; i++) print $i}' docker/Dockerfile)
 ((${#copied[@]} > 0)) || problem "no COPY lines in docker/Dockerfile"
+# Every top-level folder CMakeLists.txt reads (tests aside: the image builds without them;
+# files such as README.md are read by cmake --install only).
+for used in $(grep -o '${CMAKE_SOURCE_DIR}/[A-Za-z_.-]*' CMakeLists.txt | sed 's#.*/##' | sort -u); do
+  [[ $used == tests || $used == *.* ]] && continue
+  printf '%s\n' "${copied[@]}" | grep -qx "$used/" || problem "CMakeLists.txt reads $used/, which docker/Dockerfile does not copy"
+done
 python3 - "${copied[@]}" <<'PY' || fail=1
 import re, subprocess, sys
 

@@ -1,13 +1,15 @@
 /*
  * What an operator's tools see of the programs: --version of walklistd, walklistctl and
  * walklist-scanner (the build's version and commit, also in walklist_build_info), walklistd
- * --probe against a running walklistd (a container's HEALTHCHECK), and walklist-scanner's
- * --help and its answer to an https URL.
+ * --probe against a running walklistd (a container's HEALTHCHECK), walklistd's messages to
+ * systemd (Type=notify), and walklist-scanner's --help and its answer to an https URL.
  */
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -85,10 +87,11 @@ static void test_versions(void)
           (strlen(WL_COMMIT) == 12 && strspn(WL_COMMIT, "0123456789abcdef") == 12));
 
     http_response_t res = e2e_request(service.port, "GET", "/metrics", NULL, NULL, NULL);
-    snprintf(expected, sizeof(expected),
-             "\n# TYPE walklist_build_info gauge\nwalklist_build_info{version=\"%s\",commit=\"%s\"} "
-             "1\n",
-             WL_VERSION, WL_COMMIT);
+    snprintf(
+        expected, sizeof(expected),
+        "\n# TYPE walklist_build_info gauge\nwalklist_build_info{version=\"%s\",commit=\"%s\"} "
+        "1\n",
+        WL_VERSION, WL_COMMIT);
     CHECK_INT(res.status, 200);
     CHECK(res.body != NULL && strstr(res.body, expected) != NULL);
     http_response_free(&res);
@@ -178,15 +181,56 @@ static void test_scanner_cli(void)
     CHECK(strstr(o.err, "TLS-terminating proxy") != NULL);
 }
 
+/* systemd's side of sd_notify: a datagram socket named by NOTIFY_SOCKET. */
+static int notify_socket(const char *path)
+{
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path);
+    unlink(path);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
+        FAIL("cannot bind %s", path);
+        return -1;
+    }
+    /* Only a bound on a hung walklistd: the messages are sent before the calls return. */
+    struct timeval limit = {.tv_sec = 60};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+    setenv("NOTIFY_SOCKET", path, 1);
+    return fd;
+}
+
+static void expect_notification(int fd, const char *expected)
+{
+    char message[256];
+    ssize_t n = fd >= 0 ? recv(fd, message, sizeof(message) - 1, 0) : -1;
+    message[n > 0 ? n : 0] = '\0';
+    if (strncmp(message, expected, strlen(expected)) != 0)
+        FAIL("systemd was told '%s', expected '%s...'", message, expected);
+}
+
 int main(void)
 {
     snprintf(err_path, sizeof(err_path), "/tmp/wl_ops_cli_%ld.err", (long)getpid());
+    char notify_path[64];
+    snprintf(notify_path, sizeof(notify_path), "/tmp/wl_ops_cli_%ld.notify", (long)getpid());
     const char *conninfo = testdb_create("e2e_ops_cli");
+#ifdef WL_HAVE_SYSTEMD
+    int notify_fd = notify_socket(notify_path);
+#endif
     service_start(&service, conninfo, NULL);
+#ifdef WL_HAVE_SYSTEMD
+    unsetenv("NOTIFY_SOCKET"); /* the programs run below are not the service */
+    expect_notification(notify_fd, "READY=1");
+#endif
     test_versions();
     test_probe();
     test_scanner_cli();
     CHECK_INT(service_stop(&service), 0);
+#ifdef WL_HAVE_SYSTEMD
+    expect_notification(notify_fd, "STOPPING=1");
+    close(notify_fd);
+    unlink(notify_path);
+#endif
     unlink(err_path);
     return test_exit();
 }
