@@ -74,7 +74,7 @@ WL_CONFIG_OPTIONS(CHECK_INT_DEFAULT, IGNORE, IGNORE)
 #undef IGNORE
 
 /* getopt_long values of the flags: the table's rows from here on, so that none is a character. */
-enum { FLAG_HELP = 'h', FLAG_MARKDOWN = 256, FLAG_ROW0 };
+enum { FLAG_HELP = 'h', FLAG_MARKDOWN = 256, FLAG_VERSION, FLAG_PROBE, FLAG_ROW0 };
 
 #define HELP_HINT " (walklistd --help lists the options)"
 
@@ -219,14 +219,16 @@ static size_t prefix_matches(const struct option *long_options, const char *arg)
 static int read_flags(wl_config_t *config, int argc, char **argv, wl_config_action_t *action,
                       wl_error_t *err)
 {
-    struct option long_options[OPTION_COUNT + 3];
+    struct option long_options[OPTION_COUNT + 5];
     for (size_t i = 0; i < OPTION_COUNT; i++)
         long_options[i] =
             (struct option){options[i].flag, required_argument, NULL, FLAG_ROW0 + (int)i};
     long_options[OPTION_COUNT] = (struct option){"help", no_argument, NULL, FLAG_HELP};
     long_options[OPTION_COUNT + 1] =
         (struct option){"print-config-markdown", no_argument, NULL, FLAG_MARKDOWN};
-    long_options[OPTION_COUNT + 2] = (struct option){NULL, 0, NULL, 0};
+    long_options[OPTION_COUNT + 2] = (struct option){"version", no_argument, NULL, FLAG_VERSION};
+    long_options[OPTION_COUNT + 3] = (struct option){"probe", required_argument, NULL, FLAG_PROBE};
+    long_options[OPTION_COUNT + 4] = (struct option){NULL, 0, NULL, 0};
 
     /* Our own messages instead of getopt's (opterr, the leading ':'), so that they reach err;
      * optind 0 starts glibc's getopt afresh for each call (the tests call it many times). */
@@ -243,9 +245,21 @@ static int read_flags(wl_config_t *config, int argc, char **argv, wl_config_acti
             *action = WL_CONFIG_MARKDOWN;
             return 0;
         }
+        if (opt == FLAG_VERSION) {
+            *action = WL_CONFIG_VERSION;
+            return 0;
+        }
+        if (opt == FLAG_PROBE) {
+            /* The probe needs no other setting: a container's health check has the
+             * environment of the service, whatever it holds. */
+            *action = WL_CONFIG_PROBE;
+            config->probe_url = optarg;
+            return 0;
+        }
         if (opt == ':') {
             /* optopt is the missing argument's option: a row's value. */
-            const char *flag = optopt >= FLAG_ROW0 && (size_t)(optopt - FLAG_ROW0) < OPTION_COUNT
+            const char *flag = optopt == FLAG_PROBE ? "probe"
+                               : optopt >= FLAG_ROW0 && (size_t)(optopt - FLAG_ROW0) < OPTION_COUNT
                                    ? options[optopt - FLAG_ROW0].flag
                                    : "?";
             return wl_error_set(err, WL_EINVAL, "option '--%s' requires an argument" HELP_HINT,
@@ -254,7 +268,7 @@ static int read_flags(wl_config_t *config, int argc, char **argv, wl_config_acti
         if (opt == '?') {
             /* optopt: a no-argument option given one ("--help=yes"), an unknown short option,
              * or 0 for an unknown long one. */
-            if (optopt == FLAG_HELP || optopt == FLAG_MARKDOWN)
+            if (optopt == FLAG_HELP || optopt == FLAG_MARKDOWN || optopt == FLAG_VERSION)
                 return wl_error_set(err, WL_EINVAL, "option '%s' takes no argument" HELP_HINT,
                                     argv[optind - 1]);
             if (optopt != 0)
@@ -314,11 +328,18 @@ int wl_config_read(wl_config_t *config, int argc, char **argv, wl_config_action_
 {
     wl_config_defaults(config);
     *action = WL_CONFIG_SERVE;
-    int rc = read_environment(config, err);
-    if (rc == 0)
-        rc = read_flags(config, argc, argv, action, err);
+    /* A bad environment does not stop --help, --version or --probe (a health check runs in
+     * the service's environment): its error counts only when serving. */
+    wl_error_t env_err;
+    wl_error_init(&env_err);
+    int env_rc = read_environment(config, &env_err);
+    int rc = read_flags(config, argc, argv, action, err);
     if (rc != 0 || *action != WL_CONFIG_SERVE)
         return rc;
+    if (env_rc != 0) {
+        *err = env_err;
+        return env_rc;
+    }
     rc = derive_defaults(config, err);
     return rc != 0 ? rc : check_together(config, err);
 }
@@ -410,8 +431,13 @@ void wl_config_usage(FILE *out)
         }
         fputc('\n', out);
     }
-    fprintf(out, "  --help, -h                    this text\n"
-                 "  --print-config-markdown       the README's table of these options\n");
+    fprintf(out,
+            "  --help, -h                    this text\n"
+            "  --version                     the version and the git commit it was built from\n"
+            "  --probe URL                   GET an http:// URL (/healthz, /readyz) and exit 0\n"
+            "                                on a 2xx answer, 1 otherwise (a container's\n"
+            "                                HEALTHCHECK); reads no other setting\n"
+            "  --print-config-markdown       the README's table of these options\n");
 }
 
 void wl_config_markdown(FILE *out)

@@ -126,11 +126,12 @@
            "`1`: export versions are trusted from memory until PostgreSQL announces a change; "    \
            "`0`: each export reads its version (exact across processes, one statement)")           \
     INT(shutdown_timeout_ms, "shutdown-timeout-ms", "WALKLIST_SHUTDOWN_TIMEOUT_MS", "MS", 0,       \
-        600000, 10000, NULL,                                                                       \
+        600000, 8000, NULL,                                                                        \
         "on SIGTERM, how long requests in flight may finish; then those not yet at the database "  \
         "are refused, those at it still waited for",                                               \
         "on SIGTERM or SIGINT, how long requests in flight may finish; then those not yet at the " \
-        "database are refused 503, those at it are still waited for (see **Shutdown** below)")
+        "database are refused 503, those at it are still waited for (see **Shutdown** below); "    \
+        "the default ends before Docker's 10 s stop grace period")
 // clang-format on
 
 /*
@@ -143,6 +144,8 @@ typedef struct {
     WL_CONFIG_OPTIONS(WL__CONFIG_INT_FIELD, WL__CONFIG_TEXT_FIELD, WL__CONFIG_TEXT_FIELD)
 #undef WL__CONFIG_INT_FIELD
 #undef WL__CONFIG_TEXT_FIELD
+    /* --probe URL: not a setting (no environment twin, no default), the URL to check. */
+    const char *probe_url;
 } wl_config_t;
 
 /* What the command line asks for besides the settings. */
@@ -150,6 +153,8 @@ typedef enum {
     WL_CONFIG_SERVE,    /* run with the settings */
     WL_CONFIG_HELP,     /* --help, -h: print wl_config_usage to stdout */
     WL_CONFIG_MARKDOWN, /* --print-config-markdown: print wl_config_markdown to stdout */
+    WL_CONFIG_VERSION,  /* --version: print the version and commit to stdout */
+    WL_CONFIG_PROBE,    /* --probe URL: GET config->probe_url, exit 0 on a 2xx (wl_probe) */
 } wl_config_action_t;
 
 /** Sets every setting to its default (derived ones to 0, worked out by wl_config_read). */

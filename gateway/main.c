@@ -10,9 +10,15 @@
 #include <string.h>
 
 #include "config.h"
+#include "notify.h"
+#include "probe.h"
 #include "server.h"
 #include "walklist/core.h"
 #include "walklist/log.h"
+#include "walklist/version.h"
+
+/* A health check answers well within Docker's default 30 s timeout. */
+#define PROBE_TIMEOUT_MS 5000
 
 /* PEM files are small; anything larger is not one. */
 #define PEM_FILE_LIMIT (1024 * 1024)
@@ -82,6 +88,12 @@ int main(int argc, char **argv)
         wl_config_markdown(stdout);
         return 0;
     }
+    if (action == WL_CONFIG_VERSION) {
+        printf("walklistd %s (commit %s)\n", WL_VERSION, WL_COMMIT);
+        return 0;
+    }
+    if (action == WL_CONFIG_PROBE)
+        return wl_probe(config.probe_url, PROBE_TIMEOUT_MS, stderr);
     const char *url_flags[] = {"--database-url", "--database-read-url"};
     const char *urls[] = {config.database_url, config.read_database_url};
     for (size_t i = 0; i < 2; i++) {
@@ -169,9 +181,11 @@ int main(int argc, char **argv)
     wl_log_line_int(&line, "opsPort", wl_server_ops_port(server));
     wl_log_line_int(&line, "grpcPort", wl_server_grpc_port(server));
     wl_log_line_end(&line);
+    wl_notify_ready();
 
     int signal_number = 0;
     sigwait(&stop_signals, &signal_number);
+    wl_notify_stopping();
     wl_log_line_begin(&line, "info", "stopping");
     wl_log_line_int(&line, "signal", signal_number);
     wl_log_line_end(&line);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "walklist/version.h"
+
 #define MAX_SERIES  256
 #define MAX_ROUTES  64
 #define MAX_BUCKETS 8
@@ -175,6 +177,11 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *aren
     if (out == NULL)
         return NULL;
     pthread_mutex_lock(&metrics->lock);
+    fprintf(out,
+            "# HELP walklist_build_info The running build: version and git commit, always 1.\n"
+            "# TYPE walklist_build_info gauge\n"
+            "walklist_build_info{version=\"%s\",commit=\"%s\"} 1\n",
+            WL_VERSION, WL_COMMIT);
     fprintf(out,
             "# HELP walklist_http_requests_total HTTP requests answered, by route and status.\n"
             "# TYPE walklist_http_requests_total counter\n");

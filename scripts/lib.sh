@@ -23,6 +23,7 @@ WL_PACKAGES=(
   iproute2 iptables clang-format
   libgrpc-dev python3-grpcio python3-grpc-tools
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm dpkg-dev
+  docker-compose lintian libsystemd-dev help2man
 )
 
 # The Connect client test runs on Node.js and npm: Debian's, unless the machine already has

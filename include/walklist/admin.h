@@ -57,6 +57,18 @@ int wl_admin_org_create(wl_admin_t *admin, const char *slug, const char *name, i
 int wl_admin_org_find(wl_admin_t *admin, const char *slug, int64_t *org_id,
                       wl_error_t *err) WL_CHECK_RESULT;
 
+/** One organization as listed; the strings are valid during the callback only. */
+typedef struct {
+    const char *slug;
+    const char *name;
+    const char *created_at; /* UTC, "2024-05-01T12:00:00Z" */
+    int64_t active_keys;    /* keys not revoked */
+} wl_admin_org_t;
+
+/** Calls each(org, data) for every organization, by slug. */
+int wl_admin_org_list(wl_admin_t *admin, void (*each)(const wl_admin_org_t *org, void *data),
+                      void *data, wl_error_t *err) WL_CHECK_RESULT;
+
 /* A whole API key: "wlk_", an 8-character prefix, "_", a 40-character secret, and a NUL. */
 #define WL_ADMIN_KEY_TOKEN_SIZE 54
 
@@ -132,7 +144,7 @@ int wl_admin_generate_load(wl_admin_t *admin, int64_t org_id,
 
 /**
  * Writes the same catalogue as the six CSV files DIR/<kind>.csv that wl_admin_import_csv
- * reads (DIR must exist). Needs no database, so no admin.
+ * reads, creating DIR (and its parents) when missing. Needs no database, so no admin.
  */
 int wl_admin_generate_csv(const char *dir, const wl_admin_generate_options_t *options,
                           wl_admin_generate_counts_t *counts, wl_error_t *err) WL_CHECK_RESULT;

@@ -7,6 +7,9 @@
 
 #include "walklist/admin.h"
 #include "walklist/scopes.h"
+#include "walklist/version.h"
+
+#define MAX_POSITIONAL 4
 
 typedef struct {
     const char *database_url;
@@ -16,75 +19,136 @@ typedef struct {
     const char *skus;
     const char *seed;
     const char *csv_dir;
-    const char *positional[4];
+    const char *positional[MAX_POSITIONAL];
     int positional_count;
+    bool help;
 } args_t;
 
-static void usage(FILE *out)
+/* --- CSV formats: the in-product reference (walklistctl formats, import KIND --help) -------- */
+
+typedef struct {
+    const char *kind;
+    const char *summary;
+    const char *columns[5][2]; /* name, what it holds */
+    const char *natural_key;
+    const char *example; /* one data row */
+} csv_format_t;
+
+#define CODE_RULE     "1-64 characters, exact: case-sensitive, never trimmed"
+#define QUANTITY_RULE "whole number, 0 to 999999999999999999 (at most 18 digits)"
+
+/* The order of imports: later kinds refer to earlier ones. */
+static const csv_format_t csv_formats[] = {
+    {"warehouses",
+     "Warehouses. Supplier warehouses count in the breakdown, never in the stock export.",
+     {{"code", "warehouse code, " CODE_RULE},
+      {"name", "1-200 characters"},
+      {"kind", "own or supplier"}},
+     "code",
+     "MAIN,Main warehouse,own"},
+    {"locations",
+     "Bins (rack locations) of a warehouse; staging areas are never a product's primary rack.",
+     {{"warehouse", "code of a warehouse already imported"},
+      {"code", "bin code, " CODE_RULE},
+      {"staging", "true or false"}},
+     "warehouse+code",
+     "MAIN,A-10,false"},
+    {"products",
+     "Products with their EANs; a product's EANs are replaced by the file's list.",
+     {{"sku", "SKU, " CODE_RULE},
+      {"name", "1-200 characters"},
+      {"eans", "EANs separated by |, may be empty; one EAN may belong to several products"}},
+     "sku",
+     "SKU-1001,Cordless drill 18V,4006381333931|4006381333948"},
+    {"stock",
+     "Physical stock of a product in a warehouse.",
+     {{"sku", "SKU of a product already imported"},
+      {"warehouse", "code of a warehouse already imported"},
+      {"on_hand", QUANTITY_RULE}},
+     "sku+warehouse",
+     "SKU-1001,MAIN,12"},
+    {"location-stock",
+     "Rack assignments: the quantity of a product held in a bin (0 still assigns the bin).",
+     {{"sku", "SKU of a product already imported"},
+      {"warehouse", "code of a warehouse already imported"},
+      {"location", "bin code of a location already imported in that warehouse"},
+      {"quantity", QUANTITY_RULE}},
+     "sku+warehouse+location",
+     "SKU-1001,MAIN,A-10,8"},
+    {"reservations",
+     "Reservations; active ones in own warehouses are subtracted in the stock export.",
+     {{"ref", "reservation reference, " CODE_RULE},
+      {"sku", "SKU of a product already imported"},
+      {"warehouse", "code of a warehouse already imported"},
+      {"quantity", QUANTITY_RULE},
+      {"status", "active, released or consumed"}},
+     "ref",
+     "SO-5001,SKU-1001,MAIN,2,active"},
+};
+
+#define FORMAT_COUNT (sizeof(csv_formats) / sizeof(csv_formats[0]))
+
+static const char csv_rules[] =
+    "Every file: UTF-8, a header row with exactly these columns in this order, RFC 4180\n"
+    "quoting (\"Work light, LED\"; a quote inside is doubled). A row upserts the record of its\n"
+    "natural key; a natural key twice in one file is an error. A file imports in one\n"
+    "transaction: any bad row and nothing is imported, and every problem is reported as\n"
+    "FILE:LINE: column: problem, by line (the first 50, then how many more).\n"
+    "Limits: codes 1-64 characters, names up to 200, quantities at most 18 digits; a SKU's\n"
+    "available quantity (on_hand over own warehouses minus active reservations in them) must\n"
+    "stay at most 9223372036854775807: a file that would exceed it is refused, naming its\n"
+    "lines of that SKU.\n";
+
+static const csv_format_t *find_format(const char *kind)
 {
-    fprintf(out,
-            "usage: walklistctl [--database-url URL] COMMAND\n"
-            "  migrate                                   apply pending schema migrations\n"
-            "  org create SLUG [--name NAME]             create an organization\n"
-            "  key create --org SLUG --scopes a,b [--name N]\n"
-            "                                            create an API key; prints the token\n"
-            "  key list --org SLUG                       list an organization's keys\n"
-            "  key revoke PREFIX                         revoke a key\n"
-            "  import KIND FILE.csv --org SLUG           import warehouses, locations, products,\n"
-            "                                            stock, location-stock or reservations\n"
-            "  demo --org SLUG                           load demo inventory\n"
-            "  generate --org SLUG --skus N --seed S     load a reproducible benchmark catalogue\n"
-            "  generate --csv DIR --skus N --seed S      write it as the six CSV files instead\n"
-            "scopes: lists:write, stock:read, scanner, inventory:write\n"
-            "The database URL may also come from WALKLIST_DATABASE_URL.\n");
+    for (size_t i = 0; kind != NULL && i < FORMAT_COUNT; i++)
+        if (strcmp(csv_formats[i].kind, kind) == 0)
+            return &csv_formats[i];
+    return NULL;
 }
 
-static int parse_args(int argc, char **argv, args_t *args)
+static void print_format(FILE *out, const csv_format_t *format)
 {
-    memset(args, 0, sizeof(*args));
-    args->database_url = getenv("WALKLIST_DATABASE_URL");
-    for (int i = 1; i < argc; i++) {
-        const char **target = NULL;
-        if (strcmp(argv[i], "--database-url") == 0)
-            target = &args->database_url;
-        else if (strcmp(argv[i], "--org") == 0)
-            target = &args->org;
-        else if (strcmp(argv[i], "--name") == 0)
-            target = &args->name;
-        else if (strcmp(argv[i], "--scopes") == 0)
-            target = &args->scopes;
-        else if (strcmp(argv[i], "--skus") == 0)
-            target = &args->skus;
-        else if (strcmp(argv[i], "--seed") == 0)
-            target = &args->seed;
-        else if (strcmp(argv[i], "--csv") == 0)
-            target = &args->csv_dir;
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage(stdout);
-            exit(0);
-        } else if (strncmp(argv[i], "--", 2) == 0) {
-            fprintf(stderr, "walklistctl: unknown option %s\n", argv[i]);
-            return -1;
-        } else if (args->positional_count < 4) {
-            args->positional[args->positional_count++] = argv[i];
-            continue;
-        } else {
-            fprintf(stderr, "walklistctl: too many arguments\n");
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "walklistctl: %s needs a value\n", argv[i]);
-            return -1;
-        }
-        *target = argv[++i];
+    fprintf(out, "%s: %s\ncolumns:\n", format->kind, format->summary);
+    for (size_t c = 0; c < 5 && format->columns[c][0] != NULL; c++)
+        fprintf(out, "  %-10s %s\n", format->columns[c][0], format->columns[c][1]);
+    fprintf(out, "natural key: %s\nexample:\n  ", format->natural_key);
+    for (size_t c = 0; c < 5 && format->columns[c][0] != NULL; c++)
+        fprintf(out, "%s%s", c ? "," : "", format->columns[c][0]);
+    fprintf(out, "\n  %s\n", format->example);
+}
+
+/* --- Commands ----------------------------------------------------------------------------- */
+
+typedef struct command command_t;
+struct command {
+    const char *words[2]; /* "key", "create"; words[1] NULL for one-word commands */
+    int operands;         /* positional arguments after the words */
+    const char *synopsis; /* after "walklistctl " */
+    const char *summary;
+    const char *details; /* more for its --help, or NULL */
+    bool needs_database;
+    int (*run)(wl_admin_t *admin, const args_t *args, wl_error_t *err);
+};
+
+static void command_usage(FILE *out, const command_t *command, const args_t *args)
+{
+    const csv_format_t *format =
+        command->words[0] != NULL && strcmp(command->words[0], "import") == 0
+            ? find_format(args->positional[1])
+            : NULL;
+    if (format != NULL) {
+        fprintf(out, "usage: walklistctl import %s FILE.csv --org SLUG\n", format->kind);
+        print_format(out, format);
+        fprintf(out,
+                "FILE.csv may be - for stdin. walklistctl formats: every format and the rules.\n");
+        return;
     }
-    return 0;
-}
-
-static bool command_is(const args_t *args, const char *first, const char *second, int count)
-{
-    return args->positional_count == count && strcmp(args->positional[0], first) == 0 &&
-           (second == NULL || strcmp(args->positional[1], second) == 0);
+    fprintf(out, "usage: walklistctl %s\n  %s\n", command->synopsis, command->summary);
+    if (command->details != NULL)
+        fputs(command->details, out);
+    if (command->needs_database)
+        fprintf(out, "Needs --database-url URL (or WALKLIST_DATABASE_URL).\n");
 }
 
 static int fail(const wl_error_t *err)
@@ -102,8 +166,9 @@ static int need_org(wl_admin_t *admin, const args_t *args, int64_t *org_id, wl_e
     return wl_admin_org_find(admin, args->org, org_id, err);
 }
 
-static int cmd_migrate(wl_admin_t *admin, wl_error_t *err)
+static int cmd_migrate(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
+    (void)args;
     int applied = 0;
     int rc = wl_admin_migrate(admin, &applied, err);
     if (rc == 0)
@@ -119,6 +184,20 @@ static int cmd_org_create(wl_admin_t *admin, const args_t *args, wl_error_t *err
     if (rc == 0)
         fprintf(stderr, "walklistctl: organization %s created\n", slug);
     return rc;
+}
+
+static void print_org(const wl_admin_org_t *org, void *data)
+{
+    (void)data;
+    printf("%s\t%s\t%lld\t%s\n", org->slug, org->created_at, (long long)org->active_keys,
+           org->name);
+}
+
+static int cmd_org_list(wl_admin_t *admin, const args_t *args, wl_error_t *err)
+{
+    (void)args;
+    printf("SLUG\tCREATED\tACTIVE KEYS\tNAME\n");
+    return wl_admin_org_list(admin, print_org, NULL, err);
 }
 
 static int cmd_key_create(wl_admin_t *admin, const args_t *args, wl_error_t *err)
@@ -164,20 +243,108 @@ static int cmd_key_revoke(wl_admin_t *admin, const args_t *args, wl_error_t *err
     return rc;
 }
 
-static void print_problem(size_t line, const char *column, const char *description, void *data)
+/* --- Import problems: sorted by line, the first PROBLEMS_SHOWN of them -------------------- */
+
+/* Enough to fix a file by; a file of 200,000 bad rows then says so in 51 lines. */
+#define PROBLEMS_SHOWN 50
+
+typedef struct {
+    size_t line, order; /* order: as reported, for problems of one line */
+    char *text;         /* "FILE:LINE: column: description", malloc'd */
+} problem_t;
+
+/* The problems with the smallest lines, at most PROBLEMS_SHOWN, in memory that does not grow
+ * with the file; the rest are counted. */
+typedef struct {
+    const char *file;
+    problem_t kept[PROBLEMS_SHOWN];
+    size_t kept_count, total;
+    bool out_of_memory;
+} problems_t;
+
+static int problem_cmp(const void *a, const void *b)
 {
-    const char *file = data;
-    if (column[0] != '\0')
-        fprintf(stderr, "%s:%zu: %s: %s\n", file, line, column, description);
-    else
-        fprintf(stderr, "%s:%zu: %s\n", file, line, description);
+    const problem_t *x = a, *y = b;
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void keep_problem(size_t line, const char *column, const char *description, void *data)
+{
+    problems_t *problems = data;
+    problem_t problem = {line, problems->total++, NULL};
+    problem_t *slot = NULL;
+    if (problems->kept_count < PROBLEMS_SHOWN) {
+        slot = &problems->kept[problems->kept_count];
+    } else {
+        problem_t *last = &problems->kept[0];
+        for (size_t i = 1; i < PROBLEMS_SHOWN; i++)
+            if (problem_cmp(&problems->kept[i], last) > 0)
+                last = &problems->kept[i];
+        if (problem_cmp(&problem, last) > 0)
+            return;
+        free(last->text);
+        last->text = NULL;
+        slot = last;
+        problems->kept_count--;
+    }
+    int len =
+        column[0] != '\0'
+            ? asprintf(&problem.text, "%s:%zu: %s: %s", problems->file, line, column, description)
+            : asprintf(&problem.text, "%s:%zu: %s", problems->file, line, description);
+    if (len < 0) {
+        problem.text = NULL;
+        problems->out_of_memory = true;
+    }
+    *slot = problem;
+    problems->kept_count++;
+}
+
+/* 199950 as "199,950". */
+static void with_separators(size_t n, char *buf, size_t size)
+{
+    char digits[32];
+    int len = snprintf(digits, sizeof(digits), "%zu", n);
+    size_t at = 0;
+    for (int i = 0; i < len && at + 2 < size; i++) {
+        if (i > 0 && (len - i) % 3 == 0)
+            buf[at++] = ',';
+        buf[at++] = digits[i];
+    }
+    buf[at] = '\0';
+}
+
+static void print_problems(problems_t *problems)
+{
+    qsort(problems->kept, problems->kept_count, sizeof(problem_t), problem_cmp);
+    for (size_t i = 0; i < problems->kept_count; i++) {
+        if (problems->kept[i].text != NULL)
+            fprintf(stderr, "%s\n", problems->kept[i].text);
+        free(problems->kept[i].text);
+        problems->kept[i].text = NULL;
+    }
+    if (problems->total > problems->kept_count) {
+        char more[40];
+        with_separators(problems->total - problems->kept_count, more, sizeof(more));
+        fprintf(stderr, "%s: ... and %s more\n", problems->file, more);
+    }
+    if (problems->out_of_memory)
+        fprintf(stderr, "walklistctl: out of memory: some problems are not shown\n");
+    problems->kept_count = 0;
 }
 
 static int import_file(wl_admin_t *admin, int64_t org_id, const char *kind, const char *path,
                        FILE *in, wl_error_t *err)
 {
     size_t rows = 0;
-    int rc = wl_admin_import_csv(admin, org_id, kind, in, print_problem, (void *)path, &rows, err);
+    problems_t *problems = calloc(1, sizeof(*problems));
+    if (problems == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    problems->file = path;
+    int rc = wl_admin_import_csv(admin, org_id, kind, in, keep_problem, problems, &rows, err);
+    print_problems(problems);
+    free(problems);
     if (rc == 0)
         fprintf(stderr, "walklistctl: %s: %zu %s row(s) imported\n", path, rows, kind);
     return rc;
@@ -186,11 +353,6 @@ static int import_file(wl_admin_t *admin, int64_t org_id, const char *kind, cons
 static int cmd_import(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
     const char *kind = args->positional[1], *path = args->positional[2];
-    if (!wl_admin_kind_valid(kind))
-        return wl_error_set(err, WL_EINVAL,
-                            "unknown import kind '%s' (warehouses, locations, products, stock, "
-                            "location-stock, reservations)",
-                            kind);
     int64_t org_id = 0;
     int rc = need_org(admin, args, &org_id, err);
     if (rc != 0)
@@ -279,92 +441,298 @@ static int generate_options(const args_t *args, wl_admin_generate_options_t *opt
     return rc;
 }
 
-static void print_counts(const wl_admin_generate_counts_t *counts)
+static void print_counts(const char *what, const wl_admin_generate_counts_t *counts)
 {
     size_t total = 0;
     for (size_t i = 0; i < WL_ADMIN_KIND_COUNT; i++)
         total += counts->rows[i];
-    fprintf(stderr, "walklistctl: generate: %zu rows (", total);
+    fprintf(stderr, "walklistctl: generate: %zu rows %s (", total, what);
     for (size_t i = 0; i < WL_ADMIN_KIND_COUNT; i++)
         fprintf(stderr, "%s%zu %s", i ? ", " : "", counts->rows[i], wl_admin_kind_name(i));
     fprintf(stderr, ")\n");
 }
 
+/* --csv DIR writes the files; --org SLUG loads the organization; both do both. */
 static int cmd_generate(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
     wl_admin_generate_options_t options;
+    wl_admin_generate_counts_t counts;
     int64_t org_id = 0;
     int rc = generate_options(args, &options, err);
-    if (rc == 0)
+    if (rc == 0 && args->org == NULL && args->csv_dir == NULL)
+        rc = wl_error_set(err, WL_EINVAL, "--org SLUG or --csv DIR (or both) is required");
+    if (rc == 0 && args->org != NULL)
         rc = need_org(admin, args, &org_id, err);
-    wl_admin_generate_counts_t counts;
-    if (rc == 0)
+    if (rc == 0 && args->csv_dir != NULL) {
+        rc = wl_admin_generate_csv(args->csv_dir, &options, &counts, err);
+        if (rc == 0)
+            print_counts("written to the CSV files", &counts);
+    }
+    if (rc == 0 && args->org != NULL) {
         rc = wl_admin_generate_load(admin, org_id, &options, stderr, &counts, err);
-    if (rc == 0)
-        print_counts(&counts);
+        if (rc == 0)
+            print_counts("loaded", &counts);
+    }
     return rc;
 }
 
-/* generate --csv DIR needs no database. */
-static int cmd_generate_csv(const args_t *args)
+static int cmd_formats(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
-    wl_error_t err;
-    wl_error_init(&err);
-    wl_admin_generate_options_t options;
-    wl_admin_generate_counts_t counts;
-    int rc = generate_options(args, &options, &err);
-    if (rc == 0)
-        rc = wl_admin_generate_csv(args->csv_dir, &options, &counts, &err);
-    if (rc != 0)
-        return fail(&err);
-    print_counts(&counts);
+    (void)admin, (void)args, (void)err;
+    fputs(csv_rules, stdout);
+    for (size_t i = 0; i < FORMAT_COUNT; i++) {
+        putchar('\n');
+        print_format(stdout, &csv_formats[i]);
+    }
     return 0;
+}
+
+static const command_t commands[] = {
+    {{"migrate", NULL},
+     0,
+     "migrate",
+     "apply pending schema migrations, then every SQL function",
+     "  Safe to run again and from several processes; run it before starting a new walklistd.\n",
+     true,
+     cmd_migrate},
+    {{"org", "create"},
+     1,
+     "org create SLUG [--name NAME]",
+     "create an organization",
+     "  SLUG: 1-63 characters of a-z, 0-9 and '-'; NAME defaults to SLUG.\n",
+     true,
+     cmd_org_create},
+    {{"org", "list"},
+     0,
+     "org list",
+     "list organizations (slug, created, active keys, name)",
+     NULL,
+     true,
+     cmd_org_list},
+    {{"key", "create"},
+     0,
+     "key create --org SLUG --scopes a,b [--name N]",
+     "create an API key; prints the token alone on stdout",
+     "  Scopes: lists:write, stock:read, scanner, inventory:write. The token is shown once.\n",
+     true,
+     cmd_key_create},
+    {{"key", "list"},
+     0,
+     "key list --org SLUG",
+     "list an organization's keys (never secrets)",
+     NULL,
+     true,
+     cmd_key_list},
+    {{"key", "revoke"},
+     1,
+     "key revoke PREFIX",
+     "revoke a key by its prefix",
+     NULL,
+     true,
+     cmd_key_revoke},
+    {{"import", NULL},
+     2,
+     "import KIND FILE.csv --org SLUG",
+     "import one CSV file: warehouses, locations, products, stock, location-stock, reservations",
+     "  Import in that order (later kinds refer to earlier ones). FILE.csv may be - for stdin.\n"
+     "  walklistctl import KIND --help: the columns of KIND and an example row;\n"
+     "  walklistctl formats: every format and the rules.\n",
+     true,
+     cmd_import},
+    {{"formats", NULL},
+     0,
+     "formats",
+     "the CSV formats of import, with an example row each",
+     NULL,
+     false,
+     cmd_formats},
+    {{"demo", NULL}, 0, "demo --org SLUG", "load demo inventory", NULL, true, cmd_demo},
+    {{"generate", NULL},
+     0,
+     "generate (--org SLUG | --csv DIR) --skus N [--seed S]",
+     "load a reproducible benchmark catalogue, or write it as the six CSV files",
+     "  --csv DIR writes DIR/<kind>.csv (DIR is created) and needs no database; with --org too\n"
+     "  it also loads the organization. The same --skus and --seed give the same rows.\n",
+     false,
+     cmd_generate},
+};
+static const size_t command_count = sizeof(commands) / sizeof(commands[0]);
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: walklistctl [--database-url URL] COMMAND [ARGS]\n");
+    for (size_t i = 0; i < command_count; i++) {
+        if (strlen(commands[i].synopsis) <= 32)
+            fprintf(out, "  %-32s %s\n", commands[i].synopsis, commands[i].summary);
+        else
+            fprintf(out, "  %s\n  %-32s %s\n", commands[i].synopsis, "", commands[i].summary);
+    }
+    fprintf(out, "Global: --database-url URL (or WALKLIST_DATABASE_URL), --help, --version.\n"
+                 "walklistctl COMMAND --help (or walklistctl help COMMAND) shows one command;\n"
+                 "walklistctl import KIND --help one CSV format.\n");
+}
+
+/* --- Command line ------------------------------------------------------------------------- */
+
+static int parse_args(int argc, char **argv, args_t *args)
+{
+    memset(args, 0, sizeof(*args));
+    args->database_url = getenv("WALKLIST_DATABASE_URL");
+    for (int i = 1; i < argc; i++) {
+        const char **target = NULL;
+        if (strcmp(argv[i], "--database-url") == 0)
+            target = &args->database_url;
+        else if (strcmp(argv[i], "--org") == 0)
+            target = &args->org;
+        else if (strcmp(argv[i], "--name") == 0)
+            target = &args->name;
+        else if (strcmp(argv[i], "--scopes") == 0)
+            target = &args->scopes;
+        else if (strcmp(argv[i], "--skus") == 0)
+            target = &args->skus;
+        else if (strcmp(argv[i], "--seed") == 0)
+            target = &args->seed;
+        else if (strcmp(argv[i], "--csv") == 0)
+            target = &args->csv_dir;
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            args->help = true;
+            continue;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("walklistctl %s (commit %s)\n", WL_VERSION, WL_COMMIT);
+            exit(0);
+        } else if (strncmp(argv[i], "--", 2) == 0) {
+            fprintf(stderr, "walklistctl: unknown option %s\n", argv[i]);
+            return -1;
+        } else if (args->positional_count < MAX_POSITIONAL) {
+            args->positional[args->positional_count++] = argv[i];
+            continue;
+        } else {
+            fprintf(stderr, "walklistctl: unexpected argument '%s'\n", argv[i]);
+            return -1;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "walklistctl: %s needs a value\n", argv[i]);
+            return -1;
+        }
+        *target = argv[++i];
+    }
+    return 0;
+}
+
+/* The command the positional words name; NULL with *known_first set when only the first word
+ * is known (org, key), so that the error can say which words may follow. */
+static const command_t *find_command(const args_t *args, bool *known_first)
+{
+    *known_first = false;
+    const char *word = args->positional_count > 0 ? args->positional[0] : NULL;
+    const char *next = args->positional_count > 1 ? args->positional[1] : NULL;
+    for (size_t i = 0; word != NULL && i < command_count; i++) {
+        if (strcmp(commands[i].words[0], word) != 0)
+            continue;
+        *known_first = true;
+        if (commands[i].words[1] == NULL ||
+            (next != NULL && strcmp(commands[i].words[1], next) == 0))
+            return &commands[i];
+    }
+    return NULL;
+}
+
+/* "org create, org list" for an unknown or missing second word. */
+static void print_second_words(FILE *out, const char *first)
+{
+    for (size_t i = 0, shown = 0; i < command_count; i++)
+        if (strcmp(commands[i].words[0], first) == 0 && commands[i].words[1] != NULL)
+            fprintf(out, "%s%s %s", shown++ ? ", " : "", first, commands[i].words[1]);
+}
+
+/* Names what is wrong with the words, then shows the usage: exit status 2. */
+static int refuse_words(const args_t *args, const command_t *command, bool known_first)
+{
+    if (command == NULL && args->positional_count == 0) {
+        fprintf(stderr, "walklistctl: no command given\n");
+    } else if (command == NULL && !known_first) {
+        fprintf(stderr, "walklistctl: unknown command '%s'\n", args->positional[0]);
+    } else if (command == NULL) {
+        const char *first = args->positional[0];
+        if (args->positional_count > 1)
+            fprintf(stderr, "walklistctl: unknown command '%s %s' (", first, args->positional[1]);
+        else
+            fprintf(stderr, "walklistctl: '%s' needs one more word (", first);
+        print_second_words(stderr, first);
+        fprintf(stderr, ")\n");
+    }
+    if (command == NULL) {
+        usage(stderr);
+        return 2;
+    }
+    int words = command->words[1] != NULL ? 2 : 1;
+    int given = args->positional_count - words;
+    if (given > command->operands)
+        fprintf(stderr, "walklistctl: unexpected argument '%s' after '%s'\n",
+                args->positional[words + command->operands], command->synopsis);
+    else
+        fprintf(stderr, "walklistctl: missing arguments: walklistctl %s\n", command->synopsis);
+    command_usage(stderr, command, args);
+    return 2;
 }
 
 int main(int argc, char **argv)
 {
     args_t args;
-    if (parse_args(argc, argv, &args) != 0 || args.positional_count == 0) {
+    if (parse_args(argc, argv, &args) != 0) {
         usage(stderr);
         return 2;
     }
-    if (command_is(&args, "generate", NULL, 1) && args.csv_dir != NULL)
-        return cmd_generate_csv(&args);
-    if (args.database_url == NULL) {
-        fprintf(stderr, "walklistctl: --database-url (or WALKLIST_DATABASE_URL) is required\n");
-        usage(stderr);
-        return 2;
+    /* "help WORDS" is "WORDS --help". */
+    if (args.positional_count > 0 && strcmp(args.positional[0], "help") == 0) {
+        args.help = true;
+        args.positional_count--;
+        memmove(args.positional, args.positional + 1,
+                (size_t)args.positional_count * sizeof(args.positional[0]));
     }
-    bool known = command_is(&args, "migrate", NULL, 1) || command_is(&args, "org", "create", 3) ||
-                 command_is(&args, "key", "create", 2) || command_is(&args, "key", "list", 2) ||
-                 command_is(&args, "key", "revoke", 3) || command_is(&args, "import", NULL, 3) ||
-                 command_is(&args, "demo", NULL, 1) || command_is(&args, "generate", NULL, 1);
-    if (!known) {
-        usage(stderr);
-        return 2;
+    bool known_first = false;
+    const command_t *command = find_command(&args, &known_first);
+    if (args.help) {
+        if (command != NULL) {
+            command_usage(stdout, command, &args);
+            return 0;
+        }
+        if (args.positional_count == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (known_first && args.positional_count == 1) { /* "key --help" */
+            for (size_t i = 0; i < command_count; i++)
+                if (strcmp(commands[i].words[0], args.positional[0]) == 0)
+                    command_usage(stdout, &commands[i], &args);
+            return 0;
+        }
+        return refuse_words(&args, NULL, known_first);
     }
+    int words = command != NULL && command->words[1] != NULL ? 2 : 1;
+    if (command == NULL || args.positional_count - words != command->operands)
+        return refuse_words(&args, command, known_first);
+
     wl_error_t err;
     wl_error_init(&err);
+    if (command->run == cmd_import && find_format(args.positional[1]) == NULL) {
+        fprintf(stderr, "walklistctl: unknown import kind '%s' (", args.positional[1]);
+        for (size_t i = 0; i < FORMAT_COUNT; i++)
+            fprintf(stderr, "%s%s", i ? ", " : "", csv_formats[i].kind);
+        fprintf(stderr, ")\n");
+        return 2;
+    }
+    bool needs_database =
+        command->needs_database || (command->run == cmd_generate && args.org != NULL);
+    if (needs_database && args.database_url == NULL) {
+        fprintf(stderr, "walklistctl: --database-url (or WALKLIST_DATABASE_URL) is required\n");
+        command_usage(stderr, command, &args);
+        return 2;
+    }
     wl_admin_t *admin = NULL;
-    if (wl_admin_connect(args.database_url, "walklistctl", &admin, &err) != 0)
+    if (needs_database && wl_admin_connect(args.database_url, "walklistctl", &admin, &err) != 0)
         return fail(&err);
-    int rc;
-    if (command_is(&args, "migrate", NULL, 1))
-        rc = cmd_migrate(admin, &err);
-    else if (command_is(&args, "org", "create", 3))
-        rc = cmd_org_create(admin, &args, &err);
-    else if (command_is(&args, "key", "create", 2))
-        rc = cmd_key_create(admin, &args, &err);
-    else if (command_is(&args, "key", "list", 2))
-        rc = cmd_key_list(admin, &args, &err);
-    else if (command_is(&args, "key", "revoke", 3))
-        rc = cmd_key_revoke(admin, &args, &err);
-    else if (command_is(&args, "import", NULL, 3))
-        rc = cmd_import(admin, &args, &err);
-    else if (command_is(&args, "generate", NULL, 1))
-        rc = cmd_generate(admin, &args, &err);
-    else
-        rc = cmd_demo(admin, &args, &err);
+    int rc = command->run(admin, &args, &err);
     wl_admin_close(admin);
     return rc == 0 ? 0 : fail(&err);
 }

@@ -9,6 +9,9 @@
  *     walklist-scanner --url http://127.0.0.1:8080 --key KEY load ID
  *
  * Exit status: 0 done, 1 the server answered with an error or the exchange failed, 2 usage.
+ *
+ * Plain HTTP only, as on the devices: an https URL is refused with a message that says to put a
+ * TLS-terminating proxy in front (README, "Scanner firmware library").
  */
 #include <errno.h>
 #include <netdb.h>
@@ -22,6 +25,7 @@
 #include <unistd.h>
 
 #include "walklist/scanner_exchange.h"
+#include "walklist/version.h"
 
 #define RECEIVE_BUFFER_SIZE 512        /* socket reads land here, the decoder reads from here */
 #define ERROR_BODY_SIZE     1024       /* the JSON error shown for a non-200 answer */
@@ -31,7 +35,13 @@
 static const char usage[] =
     "usage: walklist-scanner --url http://HOST:PORT --key KEY list\n"
     "       walklist-scanner --url http://HOST:PORT --key KEY load ID\n"
-    "The key may also come from WALKLIST_SCANNER_KEY (keys in arguments show in ps).\n";
+    "       walklist-scanner --help | --version\n"
+    "  list      the organization's pending walk lists, oldest first\n"
+    "  load ID   load a list (once: a second load is refused) and show its walk\n"
+    "The key may also come from WALKLIST_SCANNER_KEY (keys in arguments show in ps).\n"
+    "The URL is plain http://, as on the devices; for https put a TLS-terminating proxy\n"
+    "(stunnel, nginx, HAProxy) next to the scanner and point --url at it.\n"
+    "Exit status: 0 done, 1 the server refused or the exchange failed, 2 usage.\n";
 
 typedef struct {
     char host[256];
@@ -348,6 +358,16 @@ static int call(const target_t *target, const char *key, const char *path, const
 int main(int argc, char **argv)
 {
     const char *url = NULL, *key = getenv("WALKLIST_SCANNER_KEY");
+    for (int a = 1; a < argc && strcmp(argv[a], "--") != 0; a++) {
+        if (strcmp(argv[a], "--help") == 0 || strcmp(argv[a], "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (strcmp(argv[a], "--version") == 0) {
+            printf("walklist-scanner %s (commit %s)\n", WL_VERSION, WL_COMMIT);
+            return 0;
+        }
+    }
     int i = 1;
     for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
         if (strcmp(argv[i], "--url") == 0)
@@ -360,6 +380,14 @@ int main(int argc, char **argv)
     target_t target;
     if (url == NULL || key == NULL || key[0] == '\0' || i >= argc) {
         fputs(usage, stderr);
+        return 2;
+    }
+    if (strncasecmp(url, "https://", 8) == 0) {
+        fprintf(stderr,
+                "walklist-scanner: https is not supported (the scanner speaks plain HTTP, as the "
+                "devices do): run a TLS-terminating proxy such as stunnel next to the scanner and "
+                "give its http:// address, got %s\n",
+                url);
         return 2;
     }
     if (!parse_url(url, &target)) {

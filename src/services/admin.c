@@ -73,6 +73,25 @@ int wl_admin_org_find(wl_admin_t *admin, const char *slug, int64_t *org_id, wl_e
     return wl_orgs_find(admin->conn, slug, org_id, err);
 }
 
+typedef struct {
+    void (*each)(const wl_admin_org_t *org, void *data);
+    void *data;
+} org_listing_t;
+
+static void list_org(const wl_org_info_t *info, void *data)
+{
+    const org_listing_t *listing = data;
+    wl_admin_org_t org = {info->slug, info->name, info->created_at, info->active_keys};
+    listing->each(&org, listing->data);
+}
+
+int wl_admin_org_list(wl_admin_t *admin, void (*each)(const wl_admin_org_t *org, void *data),
+                      void *data, wl_error_t *err)
+{
+    org_listing_t listing = {each, data};
+    return wl_orgs_list(admin->conn, list_org, &listing, err);
+}
+
 int wl_admin_key_create(wl_admin_t *admin, int64_t org_id, unsigned scopes, const char *name,
                         char token[WL_ADMIN_KEY_TOKEN_SIZE], wl_error_t *err)
 {

@@ -45,6 +45,10 @@ int wl_db_fail(PGconn *conn, const PGresult *res, wl_error_t *err)
     /* lock_timeout: a row this request needs is held by a session that does not finish. */
     if (strcmp(state, "55P03") == 0)
         return wl_error_set(err, WL_EUNAVAILABLE, "database busy: a lock was not granted in time");
+    /* numeric_value_out_of_range: data past bigint (a sum of quantities), not a fault here;
+     * the caller names the rows (store/inventory.c). */
+    if (strcmp(state, "22003") == 0)
+        return wl_error_set(err, WL_EINVAL, "a quantity is larger than 9223372036854775807");
     wl_log("error", "database error", "%s: %s", state,
            res ? PQresultErrorMessage(res) : PQerrorMessage(conn));
     return wl_error_set(err, WL_EINTERNAL, NULL);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "store/inventory.h"
@@ -537,9 +538,35 @@ int wl_generate_load(PGconn *conn, int64_t org_id, const wl_generate_options_t *
     return run(&sink.base, options, progress, counts, err);
 }
 
+/* mkdir -p: DIR and any parents it lacks. */
+static int make_directories(const char *dir, wl_error_t *err)
+{
+    char path[4096];
+    if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+        return wl_error_set(err, WL_EINVAL, "directory name too long: %s", dir);
+    for (char *at = path + 1;; at++) {
+        bool end = *at == '\0';
+        if (*at != '/' && !end)
+            continue;
+        *at = '\0';
+        if (mkdir(path, 0777) != 0 && errno != EEXIST)
+            return wl_error_set(err, WL_EINVAL, "cannot create %s: %s", path, strerror(errno));
+        if (end)
+            break;
+        *at = '/';
+    }
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return wl_error_set(err, WL_EINVAL, "%s is not a directory", dir);
+    return 0;
+}
+
 int wl_generate_csv(const char *dir, const wl_generate_options_t *options,
                     wl_generate_counts_t *counts, wl_error_t *err)
 {
+    int rc = make_directories(dir, err);
+    if (rc != 0)
+        return rc;
     csv_sink_t sink = {.base = {csv_begin, csv_row, csv_end}, .dir = dir};
     return run(&sink.base, options, NULL, counts, err);
 }

@@ -45,7 +45,8 @@ int wl_generate_load(PGconn *conn, int64_t org_id, const wl_generate_options_t *
 
 /**
  * Writes the catalogue as DIR/warehouses.csv, locations.csv, products.csv,
- * stock.csv, location-stock.csv and reservations.csv (DIR must exist).
+ * stock.csv, location-stock.csv and reservations.csv, creating DIR (and its parents) when
+ * missing.
  */
 int wl_generate_csv(const char *dir, const wl_generate_options_t *options,
                     wl_generate_counts_t *counts, wl_error_t *err) WL_CHECK_RESULT;

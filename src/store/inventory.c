@@ -75,6 +75,9 @@ typedef struct {
     const char *table;
     /* On such a first import, the refresh, when not the kind's usual one ($1: organization). */
     const char *first_refresh;
+    /* When the refresh finds a SKU's available quantity past bigint: the batch's rows of such
+     * SKUs, (label, column, description). NULL: the batch is refused without naming rows. */
+    const char *overflow_check;
 } kind_t;
 
 #define CHECK_PRODUCT                                                                              \
@@ -84,6 +87,18 @@ typedef struct {
     "SELECT label, 'warehouse', 'unknown warehouse ' || warehouse FROM import_rows i"              \
     " WHERE NOT EXISTS (SELECT 1 FROM warehouses w WHERE w.org_id = $1"                            \
     " AND w.code = i.warehouse)"
+/* The rows of SKUs whose available quantity (on_hand over own warehouses minus their active
+ * reservations) would pass bigint once the batch is written, computed in numeric. */
+#define OVERFLOW_CHECK(column)                                                                     \
+    "SELECT i.label, '" column "', 'SKU ' || i.sku || ' would have ' || t.qty || ' available over" \
+    " own warehouses, more than 9223372036854775807' FROM import_rows i JOIN (SELECT o.sku,"       \
+    " o.n - coalesce(r.n, 0) AS qty FROM (SELECT s.sku, sum(s.on_hand) AS n FROM stock s"          \
+    " JOIN warehouses w ON w.org_id = s.org_id AND w.code = s.warehouse AND w.kind = 'own'"        \
+    " WHERE s.org_id = $1 AND s.sku IN (SELECT sku FROM import_rows) GROUP BY s.sku) o"            \
+    " LEFT JOIN (SELECT r.sku, sum(r.quantity) AS n FROM reservations r JOIN warehouses w"         \
+    " ON w.org_id = r.org_id AND w.code = r.warehouse AND w.kind = 'own' WHERE r.org_id = $1"      \
+    " AND r.status = 'active' GROUP BY r.sku) r ON r.sku = o.sku) t ON t.sku = i.sku"              \
+    " WHERE t.qty > 9223372036854775807"
 #define RESERVATION_STAGING                                                                        \
     "ref text COLLATE \"C\", sku text COLLATE \"C\", warehouse text COLLATE \"C\","                \
     " quantity bigint"
@@ -202,6 +217,7 @@ static const kind_t kinds[] = {
                        " AND s.sku = i.sku AND s.warehouse = i.warehouse)"},
             .analyze = "ANALYZE stock",
             .table = "stock",
+            .overflow_check = OVERFLOW_CHECK("on_hand"),
         },
     [WL_INVENTORY_LOCATION_STOCK] =
         {
@@ -259,6 +275,7 @@ static const kind_t kinds[] = {
             .analyze = "ANALYZE reservations",
             .table = "reservations",
             .first_refresh = "SELECT wl_refresh_availability_first_reservations($1)",
+            .overflow_check = OVERFLOW_CHECK("quantity"),
         },
     [WL_INVENTORY_RESERVATIONS_CREATE] =
         {
@@ -812,8 +829,11 @@ static int end_copy(wl_inventory_batch_t *batch, bool abort_copy, wl_error_t *er
         rc = wl_db_fail(batch->conn, NULL, err);
     PGresult *res;
     while ((res = PQgetResult(batch->conn)) != NULL) {
+        /* A direct batch's refused rows (a duplicate key) are no failure: the staged batch
+         * that follows reports them with their lines, so nothing is logged. */
         if (PQresultStatus(res) != PGRES_COMMAND_OK && rc == 0 && !abort_copy)
-            rc = wl_db_fail(batch->conn, res, err);
+            rc = batch->direct ? wl_error_set(err, WL_EINVAL, "the rows were refused")
+                               : wl_db_fail(batch->conn, res, err);
         PQclear(res);
     }
     return rc;
@@ -846,7 +866,7 @@ static int run_check(wl_inventory_batch_t *batch, const char *sql, wl_error_t *e
 {
     PGresult *res = NULL;
     const char *params[] = {batch->org};
-    char ordered[1024];
+    char ordered[2048];
     if ((size_t)snprintf(ordered, sizeof(ordered), "SELECT * FROM (%s) c ORDER BY 1", sql) >=
         sizeof(ordered))
         return wl_error_set(err, WL_EINTERNAL, "inventory check too long");
@@ -1018,6 +1038,40 @@ static int direct_check(wl_inventory_batch_t *batch, const char *sql, bool *fail
 }
 
 /*
+ * Runs the refresh of the export rows under a savepoint. A SKU whose available quantity would
+ * pass bigint fails it (WL_EINVAL from wl_db_fail's 22003): then the transaction goes back to
+ * before the refresh, with the batch's rows written, and *overflow is set.
+ */
+static int refresh_export(wl_inventory_batch_t *batch, const char *sql, int nparams,
+                          const char *const *params, bool *overflow, wl_error_t *err)
+{
+    *overflow = false;
+    int rc = wl_db_exec(batch->conn, "SAVEPOINT wl_refresh", 0, NULL, NULL, err);
+    if (rc == 0)
+        rc = wl_db_exec(batch->conn, sql, nparams, params, NULL, err);
+    if (rc == WL_EINVAL) {
+        wl_error_init(err);
+        *overflow = true;
+        rc = wl_db_exec(batch->conn, "ROLLBACK TO SAVEPOINT wl_refresh", 0, NULL, NULL, err);
+    }
+    return rc;
+}
+
+/* A staged batch whose refresh overflowed: its rows of those SKUs are reported, by line. */
+static int report_overflow(wl_inventory_batch_t *batch, wl_error_t *err)
+{
+    size_t before = batch->problems;
+    int rc = KIND(batch)->overflow_check != NULL
+                 ? run_check(batch, KIND(batch)->overflow_check, err)
+                 : 0;
+    if (rc == 0 && batch->problems == before)
+        return wl_error_set(err, WL_EINVAL,
+                            "the batch would make a SKU's available quantity larger than "
+                            "9223372036854775807; nothing was written");
+    return rc != 0 ? rc : WL_EINVAL;
+}
+
+/*
  * A direct batch (wl_inventory_batch_begin_first) ends here: its rows are written, and the
  * kind's checks, refresh and commit run on them through a view named like the staging table
  * (the organization had none of the kind's rows, so its rows are the batch's). Any problem,
@@ -1049,9 +1103,9 @@ static int finish_direct(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *
         rc = plan_for_bulk(batch, err);
     for (size_t i = 0; !refused && rc == 0 && i < MAX_CHECKS && kind->checks[i] != NULL; i++)
         rc = direct_check(batch, kind->checks[i], &refused, err);
-    bool staged = kind->affected_are_staged;
+    bool staged = kind->affected_are_staged, overflow = false;
     if (!refused && rc == 0 && kind->first_refresh != NULL)
-        rc = wl_db_exec(batch->conn, kind->first_refresh, 1, params, NULL, err);
+        rc = refresh_export(batch, kind->first_refresh, 1, params, &overflow, err);
     else if (!refused && rc == 0 && kind->affected_skus != NULL && !staged) {
         char sql[1024];
         snprintf(sql, sizeof(sql), "CREATE TEMP TABLE import_affected ON COMMIT DROP AS %s",
@@ -1062,9 +1116,11 @@ static int finish_direct(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *
         (kind->affected_skus != NULL || staged)) {
         const char *refresh_params[] = {batch->org, kind->refresh_parts,
                                         staged ? "pg_temp.import_rows" : "pg_temp.import_affected"};
-        rc = wl_db_exec(batch->conn, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)", 3,
-                        refresh_params, NULL, err);
+        rc = refresh_export(batch, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)", 3,
+                            refresh_params, &overflow, err);
     }
+    /* The staged batch that follows names the rows. */
+    refused = refused || overflow;
     if (!refused && rc == 0)
         rc = wl_db_exec(batch->conn, "DROP VIEW import_rows", 0, NULL, NULL, err);
     if (!refused && rc == 0)
@@ -1117,8 +1173,11 @@ int wl_inventory_batch_finish(wl_inventory_batch_t *batch, size_t *rows, wl_erro
         const char *refresh_params[] = {batch->org, kind->refresh_parts,
                                         kind->affected_are_staged ? "pg_temp.import_rows"
                                                                   : "pg_temp.import_affected"};
-        rc = wl_db_exec(batch->conn, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)", 3,
-                        refresh_params, NULL, err);
+        bool overflow = false;
+        rc = refresh_export(batch, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)", 3,
+                            refresh_params, &overflow, err);
+        if (rc == 0 && overflow)
+            rc = report_overflow(batch, err);
     }
     if (rc == 0)
         rc = wl_db_commit(batch->conn, err);

@@ -61,3 +61,30 @@ int wl_orgs_find(PGconn *conn, const char *slug, int64_t *org_id, wl_error_t *er
     PQclear(res);
     return rc;
 }
+
+int wl_orgs_list(PGconn *conn, void (*each)(const wl_org_info_t *org, void *data), void *data,
+                 wl_error_t *err)
+{
+    PGresult *res = NULL;
+    int rc =
+        wl_db_exec(conn,
+                   "SELECT o.slug, o.name,"
+                   " to_char(o.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
+                   " (SELECT count(*) FROM api_keys k WHERE k.org_id = o.org_id"
+                   " AND k.revoked_at IS NULL)"
+                   " FROM organizations o ORDER BY o.slug",
+                   0, NULL, &res, err);
+    if (rc != 0)
+        return rc;
+    for (int i = 0; i < PQntuples(res); i++) {
+        wl_org_info_t org = {
+            .slug = PQgetvalue(res, i, 0),
+            .name = PQgetvalue(res, i, 1),
+            .created_at = PQgetvalue(res, i, 2),
+            .active_keys = wl_db_int64(res, i, 3),
+        };
+        each(&org, data);
+    }
+    PQclear(res);
+    return 0;
+}

@@ -17,4 +17,16 @@ int wl_orgs_create(PGconn *conn, const char *slug, const char *name, int64_t *or
 /** Finds an organization by slug; WL_ENOTFOUND when there is none. */
 int wl_orgs_find(PGconn *conn, const char *slug, int64_t *org_id, wl_error_t *err) WL_CHECK_RESULT;
 
+/** One organization as listed; the strings are valid during the callback only. */
+typedef struct {
+    const char *slug;
+    const char *name;
+    const char *created_at; /* UTC, "2024-05-01T12:00:00Z" */
+    int64_t active_keys;    /* keys not revoked */
+} wl_org_info_t;
+
+/** Calls each(org, data) for every organization, by slug. */
+int wl_orgs_list(PGconn *conn, void (*each)(const wl_org_info_t *org, void *data), void *data,
+                 wl_error_t *err) WL_CHECK_RESULT;
+
 #endif

@@ -3,6 +3,7 @@
  * PostgreSQL: stdout, stderr and the exit code of each command are checked separately.
  */
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -828,18 +829,280 @@ static void test_demo(void)
     run_free(&r);
 }
 
+/* Each command's --help is its own, on stdout; `formats` and `import KIND --help` are the CSV
+ * reference, and each example row they show imports; wrong words are named. */
+static void test_command_help(void)
+{
+    static const struct {
+        const char *args[4];
+        const char *usage_line;
+    } helps[] = {
+        {{"migrate", "--help"}, "usage: walklistctl migrate\n"},
+        {{"org", "create", "--help"}, "usage: walklistctl org create SLUG [--name NAME]\n"},
+        {{"help", "org", "list"}, "usage: walklistctl org list\n"},
+        {{"key", "revoke", "-h"}, "usage: walklistctl key revoke PREFIX\n"},
+        {{"import", "--help"}, "usage: walklistctl import KIND FILE.csv --org SLUG\n"},
+        {{"import", "location-stock", "--help"},
+         "usage: walklistctl import location-stock FILE.csv --org SLUG\n"},
+        {{"help", "import", "stock"}, "usage: walklistctl import stock FILE.csv --org SLUG\n"},
+        {{"generate", "--help"}, "usage: walklistctl generate (--org SLUG | --csv DIR)"},
+    };
+    run_t r;
+    for (size_t i = 0; i < sizeof(helps) / sizeof(helps[0]); i++) {
+        run_argv(&r, NULL, NULL, helps[i].args);
+        int failures = test_failures;
+        CHECK_INT(r.status, 0);
+        CHECK_STR(r.err, "");
+        CHECK(strncmp(r.out, helps[i].usage_line, strlen(helps[i].usage_line)) == 0);
+        if (test_failures != failures)
+            show(helps[i].usage_line, &r);
+        run_free(&r);
+    }
+    run(&r, "import", "stock", "--help", NULL);
+    CHECK_CONTAINS(r.out, "on_hand");
+    CHECK_CONTAINS(r.out, "18 digits");
+    CHECK_CONTAINS(r.out, "sku,warehouse,on_hand\n  SKU-1001,MAIN,12\n");
+    run_free(&r);
+    run(&r, "formats", NULL);
+    CHECK_INT(r.status, 0);
+    CHECK_CONTAINS(r.out, "RFC 4180");
+    CHECK_CONTAINS(r.out, "9223372036854775807");
+    CHECK_CONTAINS(r.out, "ref,sku,warehouse,quantity,status\n");
+    run_free(&r);
+
+    /* The example rows, imported in the documented order, are accepted as they stand. */
+    run(&r, "--database-url", db_url, "org", "create", "formats", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    static const char *const kinds[] = {"warehouses", "locations",      "products",
+                                        "stock",      "location-stock", "reservations"};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        run(&r, "import", kinds[i], "--help", NULL);
+        const char *example = strstr(r.out, "example:\n");
+        char csv[512] = "", path[128];
+        size_t len = 0;
+        for (const char *at = example ? example + 9 : ""; strncmp(at, "  ", 2) == 0;) {
+            const char *end = strchr(at, '\n');
+            if (end == NULL)
+                break;
+            len += (size_t)snprintf(csv + len, sizeof(csv) - len, "%.*s\n", (int)(end - at - 2),
+                                    at + 2);
+            at = end + 1;
+        }
+        run_free(&r);
+        snprintf(path, sizeof(path), "%s/example-%s.csv", tmp_dir, kinds[i]);
+        write_file(path, csv);
+        run(&r, "--database-url", db_url, "import", kinds[i], path, "--org", "formats", NULL);
+        int failures = test_failures;
+        CHECK_INT(r.status, 0);
+        if (test_failures != failures)
+            show(kinds[i], &r);
+        run_free(&r);
+    }
+
+    const struct {
+        const char *args[6];
+        const char *named;
+    } wrong[] = {
+        {{"--database-url", db_url, "frobnicate"}, "unknown command 'frobnicate'"},
+        {{"--database-url", db_url, "org", "delete", "x"}, "unknown command 'org delete'"},
+        {{"--database-url", db_url, "key"}, "'key' needs one more word (key create"},
+        {{"--database-url", db_url, "key", "list", "extra"}, "unexpected argument 'extra'"},
+        {{"--database-url", db_url, "import", "bins", "x.csv"}, "unknown import kind 'bins'"},
+        {{"help", "nosuch"}, "unknown command 'nosuch'"},
+    };
+    for (size_t i = 0; i < sizeof(wrong) / sizeof(wrong[0]); i++) {
+        run_argv(&r, NULL, NULL, wrong[i].args);
+        int failures = test_failures;
+        CHECK_INT(r.status, 2);
+        CHECK_CONTAINS(r.err, wrong[i].named);
+        CHECK_STR(r.out, "");
+        if (test_failures != failures)
+            show(wrong[i].named, &r);
+        run_free(&r);
+    }
+}
+
+static void test_org_list(void)
+{
+    run_t r;
+    run(&r, "--database-url", db_url, "org", "list", NULL);
+    CHECK_INT(r.status, 0);
+    CHECK(strncmp(r.out, "SLUG\tCREATED\tACTIVE KEYS\tNAME\n", 30) == 0);
+    CHECK_CONTAINS(r.out, "\nacme\t");
+    CHECK_CONTAINS(r.out, "\tAcme, Inc.\n");
+    CHECK_CONTAINS(r.out, "\nplain\t");
+    /* By slug: acme before plain. */
+    CHECK(strstr(r.out, "\nacme\t") < strstr(r.out, "\nplain\t"));
+    run_free(&r);
+}
+
+/* Problems come sorted by line whatever found them (a value, a reference), and at most 50 of
+ * them: the rest are counted. */
+static void test_problem_order_and_cap(void)
+{
+    run_t r;
+    char path[128], expected[400];
+    snprintf(path, sizeof(path), "%s/many-bad.csv", tmp_dir);
+    FILE *out = fopen(path, "w");
+    if (out == NULL) {
+        FAIL("cannot write %s", path);
+        return;
+    }
+    /* Line 2 fails a reference check (found after every value check), lines 3.. a value. */
+    fprintf(out, "sku,warehouse,on_hand\nNO-SUCH,W1,1\n");
+    for (int i = 0; i < 200000; i++)
+        fprintf(out, "P%d,W1,-1\n", i);
+    fclose(out);
+    char before[33], after[33];
+    inventory_digest(before);
+    run(&r, "--database-url", db_url, "import", "stock", path, "--org", "acme", NULL);
+    CHECK_INT(r.status, 1);
+    snprintf(expected, sizeof(expected),
+             "%s:2: sku: unknown product NO-SUCH\n%s:3: on_hand: ", path, path);
+    CHECK(strncmp(r.err, expected, strlen(expected)) == 0);
+    CHECK_INT(count_lines_starting(r.err, path), 51);
+    snprintf(expected, sizeof(expected), "%s:51: on_hand: ", path);
+    CHECK_CONTAINS(r.err, expected);
+    snprintf(expected, sizeof(expected), "%s:52: ", path);
+    CHECK_LACKS(r.err, expected);
+    snprintf(expected, sizeof(expected), "%s: ... and 199,951 more\n", path);
+    CHECK_CONTAINS(r.err, expected);
+    CHECK_CONTAINS(r.err, "200001 problem(s); nothing was imported");
+    run_free(&r);
+    inventory_digest(after);
+    CHECK_STR(after, before);
+    unlink(path);
+}
+
+/* An organization's first import of a kind goes straight into the table; a duplicate there
+ * says what the staged import says, and nothing of PostgreSQL's. */
+static void test_first_import_duplicate(void)
+{
+    run_t r;
+    char path[128], expected[400];
+    run(&r, "--database-url", db_url, "org", "create", "fresh", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    snprintf(path, sizeof(path), "%s/dup-products.csv", tmp_dir);
+    write_file(path, "sku,name,eans\nD1,One,\nD2,Two,\nD1,Again,\n");
+    run(&r, "--database-url", db_url, "import", "products", path, "--org", "fresh", NULL);
+    CHECK_INT(r.status, 1);
+    snprintf(expected, sizeof(expected),
+             "%s:4: duplicate key (sku): first on line 2\n"
+             "walklistctl: the file has 1 problem(s); nothing was imported\n",
+             path);
+    CHECK_STR(r.err, expected);
+    run_free(&r);
+    CHECK_INT(sql_count("SELECT count(*) FROM products p JOIN organizations o USING (org_id)"
+                        " WHERE o.slug = $1",
+                        "fresh"),
+              0);
+}
+
+/* Ten warehouses at 18 nines each: every row within the limit, their sum past bigint. Refused
+ * naming each line, on a first import (straight into the table) and on a later one (staged). */
+static void test_quantity_overflow(void)
+{
+    run_t r;
+    char path[128], expected[400];
+    run(&r, "--database-url", db_url, "org", "create", "huge", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    char warehouses[512] = "code,name,kind\n", stock[1024] = "sku,warehouse,on_hand\n";
+    for (int i = 1; i <= 10; i++) {
+        size_t w = strlen(warehouses), st = strlen(stock);
+        snprintf(warehouses + w, sizeof(warehouses) - w, "H%d,Hall %d,own\n", i, i);
+        snprintf(stock + st, sizeof(stock) - st, "BIG,H%d,999999999999999999\n", i);
+    }
+    const struct {
+        const char *kind, *csv;
+    } setup[] = {{"warehouses", warehouses}, {"products", "sku,name,eans\nBIG,Big,\n"}};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof(path), "%s/huge-%s.csv", tmp_dir, setup[i].kind);
+        write_file(path, setup[i].csv);
+        run(&r, "--database-url", db_url, "import", setup[i].kind, path, "--org", "huge", NULL);
+        CHECK_INT(r.status, 0);
+        run_free(&r);
+    }
+    snprintf(path, sizeof(path), "%s/huge-stock.csv", tmp_dir);
+    write_file(path, stock);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        char before[33], after[33];
+        inventory_digest(before);
+        run(&r, "--database-url", db_url, "import", "stock", path, "--org", "huge", NULL);
+        int failures = test_failures;
+        CHECK_INT(r.status, 1);
+        CHECK_INT(count_lines_starting(r.err, path), 10);
+        for (int line = 2; line <= 11; line++) {
+            snprintf(expected, sizeof(expected),
+                     "%s:%d: on_hand: SKU BIG would have 9999999999999999990 available", path,
+                     line);
+            CHECK_CONTAINS(r.err, expected);
+        }
+        CHECK_CONTAINS(r.err, "10 problem(s); nothing was imported");
+        CHECK_LACKS(r.err, "bigint");
+        CHECK_LACKS(r.err, "database error");
+        CHECK_LACKS(r.err, "internal");
+        if (test_failures != failures)
+            show("overflow", &r);
+        run_free(&r);
+        inventory_digest(after);
+        CHECK_STR(after, before);
+        /* Then the organization has stock rows, and the file goes through staging. */
+        char small[128];
+        snprintf(small, sizeof(small), "%s/huge-small.csv", tmp_dir);
+        write_file(small, "sku,warehouse,on_hand\nBIG,H1,5\n");
+        run(&r, "--database-url", db_url, "import", "stock", small, "--org", "huge", NULL);
+        CHECK_INT(r.status, 0);
+        run_free(&r);
+    }
+    CHECK_INT(sql_count("SELECT qty FROM stock_availability s JOIN organizations o USING (org_id)"
+                        " WHERE o.slug = $1 AND sku = 'BIG'",
+                        "huge"),
+              5);
+}
+
+/* generate --csv DIR makes DIR; with --org it also loads the organization. */
+static void test_generate_cli(void)
+{
+    run_t r;
+    char dir[160], file[200];
+    snprintf(dir, sizeof(dir), "%s/gen/nested", tmp_dir);
+    run(&r, "generate", "--csv", dir, "--skus", "20", "--seed", "3", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    snprintf(file, sizeof(file), "%s/stock.csv", dir);
+    CHECK(access(file, R_OK) == 0);
+    run(&r, "--database-url", db_url, "org", "create", "gen", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    run(&r, "--database-url", db_url, "generate", "--csv", dir, "--org", "gen", "--skus", "20",
+        NULL);
+    CHECK_INT(r.status, 0);
+    CHECK_CONTAINS(r.err, "written to the CSV files");
+    CHECK_CONTAINS(r.err, "loaded");
+    run_free(&r);
+    CHECK_INT(sql_count("SELECT count(*) FROM products p JOIN organizations o USING (org_id)"
+                        " WHERE o.slug = $1",
+                        "gen"),
+              20);
+    run(&r, "generate", "--csv", dir, "--org", "gen", "--skus", "20", NULL);
+    CHECK_INT(r.status, 2);
+    CHECK_CONTAINS(r.err, "--database-url");
+    run_free(&r);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)type, (void)ftw;
+    return remove(path);
+}
+
 /* Removes the CSV files and the directory, also when a helper exits early. */
 static void remove_tmp_dir(void)
 {
-    static const char *const names[] = {"warehouses", "locations",      "products",
-                                        "stock",      "location-stock", "reservations",
-                                        "stdin",      "bad-stock",      "unterminated"};
-    char path[128];
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        snprintf(path, sizeof(path), "%s/%s.csv", tmp_dir, names[i]);
-        unlink(path);
-    }
-    rmdir(tmp_dir);
+    nftw(tmp_dir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 int main(void)
@@ -866,6 +1129,12 @@ int main(void)
     test_keys();
     test_import();
     test_demo();
+    test_command_help();
+    test_org_list();
+    test_problem_order_and_cap();
+    test_first_import_duplicate();
+    test_quantity_overflow();
+    test_generate_cli();
 
     PQfinish(conn);
     return test_exit();

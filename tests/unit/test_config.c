@@ -59,7 +59,8 @@ static void test_defaults(void)
     CHECK_INT(config.rate_lease_ms, 10000);
     CHECK_INT(config.key_cache_ttl_ms, 600000);
     CHECK_INT(config.commit_groups, 2);
-    CHECK_INT(config.shutdown_timeout_ms, 10000);
+    /* Under Docker's 10 s stop grace period (docker/compose.yaml, README "Operations"). */
+    CHECK_INT(config.shutdown_timeout_ms, 8000);
 }
 
 static void test_precedence(void)
@@ -256,6 +257,23 @@ static void test_actions(void)
     const char *markdown[] = {"--print-config-markdown", NULL};
     CHECK_INT(read_args(markdown, &config, &action, &err), 0);
     CHECK_INT(action, WL_CONFIG_MARKDOWN);
+    const char *version[] = {"--version", NULL};
+    CHECK_INT(read_args(version, &config, &action, &err), 0);
+    CHECK_INT(action, WL_CONFIG_VERSION);
+    /* --probe reads no setting: a bad one in the environment does not stop it. */
+    setenv("WALKLIST_THREADS", "0", 1);
+    const char *probe[] = {"--probe", "http://127.0.0.1:8080/readyz", NULL};
+    CHECK_INT(read_args(probe, &config, &action, &err), 0);
+    CHECK_INT(action, WL_CONFIG_PROBE);
+    CHECK_STR(config.probe_url, "http://127.0.0.1:8080/readyz");
+    const char *serve[] = {"--database-url", "dbname=x", NULL};
+    CHECK_INT(read_args(serve, &config, &action, &err), WL_EINVAL);
+    CHECK(strstr(err.message, "WALKLIST_THREADS") != NULL);
+    unsetenv("WALKLIST_THREADS");
+    const char *probe_alone[] = {"--probe", NULL};
+    CHECK_INT(read_args(probe_alone, &config, &action, &err), WL_EINVAL);
+    CHECK_STR(err.message, "option '--probe' requires an argument (walklistd --help lists the "
+                           "options)");
 }
 
 static char *captured(void (*write)(FILE *))
