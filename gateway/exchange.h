@@ -73,6 +73,11 @@ typedef struct {
      * server runs it again where it may. */
     bool may_wait;
     bool wants_database;
+    /* For an answer without content (a 304, HEAD of a stream): the length of the content a 200
+     * would carry, when known. It goes out as Content-Length (RFC 9110 8.6 allows that value
+     * only) and the connection stays open; unknown, the answer has no length and closes it. */
+    bool content_length_known;
+    uint64_t content_length;
     struct timespec started; /* CLOCK_MONOTONIC, when the request line was in */
 } wl_exchange_t;
 

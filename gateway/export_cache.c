@@ -277,6 +277,18 @@ int wl_export_cache_open_body(wl_export_cache_t *cache, int64_t org_id, int64_t 
     return fd;
 }
 
+bool wl_export_cache_body_size(wl_export_cache_t *cache, int64_t org_id, int64_t version, bool gzip,
+                               uint64_t *size)
+{
+    pthread_mutex_lock(&cache->lock);
+    entry_t *entry = find(cache, org_id);
+    bool known = entry != NULL && entry->version == version && entry->body[gzip].fd >= 0;
+    if (known)
+        *size = entry->body[gzip].size;
+    pthread_mutex_unlock(&cache->lock);
+    return known;
+}
+
 wl_export_body_t *wl_export_cache_body_begin(wl_export_cache_t *cache, int64_t org_id,
                                              int64_t version, bool gzip, wl_export_ticket_t ticket)
 {

@@ -87,6 +87,10 @@ void wl_export_cache_remember(wl_export_cache_t *cache, int64_t org_id, wl_expor
 int wl_export_cache_open_body(wl_export_cache_t *cache, int64_t org_id, int64_t version, bool gzip,
                               uint64_t *size);
 
+/** The size of the cached body of (org_id, version, gzip); false when there is none. */
+bool wl_export_cache_body_size(wl_export_cache_t *cache, int64_t org_id, int64_t version, bool gzip,
+                               uint64_t *size);
+
 /** A body being recorded while it is sent. */
 typedef struct wl_export_body wl_export_body_t;
 

@@ -286,6 +286,9 @@ static bool answer_known(wl_exchange_t *ex, wl_export_cache_t *cache, int64_t ve
     if (wl_negotiate_none_match(wl_exchange_header_list(ex, "If-None-Match"), etag)) {
         set_headers(ex, etag, false);
         wl_exchange_empty(ex, 304);
+        ex->content_length_known =
+            cache != NULL && wl_export_cache_body_size(cache, ex->principal.org_id, version, gzip,
+                                                       &ex->content_length);
         return true;
     }
     cached_body_t *body = cache ? malloc(sizeof(*body)) : NULL;
@@ -298,6 +301,8 @@ static bool answer_known(wl_exchange_t *ex, wl_export_cache_t *cache, int64_t ve
     }
     set_headers(ex, etag, gzip);
     wl_exchange_stream(ex, 200, "application/json", read_cached, NULL, free_cached, body);
+    ex->content_length_known = true; /* for HEAD */
+    ex->content_length = body->size;
     return true;
 }
 

@@ -317,16 +317,20 @@ static ssize_t no_content(void *cls, uint64_t pos, char *buf, size_t max)
 }
 
 /*
- * An answer without content whose headers must not describe one: a 304 (RFC 9110 8.6: no
- * Content-Length unless it is the 200's), and HEAD on a streamed body, whose length is known
- * only once it is made. libmicrohttpd 0.9.75 (0.9.77 too) sends "Content-Length: 0" with an
- * empty 304, and a last chunk after the headers of a HEAD answer it would have chunked, which
- * a kept-alive client reads as the start of the next answer. Its HTTP/1.0-compatible mode
- * sends a body of unknown length neither chunked nor with a length: the headers alone, then
- * the connection closes (as such a body would end). Costs a new connection after each of them.
+ * An answer without content: a 304, or HEAD on a streamed body. Its headers may carry only the
+ * length of the content a 200 would have (RFC 9110 8.6, 9.3.2): when that is known (the cached
+ * export body), it is the response's size, which libmicrohttpd sends as Content-Length without
+ * reading any of it, and the connection stays open. When it is not, libmicrohttpd 0.9.75
+ * (0.9.77 too) would send "Content-Length: 0" with an empty 304, and a last chunk after the
+ * headers of a HEAD answer it would have chunked, which a kept-alive client reads as the start
+ * of the next answer; its HTTP/1.0-compatible mode sends a body of unknown length neither
+ * chunked nor with a length: the headers alone, then the connection closes (as such a body
+ * would end).
  */
-static struct MHD_Response *headers_only_response(void)
+static struct MHD_Response *headers_only_response(const wl_exchange_t *ex)
 {
+    if (ex->content_length_known)
+        return MHD_create_response_from_callback(ex->content_length, 64, no_content, NULL, NULL);
     struct MHD_Response *response =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, no_content, NULL, NULL);
     if (response != NULL && MHD_set_response_options(response, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT,
@@ -352,7 +356,7 @@ static enum MHD_Result send_response(request_t *req)
     }
     struct MHD_Response *response;
     if (ex->status == 304 || head_of_stream) {
-        response = headers_only_response();
+        response = headers_only_response(ex);
     } else if (ex->stream_read != NULL) {
         /* From here libmicrohttpd owns the stream and frees it when the response is
          * done with, whether it finished, failed or the client went away. */

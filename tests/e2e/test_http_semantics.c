@@ -1,7 +1,8 @@
 /*
  * HTTP semantics of RFC 9110 around the routes: HEAD on every GET route answers as GET without
- * content, Allow lists HEAD with GET, a 304 carries no Content-Length, and nothing follows the
- * headers of an answer without content on a kept-alive connection.
+ * content, Allow lists HEAD with GET, a 304 carries no Content-Length but the 200's (the cached
+ * export body's, and then the connection stays open), and nothing follows the headers of an
+ * answer without content on a kept-alive connection.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -139,29 +140,68 @@ static void test_head_of_stream(void)
     free(raw);
 }
 
-/* 304: no Content-Length (RFC 9110 8.6), no chunks, for GET and HEAD. */
-static void test_not_modified(void)
+/*
+ * 304, for GET and HEAD, no chunks: with the export's body cached, Content-Length is the 200's
+ * (RFC 9110 8.6) and the connection stays open (the pipelined request after it is answered);
+ * on a server that keeps no bodies (--export-cache-mb 0) it has no Content-Length and the
+ * connection closes after it.
+ */
+static void check_not_modified(uint16_t port, bool body_cached)
 {
-    http_response_t get = e2e_request(service.port, "GET", "/api/v1/stock-export", key, NULL, NULL);
+    http_response_t get = e2e_request(port, "GET", "/api/v1/stock-export", key, NULL, NULL);
+    http_response_free(&get);
+    get = e2e_request(port, "GET", "/api/v1/stock-export", key, NULL, NULL);
+    CHECK_INT(get.status, 200);
     char etag[128] = "";
     http_header(&get, "ETag", etag, sizeof(etag));
+    char length[64];
+    snprintf(length, sizeof(length), "Content-Length: %zu\r\n", get.body_len);
     http_response_free(&get);
     const char *methods[] = {"GET", "HEAD"};
     for (size_t i = 0; i < 2; i++) {
-        char request[700];
+        char request[800];
         snprintf(request, sizeof(request),
                  "%s /api/v1/stock-export HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
-                 "If-None-Match: %s\r\n\r\n",
+                 "If-None-Match: %s\r\n\r\n"
+                 "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
                  methods[i], key, etag);
+        uint16_t saved = service.port;
+        service.port = port;
         char *raw = exchange_raw(request);
+        service.port = saved;
         CHECK(strncmp(raw, "HTTP/1.1 304", 12) == 0);
         CHECK(strstr(raw, "ETag: ") != NULL);
-        CHECK(strstr(raw, "Content-Length") == NULL);
         CHECK(strstr(raw, "Transfer-Encoding") == NULL);
         const char *end = strstr(raw, "\r\n\r\n");
-        CHECK(end != NULL && end[4] == '\0');
+        CHECK(end != NULL);
+        if (body_cached) {
+            if (strstr(raw, length) == NULL || end == NULL || strstr(raw, length) > end)
+                FAIL("%s 304 without \"%.*s\": %s", methods[i], (int)strlen(length) - 2, length,
+                     raw);
+            /* Kept alive: the next answer follows at once, nothing in between. */
+            CHECK(end != NULL && strncmp(end + 4, "HTTP/1.1 200", 12) == 0);
+        } else {
+            CHECK(strstr(raw, "Content-Length") == NULL);
+            CHECK(end != NULL && end[4] == '\0');
+        }
         free(raw);
     }
+}
+
+static void test_not_modified(const char *conninfo)
+{
+    check_not_modified(service.port, true);
+    service_t bodiless;
+    const char *args[] = {"--export-cache-mb",
+                          "0",
+                          "--rate-limit-shared",
+                          "1000",
+                          "--rate-limit-stock-export",
+                          "1000",
+                          NULL};
+    service_start(&bodiless, conninfo, args);
+    check_not_modified(bodiless.port, false);
+    CHECK_INT(service_stop(&bodiless), 0);
 }
 
 /* 405's Allow lists HEAD wherever GET is served. */
@@ -205,7 +245,7 @@ int main(void)
 
     test_head_as_get();
     test_head_of_stream();
-    test_not_modified();
+    test_not_modified(conninfo);
     test_allow();
 
     service_stop(&service);
