@@ -1,7 +1,7 @@
 /*
  * API keys this process has checked, kept so that a request with a known key
  * costs no database round trip. A key is kept only while the process LISTENs
- * for revocations (wl__keys_changed announces every change of a key), and for at
+ * for revocations (wl_keys_revoke announces every revocation), and for at
  * most its time to live (a safety net: PostgreSQL delivers every announcement to
  * a connected listener); whenever announcements may have been missed the cache
  * forgets everything. A revoked key is refused as soon as the announcement

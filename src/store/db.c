@@ -102,8 +102,9 @@ PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_
     int liveness_ms = how->liveness_timeout_ms;
     char user_timeout[16], options[320];
     snprintf(user_timeout, sizeof(user_timeout), "%d", liveness_ms);
-    int len =
-        snprintf(options, sizeof(options), "-c statement_timeout=%d", how->statement_timeout_ms);
+    /* ISO dates: timestamps are read as text (wl_db_timestamp_ms). */
+    int len = snprintf(options, sizeof(options), "-c datestyle=ISO -c statement_timeout=%d",
+                       how->statement_timeout_ms);
     if (how->lock_timeout_ms > 0)
         len += snprintf(options + len, sizeof(options) - (size_t)len,
                         " -c lock_timeout=%d -c idle_in_transaction_session_timeout=%d",
@@ -520,6 +521,60 @@ void wl_db_rollback(PGconn *conn)
         return;
     PGresult *res = PQexec(conn, "ROLLBACK");
     PQclear(res);
+}
+
+int64_t wl_db_wall_clock_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+void wl_db_format_timestamp(int64_t ms, char out[64])
+{
+    time_t seconds = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&seconds, &tm);
+    snprintf(out, 64, "%04d-%02d-%02d %02d:%02d:%02d.%03d+00", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+int64_t wl_db_timestamp_ms(const PGresult *res, int row, int col)
+{
+    const char *text = PQgetvalue(res, row, col);
+    int year, month, day, hour, minute, second, used = 0;
+    if (text == NULL || sscanf(text, "%4d-%2d-%2d %2d:%2d:%2d%n", &year, &month, &day, &hour,
+                               &minute, &second, &used) != 6)
+        return INT64_MIN;
+    const char *p = text + used;
+    int64_t millis = 0;
+    if (*p == '.') {
+        int digits = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            if (digits++ < 3)
+                millis = millis * 10 + (*p - '0');
+        for (; digits < 3; digits++)
+            millis *= 10;
+    }
+    /* The session's UTC offset: +HH, +HH:MM or +HH:MM:SS. */
+    int64_t offset_s = 0;
+    if (*p == '+' || *p == '-') {
+        int sign = *p == '-' ? -1 : 1, part[3] = {0, 0, 0}, parts = 0;
+        for (p++; parts < 3 && *p >= '0' && *p <= '9'; parts++) {
+            part[parts] = (p[0] - '0') * 10 + (p[1] >= '0' && p[1] <= '9' ? p[1] - '0' : 0);
+            p += 2;
+            if (*p == ':')
+                p++;
+        }
+        offset_s = sign * (part[0] * 3600 + part[1] * 60 + part[2]);
+    }
+    struct tm tm = {.tm_year = year - 1900,
+                    .tm_mon = month - 1,
+                    .tm_mday = day,
+                    .tm_hour = hour,
+                    .tm_min = minute,
+                    .tm_sec = second};
+    return ((int64_t)timegm(&tm) - offset_s) * 1000 + millis;
 }
 
 int64_t wl_db_int64(const PGresult *res, int row, int col)

@@ -125,4 +125,18 @@ const char *wl_db_sqlstate(const PGresult *res);
 /** Parses a bigint column value. */
 int64_t wl_db_int64(const PGresult *res, int row, int col);
 
+/**
+ * A timestamptz field (ISO text, as every session of wl_db_connect has it) as milliseconds
+ * since the epoch, truncated like floor(extract(epoch FROM t) * 1000); INT64_MIN when it is not
+ * one. Times are converted here rather than in SQL: a distributed database (Citus) refuses
+ * functions that are not immutable in RETURNING, UPDATE and ON CONFLICT.
+ */
+int64_t wl_db_timestamp_ms(const PGresult *res, int row, int col);
+
+/** This machine's wall clock, milliseconds since the epoch. */
+int64_t wl_db_wall_clock_ms(void);
+
+/** ms since the epoch as a timestamptz literal in UTC ("2024-06-10 08:15:30.123+00"). */
+void wl_db_format_timestamp(int64_t ms, char out[64]);
+
 #endif

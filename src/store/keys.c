@@ -136,19 +136,30 @@ int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_
     return 0;
 }
 
+/* The revocation and its announcement commit together: every process that keeps checked keys
+ * (services/key_cache.c) forgets the key when it arrives. The announcement is sent here rather
+ * than by a trigger, which a distributed database (Citus) refuses on its reference tables. */
 int wl_keys_revoke(PGconn *conn, const char *prefix, wl_error_t *err)
 {
-    PGresult *res = NULL;
     const char *params[] = {prefix};
-    int rc = wl_db_exec(conn,
-                        "UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())"
-                        " WHERE prefix = $1",
-                        1, params, &res, err);
-    if (rc != 0)
-        return rc;
-    if (strcmp(PQcmdTuples(res), "1") != 0)
+    PGresult *res = NULL;
+    int rc = wl_db_begin(conn, err);
+    if (rc == 0)
+        rc = wl_db_exec(conn,
+                        "UPDATE api_keys SET revoked_at = now()"
+                        " WHERE prefix = $1 AND revoked_at IS NULL",
+                        1, params, NULL, err);
+    if (rc == 0)
+        rc = wl_db_exec(conn, "SELECT 1 FROM api_keys WHERE prefix = $1", 1, params, &res, err);
+    if (rc == 0 && PQntuples(res) != 1)
         rc = wl_error_set(err, WL_ENOTFOUND, "no key with prefix '%s'", prefix);
     PQclear(res);
+    if (rc == 0)
+        rc = wl_db_exec(conn, "SELECT pg_notify('wl_keys_changed', $1)", 1, params, NULL, err);
+    if (rc == 0)
+        rc = wl_db_commit(conn, err);
+    if (rc != 0)
+        wl_db_rollback(conn);
     return rc;
 }
 

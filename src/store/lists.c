@@ -35,9 +35,9 @@ char *wl_db_text_array(wl_arena_t *arena, const wl_span_t *items, size_t count)
     return out;
 }
 
-static const char insert_sql[] = "INSERT INTO locate_lists (org_id, id, name, codes)"
-                                 " VALUES ($1, $2, $3, $4::text[])"
-                                 " RETURNING floor(extract(epoch FROM created_at) * 1000)::bigint";
+static const char insert_sql[] = "INSERT INTO locate_lists (org_id, id, name, codes, created_at)"
+                                 " VALUES ($1, $2, $3, $4::text[], now())"
+                                 " RETURNING created_at";
 
 /* Inserts one pending list; *created_ms receives its creation time (ms since the epoch). */
 static int insert_list(PGconn *conn, int64_t org_id, const char *id, const char *name,
@@ -52,25 +52,34 @@ static int insert_list(PGconn *conn, int64_t org_id, const char *id, const char 
     PGresult *res = NULL;
     int rc = wl_db_exec_hot(conn, insert_sql, 4, params, &res, err);
     if (rc == 0) {
-        *created_ms = wl_db_int64(res, 0, 0);
+        *created_ms = wl_db_timestamp_ms(res, 0, 0);
         PQclear(res);
     }
     return rc;
 }
 
-/* Claims the key for a new list, or takes it over when its first use is over 24 h old. */
-static int claim_key(PGconn *conn, const char *const params[4], bool *claimed, wl_error_t *err)
+/* Claims the key for a new list, or takes it over when its first use is over 24 h old. The
+ * times are this process's clock, passed in: a distributed database (Citus) refuses functions
+ * that are not immutable in ON CONFLICT, and a day's window does not mind a clock's skew. */
+static int claim_key(PGconn *conn, const char *const key_params[4], bool *claimed, wl_error_t *err)
 {
+    char now[64], expired[64];
+    int64_t now_ms = wl_db_wall_clock_ms();
+    wl_db_format_timestamp(now_ms, now);
+    wl_db_format_timestamp(now_ms - 24 * 3600 * 1000, expired);
+    const char *params[] = {key_params[0], key_params[1], key_params[2],
+                            key_params[3], now,           expired};
     PGresult *res = NULL;
-    int rc = wl_db_exec_hot(conn,
-                            "INSERT INTO idempotency_keys AS k (org_id, key, request_hash, list_id)"
-                            " VALUES ($1, $2, decode($3, 'hex'), $4)"
-                            " ON CONFLICT (org_id, key) DO UPDATE"
-                            " SET request_hash = excluded.request_hash, list_id = excluded.list_id,"
-                            " created_at = now()"
-                            " WHERE k.created_at <= now() - interval '24 hours'"
-                            " RETURNING 1",
-                            4, params, &res, err);
+    int rc = wl_db_exec_hot(
+        conn,
+        "INSERT INTO idempotency_keys AS k (org_id, key, request_hash, list_id, created_at)"
+        " VALUES ($1, $2, decode($3, 'hex'), $4, $5::timestamptz)"
+        " ON CONFLICT (org_id, key) DO UPDATE"
+        " SET request_hash = excluded.request_hash, list_id = excluded.list_id,"
+        " created_at = excluded.created_at"
+        " WHERE k.created_at <= $6::timestamptz"
+        " RETURNING 1",
+        6, params, &res, err);
     if (rc != 0)
         return rc;
     *claimed = PQntuples(res) == 1;

@@ -56,15 +56,15 @@ static int claim(PGconn *conn, const char *const params[2], wl_arena_t *arena,
     int rc = wl_db_exec_hot(conn,
                             "UPDATE locate_lists"
                             " SET state = 'loaded',"
-                            " loaded_at = date_trunc('milliseconds', clock_timestamp())"
+                            " loaded_at = date_trunc('milliseconds', now())"
                             " WHERE org_id = $1 AND id = $2 AND state = 'pending'"
-                            " RETURNING name, " MS_OF("loaded_at"),
+                            " RETURNING name, loaded_at",
                             2, params, &res, err);
     if (rc != 0)
         return rc;
     if (PQntuples(res) == 1) {
         out->name = wl_arena_strdup(arena, PQgetvalue(res, 0, 0));
-        out->loaded_ms = wl_db_int64(res, 0, 1);
+        out->loaded_ms = wl_db_timestamp_ms(res, 0, 1);
         PQclear(res);
         return out->name != NULL ? 0 : wl_error_set(err, WL_ENOMEM, NULL);
     }

@@ -424,6 +424,7 @@ int main(void)
     fixture_key(db, org_a, "stock:read", key_stock_only);
     fixture_key(db, org_a, "lists:write", key_revoked);
     char sql[128];
+    /* Before walklistd starts: nothing to announce to. */
     snprintf(sql, sizeof(sql), "UPDATE api_keys SET revoked_at = now() WHERE prefix = '%.8s'",
              key_revoked + 4);
     testdb_exec(db, sql);

@@ -11,6 +11,7 @@
 #include "fixture.h"
 #include "test.h"
 #include "testdb.h"
+#include "walklist/admin.h"
 #include "walklist/core.h"
 
 static const char *conninfo;
@@ -87,10 +88,14 @@ static void test_revoked_key_leaves_the_cache(int64_t org)
     CHECK_INT(authenticate(a, token), 0);
 
     /* Revoked from elsewhere (walklistctl, another process): both cores learn of it. */
-    char sql[128];
-    snprintf(sql, sizeof(sql), "UPDATE api_keys SET revoked_at = now() WHERE prefix = '%.8s'",
-             token + 4);
-    testdb_exec(db, sql);
+    char prefix[9];
+    snprintf(prefix, sizeof(prefix), "%.8s", token + 4);
+    wl_admin_t *admin = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_admin_connect(conninfo, "test_access", &admin, &err), 0);
+    CHECK_INT(wl_admin_key_revoke(admin, prefix, &err), 0);
+    wl_admin_close(admin);
     int64_t give_up = now_ns() + 3000000000LL;
     int rc_a = 0, rc_b = 0;
     while (now_ns() < give_up && (rc_a == 0 || rc_b == 0)) {

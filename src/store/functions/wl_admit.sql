@@ -52,6 +52,7 @@ DECLARE
     v_granted integer;
     v_stamp timestamptz;
     v_made boolean;
+    v_created timestamptz;
 BEGIN
     FOR r IN
         WITH req AS (
@@ -148,11 +149,13 @@ BEGIN
             v_let_in := (r.want IS NULL OR granted > 0)
                         AND (r.org IS NOT NULL OR r.scope = ANY (r.key_scopes));
             IF v_let_in AND r.action = 'create' THEN
-                INSERT INTO locate_lists AS l (org_id, id, name, codes)
+                -- The time is taken here and converted here: a distributed database (Citus)
+                -- refuses functions that are not immutable in an INSERT's RETURNING.
+                v_created := now();
+                INSERT INTO locate_lists (org_id, id, name, codes, created_at)
                 VALUES (r.org_of, r.list_id, r.list_name,
-                        p_codes[r.codes_before + 1 : r.codes_before + r.n])
-                RETURNING floor(extract(epoch FROM l.created_at) * 1000)::bigint
-                     INTO list_created_ms;
+                        p_codes[r.codes_before + 1 : r.codes_before + r.n], v_created);
+                list_created_ms := floor(extract(epoch FROM v_created) * 1000)::bigint;
                 done := true;
             ELSIF v_let_in AND r.action = 'get' THEN
                 SELECT l.name, l.state,
