@@ -46,6 +46,15 @@ void wl_admin_close(wl_admin_t *admin);
 int wl_admin_migrate(wl_admin_t *admin, int *applied, wl_error_t *err) WL_CHECK_RESULT;
 
 /**
+ * On a Citus coordinator: makes organizations, api_keys and server_secrets reference tables and
+ * distributes every tenant table by org_id into shard_count colocated shards (README, "Scaling
+ * out"); *changed (may be NULL) counts the tables changed, 0 when all were done already.
+ * WL_EPRECONDITION, changing nothing, where the citus extension is not installed.
+ */
+int wl_admin_distribute(wl_admin_t *admin, int shard_count, int *changed,
+                        wl_error_t *err) WL_CHECK_RESULT;
+
+/**
  * Creates an organization. The slug is 1-63 characters of a-z, 0-9 and '-', not starting with
  * '-'; the name 1-200 characters of valid UTF-8 without controls (WL_EINVAL with a violation
  * for "slug" or "name" otherwise). WL_EEXISTS when the slug is taken. org_id may be NULL.

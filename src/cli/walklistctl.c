@@ -176,6 +176,22 @@ static int cmd_migrate(wl_admin_t *admin, const args_t *args, wl_error_t *err)
     return rc;
 }
 
+/* 32 shards spread over a few workers and leave room to add nodes and rebalance. */
+#define DISTRIBUTE_SHARDS 32
+
+static int cmd_distribute(wl_admin_t *admin, const args_t *args, wl_error_t *err)
+{
+    (void)args;
+    int changed = 0;
+    int rc = wl_admin_distribute(admin, DISTRIBUTE_SHARDS, &changed, err);
+    if (rc == 0)
+        fprintf(stderr,
+                "walklistctl: %d table(s) distributed, the schema is spread over the "
+                "cluster\n",
+                changed);
+    return rc;
+}
+
 static int cmd_org_create(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
     const char *slug = args->positional[2];
@@ -495,6 +511,15 @@ static const command_t commands[] = {
      "  Safe to run again and from several processes; run it before starting a new walklistd.\n",
      true,
      cmd_migrate},
+    {{"distribute", NULL},
+     0,
+     "distribute",
+     "on a Citus coordinator: spread the schema over the cluster, sharded by organization",
+     "  Run once after migrate, on the coordinator (CREATE EXTENSION citus and the workers\n"
+     "  added first): reference tables for organizations and keys, every tenant table in 32\n"
+     "  shards by organization. Running it again changes nothing. See README, Scaling out.\n",
+     true,
+     cmd_distribute},
     {{"org", "create"},
      1,
      "org create SLUG [--name NAME]",

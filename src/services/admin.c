@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/distribute.h"
 #include "store/generate.h"
 #include "store/import.h"
 #include "store/keys.h"
@@ -60,6 +61,11 @@ void wl_admin_close(wl_admin_t *admin)
 int wl_admin_migrate(wl_admin_t *admin, int *applied, wl_error_t *err)
 {
     return wl_migrate(admin->conn, applied, err);
+}
+
+int wl_admin_distribute(wl_admin_t *admin, int shard_count, int *changed, wl_error_t *err)
+{
+    return wl_distribute(admin->conn, shard_count, changed, err);
 }
 
 int wl_admin_org_create(wl_admin_t *admin, const char *slug, const char *name, int64_t *org_id,

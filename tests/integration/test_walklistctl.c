@@ -937,6 +937,27 @@ static void test_org_list(void)
     run_free(&r);
 }
 
+/* distribute needs Citus: on plain PostgreSQL it says so and changes nothing (on a Citus
+ * coordinator it was run by hand, README "Scaling out": CI has no Citus). */
+static void test_distribute_without_citus(void)
+{
+    run_t r;
+    run(&r, "--database-url", db_url, "distribute", NULL);
+    CHECK(r.status != 0);
+    CHECK_CONTAINS(r.err, "the citus extension is not installed in this database");
+    CHECK(strstr(r.err, "internal error") == NULL);
+    run_free(&r);
+    PGconn *db = testdb_connect(db_url);
+    char count[32];
+    /* The foreign key distribute drops and makes again is still there. */
+    CHECK_STR(testdb_value(db,
+                           "SELECT count(*) FROM pg_constraint"
+                           " WHERE conname = 'idempotency_keys_org_id_list_id_fkey'",
+                           count, sizeof(count)),
+              "1");
+    PQfinish(db);
+}
+
 /* Problems come sorted by line whatever found them (a value, a reference), and at most 50 of
  * them: the rest are counted. */
 static void test_problem_order_and_cap(void)
@@ -1131,6 +1152,7 @@ int main(void)
     test_demo();
     test_command_help();
     test_org_list();
+    test_distribute_without_citus();
     test_problem_order_and_cap();
     test_first_import_duplicate();
     test_quantity_overflow();

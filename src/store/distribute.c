@@ -1,0 +1,112 @@
+/* Distributing the schema over a Citus cluster happens here. */
+#include "store/distribute.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store/db.h"
+
+/* Copies on every node: small, read by every organization's statements. */
+static const char *const reference_tables[] = {"organizations", "api_keys", "server_secrets"};
+
+/* Sharded by org_id and colocated with the first: an organization's rows of every table live
+ * in shards of the same node. */
+static const char *const tenant_tables[] = {
+    "warehouses",   "locations",          "products",        "product_eans",
+    "stock",        "location_stock",     "reservations",    "stock_availability",
+    "export_versions", "locate_lists",    "idempotency_keys", "rate_limits"};
+
+/* Foreign keys between two tenant tables: Citus refuses them while one side is still local, so
+ * they are dropped first and made again once both are distributed. */
+static const struct {
+    const char *table, *name, *definition;
+} tenant_keys[] = {
+    {"idempotency_keys", "idempotency_keys_org_id_list_id_fkey",
+     "FOREIGN KEY (org_id, list_id) REFERENCES locate_lists (org_id, id) DEFERRABLE INITIALLY "
+     "DEFERRED"},
+};
+
+/* 'r' (reference), 'd' (distributed) or '\0' (neither: a plain table, or a Citus local table,
+ * which a table becomes when it refers to a reference table) for table. */
+static int kind_of(PGconn *conn, const char *table, char *kind, wl_error_t *err)
+{
+    PGresult *res = NULL;
+    const char *params[] = {table};
+    int rc = wl_db_exec(conn,
+                        "SELECT citus_table_type FROM citus_tables"
+                        " WHERE table_name = $1::regclass",
+                        1, params, &res, err);
+    *kind = '\0';
+    if (rc == 0 && PQntuples(res) == 1) {
+        const char *type = PQgetvalue(res, 0, 0);
+        *kind = strcmp(type, "reference") == 0     ? 'r'
+                : strcmp(type, "distributed") == 0 ? 'd'
+                                                   : '\0';
+    }
+    PQclear(res);
+    return rc;
+}
+
+int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
+{
+    int count = 0;
+    PGresult *res = NULL;
+    int rc = wl_db_exec(conn, "SELECT 1 FROM pg_extension WHERE extname = 'citus'", 0, NULL, &res, err);
+    bool citus = rc == 0 && PQntuples(res) == 1;
+    PQclear(res);
+    if (rc != 0)
+        return rc;
+    if (!citus)
+        return wl_error_set(err, WL_EPRECONDITION,
+                            "the citus extension is not installed in this database: distribute "
+                            "runs on a Citus coordinator (CREATE EXTENSION citus, then add the "
+                            "workers), after migrate");
+    for (size_t i = 0; rc == 0 && i < sizeof(reference_tables) / sizeof(*reference_tables); i++) {
+        char kind;
+        rc = kind_of(conn, reference_tables[i], &kind, err);
+        if (rc == 0 && kind == '\0') {
+            const char *params[] = {reference_tables[i]};
+            rc = wl_db_exec(conn, "SELECT create_reference_table($1::regclass)", 1, params, NULL, err);
+            count += rc == 0;
+        }
+    }
+    char kinds[sizeof(tenant_tables) / sizeof(*tenant_tables)];
+    bool any_local = false;
+    for (size_t i = 0; rc == 0 && i < sizeof(kinds); i++) {
+        rc = kind_of(conn, tenant_tables[i], &kinds[i], err);
+        any_local = any_local || kinds[i] == '\0';
+    }
+    if (rc == 0 && any_local) {
+        for (size_t k = 0; rc == 0 && k < sizeof(tenant_keys) / sizeof(*tenant_keys); k++) {
+            char sql[256];
+            snprintf(sql, sizeof(sql), "ALTER TABLE %s DROP CONSTRAINT IF EXISTS %s",
+                     tenant_keys[k].table, tenant_keys[k].name);
+            rc = wl_db_exec(conn, sql, 0, NULL, NULL, err);
+        }
+        char shards[16];
+        snprintf(shards, sizeof(shards), "%d", shard_count);
+        for (size_t i = 0; rc == 0 && i < sizeof(kinds); i++) {
+            if (kinds[i] != '\0')
+                continue;
+            /* The first sets the shards; the others are colocated with it. */
+            const char *params[] = {tenant_tables[i], i == 0 ? shards : tenant_tables[0]};
+            rc = wl_db_exec(conn,
+                            i == 0 ? "SELECT create_distributed_table($1::regclass, 'org_id',"
+                                     " shard_count => $2::int)"
+                                   : "SELECT create_distributed_table($1::regclass, 'org_id',"
+                                     " colocate_with => $2)",
+                            2, params, NULL, err);
+            count += rc == 0;
+        }
+        for (size_t k = 0; rc == 0 && k < sizeof(tenant_keys) / sizeof(*tenant_keys); k++) {
+            char sql[512];
+            snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD CONSTRAINT %s %s",
+                     tenant_keys[k].table, tenant_keys[k].name, tenant_keys[k].definition);
+            rc = wl_db_exec(conn, sql, 0, NULL, NULL, err);
+        }
+    }
+    if (changed != NULL)
+        *changed = count;
+    return rc;
+}
