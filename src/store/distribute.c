@@ -13,9 +13,9 @@ static const char *const reference_tables[] = {"organizations", "api_keys", "ser
 /* Sharded by org_id and colocated with the first: an organization's rows of every table live
  * in shards of the same node. */
 static const char *const tenant_tables[] = {
-    "warehouses",   "locations",          "products",        "product_eans",
-    "stock",        "location_stock",     "reservations",    "stock_availability",
-    "export_versions", "locate_lists",    "idempotency_keys", "rate_limits"};
+    "warehouses",      "locations",      "products",         "product_eans",
+    "stock",           "location_stock", "reservations",     "stock_availability",
+    "export_versions", "locate_lists",   "idempotency_keys", "rate_limits"};
 
 /* Foreign keys between two tenant tables: Citus refuses them while one side is still local, so
  * they are dropped first and made again once both are distributed. */
@@ -52,7 +52,8 @@ int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
 {
     int count = 0;
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn, "SELECT 1 FROM pg_extension WHERE extname = 'citus'", 0, NULL, &res, err);
+    int rc =
+        wl_db_exec(conn, "SELECT 1 FROM pg_extension WHERE extname = 'citus'", 0, NULL, &res, err);
     bool citus = rc == 0 && PQntuples(res) == 1;
     PQclear(res);
     if (rc != 0)
@@ -67,7 +68,8 @@ int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
         rc = kind_of(conn, reference_tables[i], &kind, err);
         if (rc == 0 && kind == '\0') {
             const char *params[] = {reference_tables[i]};
-            rc = wl_db_exec(conn, "SELECT create_reference_table($1::regclass)", 1, params, NULL, err);
+            rc = wl_db_exec(conn, "SELECT create_reference_table($1::regclass)", 1, params, NULL,
+                            err);
             count += rc == 0;
         }
     }
@@ -101,8 +103,8 @@ int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
         }
         for (size_t k = 0; rc == 0 && k < sizeof(tenant_keys) / sizeof(*tenant_keys); k++) {
             char sql[512];
-            snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD CONSTRAINT %s %s",
-                     tenant_keys[k].table, tenant_keys[k].name, tenant_keys[k].definition);
+            snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD CONSTRAINT %s %s", tenant_keys[k].table,
+                     tenant_keys[k].name, tenant_keys[k].definition);
             rc = wl_db_exec(conn, sql, 0, NULL, NULL, err);
         }
     }

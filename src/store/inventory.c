@@ -81,12 +81,13 @@ typedef struct {
 } kind_t;
 
 #define CHECK_PRODUCT                                                                              \
-    "SELECT label, 'sku', 'unknown product ' || sku FROM import_rows i WHERE NOT EXISTS"           \
-    " (SELECT 1 FROM products p WHERE p.org_id = $1 AND p.sku = i.sku)"
+    "SELECT i.label, 'sku', 'unknown product ' || i.sku FROM import_rows i"                        \
+    " LEFT JOIN (SELECT sku FROM products WHERE org_id = $1) p ON p.sku = i.sku"                   \
+    " WHERE p.sku IS NULL"
 #define CHECK_WAREHOUSE                                                                            \
-    "SELECT label, 'warehouse', 'unknown warehouse ' || warehouse FROM import_rows i"              \
-    " WHERE NOT EXISTS (SELECT 1 FROM warehouses w WHERE w.org_id = $1"                            \
-    " AND w.code = i.warehouse)"
+    "SELECT i.label, 'warehouse', 'unknown warehouse ' || i.warehouse FROM import_rows i"          \
+    " LEFT JOIN (SELECT code FROM warehouses WHERE org_id = $1) w ON w.code = i.warehouse"         \
+    " WHERE w.code IS NULL"
 /* The rows of SKUs whose available quantity (on_hand over own warehouses minus their active
  * reservations) would pass bigint once the batch is written, computed in numeric. */
 #define OVERFLOW_CHECK(column)                                                                     \
@@ -120,12 +121,15 @@ typedef struct {
             " CASE WHEN r.ref IS NULL THEN 'no reservation ' || i.ref"                             \
             " ELSE 'reservation ' || i.ref || ' is ' || r.status || ', not active' END"            \
             " AS description"                                                                      \
-            " FROM import_rows i LEFT JOIN reservations r ON r.org_id = $1 AND r.ref = i.ref"      \
+            " FROM import_rows i LEFT JOIN (SELECT ref, status FROM reservations"                  \
+            " WHERE org_id = $1) r ON r.ref = i.ref"                                               \
             " WHERE r.ref IS NULL OR r.status <> 'active'",                                        \
-        .affected_skus = "SELECT r.sku FROM reservations r JOIN import_rows i ON i.ref = r.ref"    \
+        .affected_skus = "SELECT r.sku FROM reservations r"                                        \
+                         " JOIN (SELECT ref FROM import_rows) i ON i.ref = r.ref"                  \
                          " WHERE r.org_id = $1",                                                   \
         .refresh_parts = "qty",                                                                    \
-        .upsert = {"UPDATE reservations r SET status = '" new_status "' FROM import_rows i"        \
+        .upsert = {"UPDATE reservations r SET status = '" new_status "'"                           \
+                   " FROM (SELECT ref FROM import_rows) i"                                         \
                    " WHERE r.org_id = $1 AND r.ref = i.ref"},                                      \
     }
 
@@ -157,17 +161,20 @@ static const kind_t kinds[] = {
             .key_columns = "warehouse, code",
             .sort_key_of = "code",
             .checks = {CHECK_WAREHOUSE},
-            .affected_skus = "SELECT sku FROM location_stock ls JOIN import_rows i"
+            .affected_skus = "SELECT sku FROM location_stock ls"
+                             " JOIN (SELECT warehouse, code FROM import_rows) i"
                              " ON ls.warehouse = i.warehouse AND ls.location = i.code"
                              " WHERE ls.org_id = $1",
             .refresh_parts = "all",
-            .upsert = {"UPDATE locations l SET staging = i.staging FROM import_rows i"
+            .upsert = {"UPDATE locations l SET staging = i.staging"
+                       " FROM (SELECT warehouse, code, staging FROM import_rows) i"
                        " WHERE l.org_id = $1::bigint AND l.warehouse = i.warehouse"
                        " AND l.code = i.code AND l.staging <> i.staging",
                        "INSERT INTO locations (org_id, warehouse, code, staging, sort_key)"
-                       " SELECT $1::bigint, warehouse, code, staging, sort_key FROM import_rows i"
-                       " WHERE NOT EXISTS (SELECT 1 FROM locations l WHERE l.org_id = $1::bigint"
-                       " AND l.warehouse = i.warehouse AND l.code = i.code)"},
+                       " SELECT $1::bigint, i.warehouse, i.code, i.staging, i.sort_key"
+                       " FROM import_rows i LEFT JOIN (SELECT warehouse, code FROM locations"
+                       " WHERE org_id = $1::bigint) l ON l.warehouse = i.warehouse"
+                       " AND l.code = i.code WHERE l.code IS NULL"},
             .analyze = "ANALYZE locations",
             .table = "locations",
         },
@@ -180,21 +187,22 @@ static const kind_t kinds[] = {
             /* A product's EANs are replaced by the batch's list: those it no longer has are
              * deleted, new ones inserted, kept ones left alone. Separate statements, not one
              * with data-modifying CTEs, whose parts would not see each other's rows. */
-            .upsert = {"UPDATE products p SET name = i.name FROM import_rows i"
+            .upsert = {"UPDATE products p SET name = i.name"
+                       " FROM (SELECT sku, name FROM import_rows) i"
                        " WHERE p.org_id = $1::bigint AND p.sku = i.sku AND p.name <> i.name",
                        "INSERT INTO products (org_id, sku, name)"
-                       " SELECT $1::bigint, sku, name FROM import_rows i WHERE NOT EXISTS"
-                       " (SELECT 1 FROM products p WHERE p.org_id = $1::bigint AND p.sku = i.sku)",
-                       "DELETE FROM product_eans e USING import_rows i"
-                       " WHERE e.org_id = $1::bigint AND e.sku = i.sku AND NOT EXISTS"
-                       " (SELECT 1 FROM unnest(string_to_array(i.eans, '|')) AS n(ean)"
-                       " WHERE n.ean = e.ean)",
+                       " SELECT $1::bigint, i.sku, i.name FROM import_rows i"
+                       " LEFT JOIN (SELECT sku FROM products WHERE org_id = $1::bigint) p"
+                       " ON p.sku = i.sku WHERE p.sku IS NULL",
+                       "DELETE FROM product_eans e USING (SELECT sku, eans FROM import_rows) i"
+                       " WHERE e.org_id = $1::bigint AND e.sku = i.sku"
+                       " AND e.ean <> ALL (coalesce(string_to_array(i.eans, '|'), '{}'))",
                        /* import_rows holds each product's EANs once (copy_append_eans). */
                        "INSERT INTO product_eans (org_id, ean, sku)"
-                       " SELECT $1::bigint, n.ean, i.sku FROM import_rows i,"
-                       " unnest(string_to_array(i.eans, '|')) AS n(ean) WHERE n.ean <> ''"
-                       " AND NOT EXISTS (SELECT 1 FROM product_eans e WHERE e.org_id = $1::bigint"
-                       " AND e.ean = n.ean AND e.sku = i.sku)"},
+                       " SELECT $1::bigint, n.ean, i.sku FROM import_rows i"
+                       " CROSS JOIN LATERAL unnest(string_to_array(i.eans, '|')) AS n(ean)"
+                       " LEFT JOIN (SELECT ean, sku FROM product_eans WHERE org_id = $1::bigint) e"
+                       " ON e.ean = n.ean AND e.sku = i.sku WHERE n.ean <> '' AND e.ean IS NULL"},
             .analyze = "ANALYZE products, product_eans",
             .table = "products",
         },
@@ -208,13 +216,14 @@ static const kind_t kinds[] = {
             .checks = {CHECK_PRODUCT, CHECK_WAREHOUSE},
             .affected_are_staged = true,
             .refresh_parts = "qty",
-            .upsert = {"UPDATE stock s SET on_hand = i.on_hand FROM import_rows i"
+            .upsert = {"UPDATE stock s SET on_hand = i.on_hand"
+                       " FROM (SELECT sku, warehouse, on_hand FROM import_rows) i"
                        " WHERE s.org_id = $1::bigint AND s.sku = i.sku"
                        " AND s.warehouse = i.warehouse AND s.on_hand <> i.on_hand",
                        "INSERT INTO stock (org_id, sku, warehouse, on_hand)"
-                       " SELECT $1::bigint, sku, warehouse, on_hand FROM import_rows i"
-                       " WHERE NOT EXISTS (SELECT 1 FROM stock s WHERE s.org_id = $1::bigint"
-                       " AND s.sku = i.sku AND s.warehouse = i.warehouse)"},
+                       " SELECT $1::bigint, i.sku, i.warehouse, i.on_hand FROM import_rows i"
+                       " LEFT JOIN (SELECT sku, warehouse FROM stock WHERE org_id = $1::bigint) s"
+                       " ON s.sku = i.sku AND s.warehouse = i.warehouse WHERE s.sku IS NULL"},
             .analyze = "ANALYZE stock",
             .table = "stock",
             .overflow_check = OVERFLOW_CHECK("on_hand"),
@@ -229,21 +238,24 @@ static const kind_t kinds[] = {
             .staging_columns = "sku text COLLATE \"C\", warehouse text COLLATE \"C\","
                                " location text COLLATE \"C\", quantity bigint",
             .key_columns = "sku, warehouse, location",
-            .checks = {CHECK_PRODUCT,
-                       "SELECT label, 'location', 'unknown location ' || location"
-                       " || ' in warehouse ' || warehouse FROM import_rows i"
-                       " WHERE NOT EXISTS (SELECT 1 FROM locations l WHERE l.org_id = $1"
-                       " AND l.warehouse = i.warehouse AND l.code = i.location)"},
+            .checks =
+                {CHECK_PRODUCT,
+                 "SELECT i.label, 'location', 'unknown location ' || i.location"
+                 " || ' in warehouse ' || i.warehouse FROM import_rows i"
+                 " LEFT JOIN (SELECT warehouse, code FROM locations WHERE org_id = $1) l"
+                 " ON l.warehouse = i.warehouse AND l.code = i.location WHERE l.code IS NULL"},
             .affected_are_staged = true,
             .refresh_parts = "location",
-            .upsert = {"UPDATE location_stock s SET quantity = i.quantity FROM import_rows i"
+            .upsert = {"UPDATE location_stock s SET quantity = i.quantity"
+                       " FROM (SELECT sku, warehouse, location, quantity FROM import_rows) i"
                        " WHERE s.org_id = $1::bigint AND s.sku = i.sku AND s.warehouse ="
                        " i.warehouse AND s.location = i.location AND s.quantity <> i.quantity",
                        "INSERT INTO location_stock (org_id, sku, warehouse, location, quantity)"
-                       " SELECT $1::bigint, sku, warehouse, location, quantity FROM import_rows i"
-                       " WHERE NOT EXISTS (SELECT 1 FROM location_stock s"
-                       " WHERE s.org_id = $1::bigint AND s.sku = i.sku"
-                       " AND s.warehouse = i.warehouse AND s.location = i.location)"},
+                       " SELECT $1::bigint, i.sku, i.warehouse, i.location, i.quantity"
+                       " FROM import_rows i LEFT JOIN (SELECT sku, warehouse, location"
+                       " FROM location_stock WHERE org_id = $1::bigint) s ON s.sku = i.sku"
+                       " AND s.warehouse = i.warehouse AND s.location = i.location"
+                       " WHERE s.sku IS NULL"},
             .analyze = "ANALYZE location_stock",
             .table = "location_stock",
         },
@@ -261,17 +273,18 @@ static const kind_t kinds[] = {
             /* An updated reservation may move to another SKU: both change. */
             .affected_skus =
                 "SELECT sku FROM import_rows UNION ALL SELECT r.sku FROM reservations r"
-                " JOIN import_rows i ON i.ref = r.ref WHERE r.org_id = $1",
+                " JOIN (SELECT ref FROM import_rows) i ON i.ref = r.ref WHERE r.org_id = $1",
             .refresh_parts = "qty",
             .upsert = {"UPDATE reservations r SET sku = i.sku, warehouse = i.warehouse,"
-                       " quantity = i.quantity, status = i.status FROM import_rows i"
+                       " quantity = i.quantity, status = i.status"
+                       " FROM (SELECT ref, sku, warehouse, quantity, status FROM import_rows) i"
                        " WHERE r.org_id = $1::bigint AND r.ref = i.ref"
                        " AND (r.sku, r.warehouse, r.quantity, r.status)"
                        " IS DISTINCT FROM (i.sku, i.warehouse, i.quantity, i.status)",
                        "INSERT INTO reservations (org_id, ref, sku, warehouse, quantity, status)"
-                       " SELECT $1::bigint, ref, sku, warehouse, quantity, status"
-                       " FROM import_rows i WHERE NOT EXISTS (SELECT 1 FROM reservations r"
-                       " WHERE r.org_id = $1::bigint AND r.ref = i.ref)"},
+                       " SELECT $1::bigint, i.ref, i.sku, i.warehouse, i.quantity, i.status"
+                       " FROM import_rows i LEFT JOIN (SELECT ref FROM reservations"
+                       " WHERE org_id = $1::bigint) r ON r.ref = i.ref WHERE r.ref IS NULL"},
             .analyze = "ANALYZE reservations",
             .table = "reservations",
             .first_refresh = "SELECT wl_refresh_availability_first_reservations($1)",
@@ -297,8 +310,8 @@ static const kind_t kinds[] = {
             .refusals_after = "SELECT i.label, 'already_exists' AS code, 'reservation ' || i.ref"
                               " || ' already exists: ' || r.quantity || ' of ' || r.sku"
                               " || ' in ' || r.warehouse || ', ' || r.status AS description"
-                              " FROM import_rows i JOIN reservations r"
-                              " ON r.org_id = $1 AND r.ref = i.ref"
+                              " FROM import_rows i JOIN (SELECT ref, sku, warehouse, quantity,"
+                              " status FROM reservations WHERE org_id = $1) r ON r.ref = i.ref"
                               " WHERE (r.sku, r.warehouse, r.quantity, r.status)"
                               " IS DISTINCT FROM (i.sku, i.warehouse, i.quantity, 'active')",
         },
