@@ -242,6 +242,9 @@ pg_cluster_init() {
     if [[ $profile == test ]]; then
       printf '# test cluster: speed over durability\n'
       printf 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n'
+      printf '# every statement, with its application, for tests/sql_scan.sh (no parameters)\n'
+      printf "log_statement = 'all'\nlog_line_prefix = '%%m [%%p] app=%%a '\n"
+      printf 'log_parameter_max_length = 0\n'
     fi
   } >>"$dir/data/postgresql.conf"
   pg_cluster_conninfo "$state" >"$state/conninfo"
