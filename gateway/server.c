@@ -181,9 +181,11 @@ static bool refuse_framing(request_t *req, struct MHD_Connection *connection, co
     ex->close = ex->close || verdict.close;
     if (verdict.status == 0)
         return false;
-    wl_exchange_error(ex, verdict.status,
-                      verdict.status == 501 ? WL_GRPC_UNIMPLEMENTED : WL_GRPC_INVALID_ARGUMENT,
-                      verdict.message, NULL);
+    bool unsupported = verdict.status == 501;
+    wl_exchange_error(
+        ex, verdict.status, unsupported ? WL_GRPC_UNIMPLEMENTED : WL_GRPC_INVALID_ARGUMENT,
+        unsupported ? WL_REASON_TRANSFER_CODING_UNSUPPORTED : WL_REASON_MALFORMED_REQUEST,
+        verdict.message, NULL);
     return true;
 }
 
@@ -204,7 +206,7 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t
         size_t len = 0;
         char *text = wl_metrics_render(server->metrics, server->core, &ex->arena, &len);
         if (text == NULL) {
-            wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+            wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
             return;
         }
         ex->status = 200;
@@ -219,7 +221,8 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t
     }
     if (atomic_load(&server->stopping)) {
         wl_exchange_add_header(ex, "Retry-After", "1");
-        wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, "shutting down", NULL);
+        wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN, "shutting down",
+                          NULL);
         return;
     }
     if (!wl_exchange_may_wait(ex))
@@ -228,7 +231,10 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t
     wl_error_init(&err);
     if (wl_core_ready(server->core, &err) != 0) {
         wl_exchange_add_header(ex, "Retry-After", "1");
-        wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, err.message, NULL);
+        wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE,
+                          err.code == WL_ETIMEDOUT ? WL_REASON_DATABASE_TIMEOUT
+                                                   : WL_REASON_DATABASE_UNAVAILABLE,
+                          err.message, NULL);
         return;
     }
     wl_exchange_json(ex, 200, json_pack("{s:s}", "status", "ready"));
@@ -412,18 +418,20 @@ static void dispatch(const listener_t *listener, request_t *req)
     char allow[64];
     bool found = match != NULL && wl_routes_find(ex->method, ex->path, &ex->arena, match, allow);
     if (match == NULL) {
-        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
     } else if (listener->ops_only && found && match->route->kind != WL_ROUTE_OPS) {
-        wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND,
+        wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND, WL_REASON_ENDPOINT_NOT_FOUND,
                           "not found: this listener serves /healthz, /readyz, /metrics and "
                           "/api/v1/openapi.json",
                           NULL);
     } else if (!found) {
         if (allow[0] != '\0') {
             wl_exchange_add_header(ex, "Allow", allow);
-            wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, "method not allowed", NULL);
+            wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, WL_REASON_METHOD_NOT_ALLOWED,
+                              "method not allowed", NULL);
         } else {
-            wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND, "no such endpoint", NULL);
+            wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND, WL_REASON_ENDPOINT_NOT_FOUND,
+                              "no such endpoint", NULL);
         }
     } else if (match->route->kind == WL_ROUTE_OPS) {
         ex->route = match->route->pattern;
@@ -486,7 +494,7 @@ static void continue_waiting(wl_offload_job_t *job)
     if (req->at_final && ex->status == 0)
         finish(req);
     if (req->at_final && ex->status == 0)
-        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
     ex->may_wait = false;
     req->resumed = true;
     MHD_resume_connection(ex->connection);
@@ -546,10 +554,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
              * answer on the operations listener: /readyz says 503 there.) */
             ex->close = true;
             wl_exchange_add_header(ex, "Retry-After", "1");
-            wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE,
+            wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN,
                               "the server is shutting down: not served, retry", NULL);
         } else if (header_fields_too_large(connection)) {
-            wl_exchange_error(ex, 431, WL_GRPC_INVALID_ARGUMENT,
+            wl_exchange_error(ex, 431, WL_GRPC_INVALID_ARGUMENT, WL_REASON_HEADERS_TOO_LARGE,
                               "request header fields are too large (16 KiB a field line, 64 KiB "
                               "in all)",
                               NULL);
