@@ -67,11 +67,10 @@ json_t *wl_error_info_json(const wl_error_info_t *info)
 {
     json_t *metadata = json_object();
     for (size_t i = 0; i < info->metadata_count; i++)
-        json_object_set_new(metadata, info->metadata[i].key,
-                            json_string(info->metadata[i].value));
+        json_object_set_new(metadata, info->metadata[i].key, json_string(info->metadata[i].value));
     return json_pack("{s:s, s:s, s:s, s:o}", "@type", "type.googleapis.com/google.rpc.ErrorInfo",
-                     "reason", wl_reason_name(info->reason), "domain", WL_ERROR_DOMAIN,
-                     "metadata", metadata);
+                     "reason", wl_reason_name(info->reason), "domain", WL_ERROR_DOMAIN, "metadata",
+                     metadata);
 }
 
 uint8_t *wl_error_info_pack(const wl_error_info_t *info, wl_arena_t *arena, size_t *len)

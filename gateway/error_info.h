@@ -21,7 +21,7 @@
 /* Every reason an answer gives, in UPPER_SNAKE_CASE; stable: a reason is never renamed or
  * reused for another case. The comment of each says where it is decided. */
 #define WL_REASON_MAP(XX)                                                                          \
-    XX(API_KEY_MISSING)              /* no Authorization header, or another scheme than Bearer */ \
+    XX(API_KEY_MISSING)              /* no Authorization header, or another scheme than Bearer */  \
     XX(API_KEY_INVALID)              /* a malformed, unknown or revoked key */                     \
     XX(API_KEY_AMBIGUOUS)            /* api_key more than once, or beside the header */            \
     XX(SCOPE_MISSING)                /* the key lacks the method's scope */                        \

@@ -54,6 +54,7 @@ struct wl_server {
     wl_grpc_server_t *grpc;          /* --grpc-listen; NULL: none */
     wl_export_cache_t *export_cache; /* NULL: none (exports read from the database) */
     wl_anon_limiter_t *anonymous; /* requests without a valid key, per address: every transport */
+    const wl_cors_t *cors;        /* NULL: no cross-origin requests (cors.h) */
     wl_metrics_t *metrics;
     wl_offload_t *offload; /* request threads: every wait for the database happens on them */
     struct MHD_Daemon *daemon;
@@ -85,6 +86,13 @@ typedef struct {
     size_t body_drained;
     size_t body_cap;
     uint64_t body_sent; /* content bytes handed to libmicrohttpd (none for HEAD and 304) */
+    /* CORS (cors.h): the path is one browsers may call cross-origin, with these methods; the
+     * Access-Control-Allow-Origin its Origin gets (NULL: none). */
+    bool cors_path;
+    bool preflight;
+    char cors_methods[64];
+    const char *cors_pattern;
+    const char *cors_allow_origin;
 } request_t;
 
 static double elapsed_ms(const struct timespec *since)
@@ -168,6 +176,37 @@ static bool header_fields_too_large(struct MHD_Connection *connection)
     MHD_get_connection_values_n(connection, MHD_HEADER_KIND, add_header_size, &sizes);
     return sizes.longest_line > WL_SERVER_HEADER_LINE_LIMIT ||
            sizes.block > WL_SERVER_HEADER_BLOCK_LIMIT;
+}
+
+/* Decides what CORS means for the request once its head is in (cors.h): nothing on the
+ * operations listener, nor off the paths browsers may call. */
+static void read_cors(request_t *req)
+{
+    wl_exchange_t *ex = &req->ex;
+    if (req->server->cors == NULL || req->listener->ops_only)
+        return;
+    req->cors_path = wl_routes_cors(ex->path, &ex->arena, req->cors_methods, &req->cors_pattern);
+    if (req->cors_path)
+        req->cors_allow_origin =
+            wl_cors_allow_origin(req->server->cors, wl_exchange_header(ex, "Origin"));
+}
+
+/* A CORS preflight from an allowed origin: 204 with what the path allows, before any key is
+ * read, counted in no bucket and never waiting for the database (it is answered here, on
+ * libmicrohttpd's thread). From another origin an OPTIONS request is routed as any other. */
+static bool answer_preflight(request_t *req)
+{
+    wl_exchange_t *ex = &req->ex;
+    if (req->cors_allow_origin == NULL || strcmp(ex->method, "OPTIONS") != 0 ||
+        wl_exchange_header(ex, "Access-Control-Request-Method") == NULL)
+        return false;
+    req->preflight = true;
+    ex->route = req->cors_pattern;
+    wl_exchange_add_header(ex, "Access-Control-Allow-Methods", req->cors_methods);
+    wl_exchange_add_header(ex, "Access-Control-Allow-Headers", WL_CORS_ALLOW_HEADERS);
+    wl_exchange_add_header(ex, "Access-Control-Max-Age", WL_CORS_MAX_AGE);
+    wl_exchange_empty(ex, 204);
+    return true;
 }
 
 /* Answers a request whose framing cannot be trusted (framing.h) and closes its connection;
@@ -383,6 +422,16 @@ static enum MHD_Result send_response(request_t *req)
     MHD_add_response_header(response, "Cache-Control",
                             ex->cache_control ? ex->cache_control : "no-store");
     wl_exchange_rate_headers(ex, response);
+    /* Vary on every answer of a CORS path, the allowed origin's or not: a cache must not give
+     * one origin's answer to another. */
+    if (req->cors_path)
+        MHD_add_response_header(response, "Vary", "Origin");
+    if (req->cors_allow_origin != NULL) {
+        MHD_add_response_header(response, "Access-Control-Allow-Origin", req->cors_allow_origin);
+        if (!req->preflight)
+            MHD_add_response_header(response, "Access-Control-Expose-Headers",
+                                    WL_CORS_EXPOSE_HEADERS);
+    }
     if (atomic_load(&req->server->stopping))
         ex->close = true; /* clients go to another process */
     if (ex->close)
@@ -544,6 +593,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         req->begun = true;
         req->listener = listener;
         prepare(req, method);
+        read_cors(req);
         if (refuse_framing(req, connection, method, version)) {
             /* Nothing of it is read: the connection closes after the answer. */
             return answer_before_body(req);
@@ -561,7 +611,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                               "request header fields are too large (16 KiB a field line, 64 KiB "
                               "in all)",
                               NULL);
-        } else {
+        } else if (!answer_preflight(req)) {
             /* Requests on the operations listener have a thread of their own (and the probes
              * there are meant to see the database). */
             ex->may_wait = listener->ops_only;
@@ -772,6 +822,7 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
     if (server == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     server->core = core;
+    server->cors = config->cors;
     server->listener = (listener_t){server, false};
     server->ops_listener = (listener_t){server, true};
     server->listen_fd = -1;

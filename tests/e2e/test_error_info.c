@@ -5,12 +5,8 @@
  * status and code follow each protocol (REST: CONTRACT section 7, e.g. 413 INVALID_ARGUMENT;
  * Connect: its own table, e.g. 413 resource_exhausted). gRPC's side is e2e.grpc_python's.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "e2e.h"
 #include "fixture.h"
@@ -39,8 +35,8 @@ static http_response_t connect_call(uint16_t port, const char *procedure, const 
     return res;
 }
 
-static http_response_t rest(uint16_t port, const char *method, const char *target,
-                            const char *key, const char *body)
+static http_response_t rest(uint16_t port, const char *method, const char *target, const char *key,
+                            const char *body)
 {
     return e2e_request(port, method, target, key, body ? JSON : NULL, body);
 }
@@ -163,10 +159,10 @@ static void test_request(void)
     res = rest(service.port, "POST", "/api/v1/locate-lists", key_all, invalid);
     CHECK_ERROR(res, 400, "INVALID_ARGUMENT", "name");
     CHECK_REASON(res, "INVALID_REQUEST");
-    CHECK_STR(e2e_str(json_array_get(json_object_get(json_object_get(res.json, "error"), "details"),
-                                     0),
-                      "@type", NULL),
-              "type.googleapis.com/google.rpc.BadRequest");
+    CHECK_STR(
+        e2e_str(json_array_get(json_object_get(json_object_get(res.json, "error"), "details"), 0),
+                "@type", NULL),
+        "type.googleapis.com/google.rpc.BadRequest");
     http_response_free(&res);
     res = connect_call(service.port, "LocateListService/CreateLocateList", key_all, invalid, NULL);
     CHECK_CONNECT(res, 400, "invalid_argument");
@@ -206,9 +202,9 @@ static void test_not_found(void)
     CHECK_ERROR(res, 405, "UNIMPLEMENTED", NULL);
     CHECK_REASON(res, "METHOD_NOT_ALLOWED");
     http_response_free(&res);
-    CHECK_INT(http_request(service.port, "GET", "/walklist.v1.StockService/ListStock", "", NULL,
-                           0, &res),
-              0);
+    CHECK_INT(
+        http_request(service.port, "GET", "/walklist.v1.StockService/ListStock", "", NULL, 0, &res),
+        0);
     CHECK_CONNECT(res, 405, "unimplemented");
     CHECK_CONNECT_REASON(res, "METHOD_NOT_ALLOWED", NULL, NULL);
     http_response_free(&res);
@@ -278,15 +274,8 @@ static void test_anonymous_rate_limited(void)
 /* A database that cannot be reached: DATABASE_UNAVAILABLE, 503 with Retry-After on both. */
 static void test_database_unavailable(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t addr_len = sizeof(addr);
-    CHECK_INT(bind(fd, (struct sockaddr *)&addr, sizeof(addr)), 0);
-    CHECK_INT(getsockname(fd, (struct sockaddr *)&addr, &addr_len), 0);
-    close(fd); /* nothing listens there now: connections are refused */
     char url[128];
-    snprintf(url, sizeof(url), "host=127.0.0.1 port=%u dbname=walklist user=app",
-             (unsigned)ntohs(addr.sin_port));
+    service_unreachable_database(url, sizeof(url));
     service_t down;
     service_start(&down, url, NULL);
     http_response_t res = rest(down.port, "GET", "/api/v1/stock", key_all, NULL);
