@@ -24,7 +24,7 @@ bool wl_access_read_key(const wl_access_t *access, wl_exchange_t *ex, const wl_s
 {
     const char *header = wl_exchange_header(ex, "Authorization");
     if (header != NULL && query_key != NULL) {
-        access->answer(ex, 400, WL_GRPC_INVALID_ARGUMENT,
+        access->answer(ex, 400, WL_GRPC_INVALID_ARGUMENT, WL_REASON_API_KEY_AMBIGUOUS,
                        "send the API key in the Authorization header or in api_key, not both",
                        NULL);
         return false;
@@ -55,14 +55,16 @@ void wl_access_unauthenticated(const wl_access_t *access, wl_exchange_t *ex, boo
         char seconds[16];
         snprintf(seconds, sizeof(seconds), "%d", retry_after > 0 ? retry_after : 1);
         wl_exchange_add_header(ex, "Retry-After", seconds);
-        access->answer(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED,
+        wl_error_info_add(&ex->error_info, "bucket", "anonymous");
+        access->answer(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_RATE_LIMITED,
                        "too many requests without a valid API key", NULL);
         return;
     }
     wl_exchange_add_header(ex, "WWW-Authenticate",
                            key_sent ? "Bearer realm=\"walklist\", error=\"invalid_token\""
                                     : "Bearer realm=\"walklist\"");
-    access->answer(ex, 401, WL_GRPC_UNAUTHENTICATED, message, NULL);
+    access->answer(ex, 401, WL_GRPC_UNAUTHENTICATED,
+                   key_sent ? WL_REASON_API_KEY_INVALID : WL_REASON_API_KEY_MISSING, message, NULL);
 }
 
 /* The admission's principal and rate decision, for the answer's headers and the log line. */
@@ -84,13 +86,24 @@ static void answer_refusal(const wl_access_t *access, wl_exchange_t *ex, const w
         char seconds[16];
         snprintf(seconds, sizeof(seconds), "%d", ex->rate.reset_s > 0 ? ex->rate.reset_s : 1);
         wl_exchange_add_header(ex, "Retry-After", seconds);
-        access->answer(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, err->message, NULL);
+        if (ex->rate.bucket != NULL) {
+            wl_error_info_add(&ex->error_info, "bucket", "%s", ex->rate.bucket);
+            wl_error_info_add(&ex->error_info, "limit", "%d", ex->rate.limit);
+            wl_error_info_add(&ex->error_info, "windowSeconds", "%d", ex->rate.window_s);
+        }
+        access->answer(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_RATE_LIMITED, err->message,
+                       NULL);
         return;
+    }
+    if (result == WL_EPERMISSION) {
+        char scope[64];
+        wl_scopes_format(ex->scope_needed, scope, sizeof(scope));
+        wl_error_info_add(&ex->error_info, "scope", "%s", scope);
     }
     wl_grpc_code_t code = wl_error_grpc_code(result);
     if (code == WL_GRPC_UNAVAILABLE)
         wl_exchange_add_header(ex, "Retry-After", "1");
-    access->answer(ex, wl_http_status_of(code), code, NULL, err);
+    access->answer(ex, wl_http_status_of(code), code, wl_reason_of_error(result), NULL, err);
 }
 
 bool wl_access_admitted(const wl_access_t *access, wl_exchange_t *ex)
@@ -113,10 +126,11 @@ bool wl_access_begin(const wl_access_t *access, wl_exchange_t *ex, wl_span_t tok
                      const wl_method_policy_t *policy, bool may_defer)
 {
     /* Begun again where it may wait (exchange.h): the admission already made is the one. */
+    ex->scope_needed = policy->scope;
     if (ex->admission == NULL)
         ex->admission = wl_core_admission(access->core, &ex->arena, token, policy);
     if (ex->admission == NULL) {
-        access->answer(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+        access->answer(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
         return false;
     }
     /* A client that waits for 100 Continue before its body is owed a refusal instead, so its

@@ -17,9 +17,10 @@
 #include "status_map.h"
 #include "walklist/core.h"
 
-/** How a transport writes an error answer (REST's Google error body, Connect's error JSON). */
+/** How a transport writes an error answer (REST's Google error body, Connect's error JSON, a
+ * gRPC status), with an ErrorInfo of reason and the metadata in ex->error_info. */
 typedef void (*wl_access_answer_fn)(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
-                                    const char *message, const wl_error_t *err);
+                                    wl_reason_t reason, const char *message, const wl_error_t *err);
 
 typedef struct {
     wl_core_t *core;

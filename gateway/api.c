@@ -101,7 +101,8 @@ static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const wl_route_t *rou
 {
     size_t query_keys = route->query_api_key ? wl_query_count(&state->query, "api_key") : 0;
     if (query_keys > 1) {
-        wl_exchange_error(ex, 400, WL_GRPC_INVALID_ARGUMENT, "api_key must be given once", NULL);
+        wl_exchange_error(ex, 400, WL_GRPC_INVALID_ARGUMENT, WL_REASON_API_KEY_AMBIGUOUS,
+                          "api_key must be given once", NULL);
         return false;
     }
     wl_span_t token;
@@ -113,17 +114,18 @@ static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const wl_route_t *rou
 }
 
 /* Answers a problem of the request itself, once its admission (which answers first) let it in. */
-static void refuse(wl_api_t *api, wl_exchange_t *ex, unsigned status, const char *message)
+static void refuse(wl_api_t *api, wl_exchange_t *ex, unsigned status, wl_reason_t reason,
+                   const char *message)
 {
     if (wl_access_admitted(&api->access, ex))
-        wl_exchange_error(ex, status, WL_GRPC_INVALID_ARGUMENT, message, NULL);
+        wl_exchange_error(ex, status, WL_GRPC_INVALID_ARGUMENT, reason, message, NULL);
 }
 
 void wl_api_begin(wl_api_t *api, wl_exchange_t *ex, const wl_route_match_t *match)
 {
     request_state_t *state = wl_arena_alloc(&ex->arena, sizeof(*state));
     if (state == NULL) {
-        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
         return;
     }
     ex->handler_state = state;
@@ -150,12 +152,13 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex, const wl_route_match_t *matc
         return;
     }
     if (wl_negotiate_content_type(wl_exchange_header(ex, "Content-Type"), NULL) != WL_MEDIA_JSON) {
-        refuse(api, ex, 415, "Content-Type must be application/json (charset utf-8)");
+        refuse(api, ex, 415, WL_REASON_UNSUPPORTED_MEDIA_TYPE,
+               "Content-Type must be application/json (charset utf-8)");
         return;
     }
     const char *length = wl_exchange_header(ex, "Content-Length");
     if (length != NULL && strtoull(length, NULL, 10) > JSON_BODY_LIMIT) {
-        refuse(api, ex, 413, "request body is larger than 65536 bytes");
+        refuse(api, ex, 413, WL_REASON_BODY_TOO_LARGE, "request body is larger than 65536 bytes");
         return;
     }
     ex->body_limit = JSON_BODY_LIMIT;
@@ -252,5 +255,5 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
 
 void wl_api_body_too_large(wl_api_t *api, wl_exchange_t *ex)
 {
-    refuse(api, ex, 413, "request body is larger than the limit");
+    refuse(api, ex, 413, WL_REASON_BODY_TOO_LARGE, "request body is larger than the limit");
 }

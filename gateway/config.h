@@ -81,6 +81,12 @@
     CHOICE(tls_min_version, "tls-min-version", "WALKLIST_TLS_MIN_VERSION", "1.2|1.3", "1.2",       \
            "1.2 (TLS 1.2 with forward-secret AEAD suites, and 1.3) or 1.3 (TLS 1.3 only)",         \
            "`1.2` (TLS 1.2 with forward-secret AEAD suites, and 1.3) or `1.3` (TLS 1.3 only)")     \
+    TEXT(cors_origin, "cors-origin", "WALKLIST_CORS_ORIGIN", "ORIGINS", false, NULL,               \
+         "let browsers on these origins call /api/v1 and Connect (comma-separated, e.g. "          \
+         "https://app.example.com, or *); off by default",                                         \
+         "browsers on these origins may call `/api/v1` and the Connect procedures: "                \
+         "comma-separated exact origins (`https://app.example.com,http://localhost:3000`), or "    \
+         "`*`; off by default; see [CORS](#cors)")                                                 \
     INT(rate_locate_lists, "rate-limit-locate-lists", "WALKLIST_RATE_LIMIT_LOCATE_LISTS", "N", 1,  \
         1000000, WL_CORE_DEFAULT_RATE_LOCATE_LISTS, NULL,                                          \
         "walk list creations per organization per minute (the spec's value)",                      \

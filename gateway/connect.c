@@ -23,7 +23,7 @@
 #define ACCEPT_POST              "application/proto, application/json, application/json; charset=utf-8"
 
 static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
-                                const char *message, const wl_error_t *err);
+                                wl_reason_t reason, const char *message, const wl_error_t *err);
 
 struct wl_connect {
     wl_core_t *core;
@@ -72,38 +72,44 @@ void wl_connect_destroy(wl_connect_t *connect)
 /* --- Answers ------------------------------------------------------------------------------ */
 
 /*
- * The field violations as a Connect error detail: google.rpc.BadRequest in binary, base64
- * without padding, under "value", and the same message as JSON under "debug", which the
- * protocol allows for readability (clients must not depend on it).
+ * A packed message of type desc as a Connect error detail: in binary, base64 without padding,
+ * under "value", and the same message as JSON under "debug", which the protocol allows for
+ * readability (clients must not depend on it).
  */
-static json_t *bad_request_detail(wl_arena_t *arena, const wl_error_t *err)
+static json_t *error_detail(wl_arena_t *arena, const ProtobufCMessageDescriptor *desc,
+                            const uint8_t *packed, size_t packed_len)
 {
-    size_t packed_len = 0;
-    uint8_t *packed = wl_rpc_bad_request(arena, err, &packed_len);
     char *encoded = wl_arena_alloc(arena, 4 * (packed_len / 3 + 1) + 1);
     if (packed == NULL || encoded == NULL)
         return NULL;
-    Google__Rpc__BadRequest *request =
-        google__rpc__bad_request__unpack(&arena->allocator, packed_len, packed);
-    if (request == NULL)
+    ProtobufCMessage *message =
+        protobuf_c_message_unpack(desc, &arena->allocator, packed_len, packed);
+    if (message == NULL)
         return NULL;
     wl_base64_encode(packed, packed_len, WL_BASE64_STANDARD, false, encoded);
-    return json_pack("{s:s, s:s, s:o*}", "type", request->base.descriptor->name, "value", encoded,
-                     "debug", wl_json_encode(&request->base));
+    return json_pack("{s:s, s:s, s:o*}", "type", desc->name, "value", encoded, "debug",
+                     wl_json_encode(message));
 }
 
-/* Connect's Error: {"code","message","details"} with Content-Type application/json. */
+/* Connect's Error: {"code","message","details"} with Content-Type application/json; details
+ * hold the BadRequest of err's violations, when it has any, then the ErrorInfo. */
 static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
-                                const char *message, const wl_error_t *err)
+                                wl_reason_t reason, const char *message, const wl_error_t *err)
 {
     message = wl_rpc_public_message(code, message, err);
-    json_t *body = json_pack("{s:s, s:s}", "code", wl_grpc_connect_name(code), "message",
-                             message ? message : wl_grpc_connect_name(code));
-    if (body != NULL && err != NULL && err->violation_count > 0) {
-        json_t *detail = bad_request_detail(&ex->arena, err);
-        if (detail != NULL)
-            json_object_set_new(body, "details", json_pack("[o]", detail));
+    json_t *body = json_pack("{s:s, s:s, s:[]}", "code", wl_grpc_connect_name(code), "message",
+                             message ? message : wl_grpc_connect_name(code), "details");
+    json_t *details = json_object_get(body, "details");
+    size_t len = 0;
+    if (err != NULL && err->violation_count > 0) {
+        uint8_t *packed = wl_rpc_bad_request(&ex->arena, err, &len);
+        json_array_append_new(
+            details, error_detail(&ex->arena, &google__rpc__bad_request__descriptor, packed, len));
     }
+    ex->error_info.reason = reason;
+    uint8_t *packed = wl_error_info_pack(&ex->error_info, &ex->arena, &len);
+    json_array_append_new(
+        details, error_detail(&ex->arena, &google__rpc__error_info__descriptor, packed, len));
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
     ex->content_type = "application/json";
@@ -111,25 +117,29 @@ static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code
     ex->response = text ? wl_arena_strdup(&ex->arena, text) : NULL;
     free(text);
     if (ex->response == NULL) {
-        static const char fallback[] = "{\"code\":\"internal\",\"message\":\"internal error\"}";
+        /* The details are ErrorInfo{reason: "INTERNAL", domain: "walklist.dev"}. */
+        static const char fallback[] = "{\"code\":\"internal\",\"message\":\"internal error\","
+                                       "\"details\":[{\"type\":\"google.rpc.ErrorInfo\","
+                                       "\"value\":\"CghJTlRFUk5BTBIMd2Fsa2xpc3QuZGV2\"}]}";
         ex->status = 500;
         ex->response = (char *)fallback;
     }
     ex->response_len = strlen(ex->response);
 }
 
-static void answer_error(wl_exchange_t *ex, wl_grpc_code_t code, const char *message,
-                         const wl_error_t *err)
+static void answer_error(wl_exchange_t *ex, wl_grpc_code_t code, wl_reason_t reason,
+                         const char *message, const wl_error_t *err)
 {
-    answer_error_status(ex, wl_http_status_of(code), code, message, err);
+    answer_error_status(ex, wl_http_status_of(code), code, reason, message, err);
 }
 
-static void answer_too_large(wl_exchange_t *ex, unsigned status, const char *what, size_t limit,
-                             const char *hint)
+static void answer_too_large(wl_exchange_t *ex)
 {
     char message[256];
-    snprintf(message, sizeof(message), "the %s is larger than %zu bytes%s", what, limit, hint);
-    answer_error_status(ex, status, WL_GRPC_RESOURCE_EXHAUSTED, message, NULL);
+    snprintf(message, sizeof(message), "the request body is larger than %u bytes",
+             WL_CONNECT_BODY_LIMIT);
+    answer_error_status(ex, 413, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_BODY_TOO_LARGE, message,
+                        NULL);
 }
 
 /* --- Request headers ---------------------------------------------------------------------- */
@@ -178,8 +188,8 @@ static bool deadline_passed(const call_state_t *state)
 
 static void answer_deadline_exceeded(wl_exchange_t *ex)
 {
-    answer_error(ex, WL_GRPC_DEADLINE_EXCEEDED, "the deadline (Connect-Timeout-Ms) has passed",
-                 NULL);
+    answer_error(ex, WL_GRPC_DEADLINE_EXCEEDED, WL_REASON_DEADLINE_EXCEEDED,
+                 "the deadline (Connect-Timeout-Ms) has passed", NULL);
 }
 
 /* Reads the Bearer key and starts the request's admission, as the REST routes do. */
@@ -202,7 +212,7 @@ static bool accept_headers(wl_connect_t *connect, wl_exchange_t *ex, call_state_
         if (!wl_access_admitted(&connect->access, ex))
             return false;
         wl_exchange_add_header(ex, "Accept-Post", ACCEPT_POST);
-        answer_error_status(ex, 415, WL_GRPC_INVALID_ARGUMENT,
+        answer_error_status(ex, 415, WL_GRPC_INVALID_ARGUMENT, WL_REASON_UNSUPPORTED_MEDIA_TYPE,
                             "Content-Type must be application/proto or application/json", NULL);
         return false;
     }
@@ -210,21 +220,22 @@ static bool accept_headers(wl_connect_t *connect, wl_exchange_t *ex, call_state_
     if (version == NULL) {
         if (!wl_access_admitted(&connect->access, ex))
             return false;
-        answer_error(ex, WL_GRPC_INVALID_ARGUMENT,
+        answer_error(ex, WL_GRPC_INVALID_ARGUMENT, WL_REASON_PROTOCOL_HEADER_INVALID,
                      "missing required header: set Connect-Protocol-Version to \"1\"", NULL);
         return false;
     }
     if (strcmp(version, "1") != 0) {
         if (!wl_access_admitted(&connect->access, ex))
             return false;
-        answer_error(ex, WL_GRPC_INVALID_ARGUMENT, "Connect-Protocol-Version must be \"1\"", NULL);
+        answer_error(ex, WL_GRPC_INVALID_ARGUMENT, WL_REASON_PROTOCOL_HEADER_INVALID,
+                     "Connect-Protocol-Version must be \"1\"", NULL);
         return false;
     }
     const char *coding = wl_exchange_header(ex, "Content-Encoding");
     if (coding != NULL && strcasecmp(coding, "identity") != 0) {
         if (!wl_access_admitted(&connect->access, ex))
             return false;
-        answer_error(ex, WL_GRPC_UNIMPLEMENTED,
+        answer_error(ex, WL_GRPC_UNIMPLEMENTED, WL_REASON_CONTENT_ENCODING_UNSUPPORTED,
                      "unsupported Content-Encoding: this server supports identity", NULL);
         return false;
     }
@@ -233,7 +244,7 @@ static bool accept_headers(wl_connect_t *connect, wl_exchange_t *ex, call_state_
         if (!parse_timeout(timeout, state->started, &state->deadline)) {
             if (!wl_access_admitted(&connect->access, ex))
                 return false;
-            answer_error(ex, WL_GRPC_INVALID_ARGUMENT,
+            answer_error(ex, WL_GRPC_INVALID_ARGUMENT, WL_REASON_PROTOCOL_HEADER_INVALID,
                          "Connect-Timeout-Ms must be a whole number of milliseconds (at most 10 "
                          "digits)",
                          NULL);
@@ -248,7 +259,7 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
 {
     call_state_t *state = wl_arena_alloc(&ex->arena, sizeof(*state));
     if (state == NULL) {
-        answer_error(ex, WL_GRPC_INTERNAL, NULL, NULL);
+        answer_error(ex, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
         return;
     }
     state->started = ex->started;
@@ -257,13 +268,14 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
     state->procedure = wl_rpc_procedures_find(&connect->procedures, ex->path);
     if (state->procedure == NULL) {
         /* Connect clients read 404 as unimplemented; the body says so too. */
-        answer_error_status(ex, 404, WL_GRPC_UNIMPLEMENTED, "no such procedure", NULL);
+        answer_error_status(ex, 404, WL_GRPC_UNIMPLEMENTED, WL_REASON_ENDPOINT_NOT_FOUND,
+                            "no such procedure", NULL);
         return;
     }
     ex->route = state->procedure->path;
     if (strcmp(ex->method, "POST") != 0) {
         wl_exchange_add_header(ex, "Allow", "POST");
-        answer_error_status(ex, 405, WL_GRPC_UNIMPLEMENTED,
+        answer_error_status(ex, 405, WL_GRPC_UNIMPLEMENTED, WL_REASON_METHOD_NOT_ALLOWED,
                             "Connect procedures are called with POST", NULL);
         return;
     }
@@ -283,7 +295,7 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
     const char *length = wl_exchange_header(ex, "Content-Length");
     if (length != NULL && strtoull(length, NULL, 10) > WL_CONNECT_BODY_LIMIT) {
         if (wl_access_admitted(&connect->access, ex))
-            answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT, "");
+            answer_too_large(ex);
         return;
     }
     ex->body_limit = WL_CONNECT_BODY_LIMIT;
@@ -292,7 +304,7 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
 void wl_connect_body_too_large(wl_connect_t *connect, wl_exchange_t *ex)
 {
     if (wl_access_admitted(&connect->access, ex))
-        answer_too_large(ex, 413, "request body", WL_CONNECT_BODY_LIMIT, "");
+        answer_too_large(ex);
 }
 
 /* --- The call ----------------------------------------------------------------------------- */

@@ -28,7 +28,7 @@ _Static_assert(WL_DEVICE_MAX_LISTS == pb_arraysize(walklist_scanner_v1_ListPendi
 bool wl_device_accept(wl_exchange_t *ex)
 {
     if (wl_negotiate_content_type(wl_exchange_header(ex, "Content-Type"), NULL) != WL_MEDIA_PROTO) {
-        wl_exchange_error(ex, 415, WL_GRPC_INVALID_ARGUMENT,
+        wl_exchange_error(ex, 415, WL_GRPC_INVALID_ARGUMENT, WL_REASON_UNSUPPORTED_MEDIA_TYPE,
                           "Content-Type must be application/proto", NULL);
         return false;
     }
@@ -37,7 +37,8 @@ bool wl_device_accept(wl_exchange_t *ex)
         char message[64];
         snprintf(message, sizeof(message), "request body is larger than %u bytes",
                  WL_DEVICE_BODY_LIMIT);
-        wl_exchange_error(ex, 413, WL_GRPC_INVALID_ARGUMENT, message, NULL);
+        wl_exchange_error(ex, 413, WL_GRPC_INVALID_ARGUMENT, WL_REASON_BODY_TOO_LARGE, message,
+                          NULL);
         return false;
     }
     ex->body_limit = WL_DEVICE_BODY_LIMIT;

@@ -169,7 +169,8 @@ void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)
     if (text == NULL) {
         static const char fallback[] =
             "{\"error\":{\"code\":500,\"status\":\"INTERNAL\",\"message\":\"internal error\","
-            "\"details\":[]}}";
+            "\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\","
+            "\"reason\":\"INTERNAL\",\"domain\":\"" WL_ERROR_DOMAIN "\",\"metadata\":{}}]}}";
         ex->status = 500;
         ex->response = (char *)fallback;
         ex->response_len = sizeof(fallback) - 1;
@@ -187,10 +188,11 @@ void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)
     }
 }
 
-void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code, const char *message,
-                       const wl_error_t *err)
+void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code, wl_reason_t reason,
+                       const char *message, const wl_error_t *err)
 {
-    wl_exchange_json(ex, status, wl_error_body(status, code, message, err));
+    ex->error_info.reason = reason;
+    wl_exchange_json(ex, status, wl_error_body(status, code, message, err, &ex->error_info));
 }
 
 void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err)
@@ -201,5 +203,5 @@ void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err)
     unsigned status = err->code == WL_EIDEMPOTENCY ? 422 : wl_http_status_of(code);
     if (code == WL_GRPC_UNAVAILABLE)
         wl_exchange_add_header(ex, "Retry-After", "1");
-    wl_exchange_error(ex, status, code, NULL, err);
+    wl_exchange_error(ex, status, code, wl_reason_of_error(err->code), NULL, err);
 }

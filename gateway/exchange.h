@@ -15,6 +15,7 @@
 #include "walklist/arena.h"
 #include "walklist/core.h"
 #include "walklist/error.h"
+#include "error_info.h"
 #include "trace_context.h"
 #include "walklist/log.h"
 #include "walklist/span.h"
@@ -54,7 +55,12 @@ typedef struct {
     wl_rate_t rate;      /* the rate-limit decision, when rate.bucket is set */
     void *handler_state; /* the handler's own per-request data (arena memory) */
 
+    unsigned scope_needed; /* the scope bits of the method admitted (access.h), for errors */
+
     unsigned status; /* 0 until a response is set */
+    /* An error answer's ErrorInfo: its reason set by the answer, metadata added by whoever
+     * decided the error before answering it. */
+    wl_error_info_t error_info;
     const char *content_type;
     char *response;
     size_t response_len;
@@ -157,11 +163,15 @@ void wl_exchange_stream(wl_exchange_t *ex, unsigned status, const char *content_
                         ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max),
                         void (*fill)(void *state), void (*free_state)(void *state), void *state);
 
-/** Sets a Google API error response for an HTTP status and gRPC code. */
-void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code, const char *message,
-                       const wl_error_t *err);
+/**
+ * Sets a Google API error response for an HTTP status and gRPC code, with an ErrorInfo of
+ * reason (and the metadata in ex->error_info).
+ */
+void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code, wl_reason_t reason,
+                       const char *message, const wl_error_t *err);
 
-/** Sets the error response for a core error (status from the gRPC mapping). */
+/** Sets the error response for a core error (status from the gRPC mapping, reason from the
+ * error's code). */
 void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err);
 
 #endif

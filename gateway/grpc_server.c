@@ -38,6 +38,7 @@
 
 static const char health_check_path[] = "/grpc.health.v1.Health/Check";
 static const char bad_request_type_url[] = "type.googleapis.com/google.rpc.BadRequest";
+static const char error_info_type_url[] = "type.googleapis.com/google.rpc.ErrorInfo";
 
 typedef struct call call_t;
 
@@ -243,7 +244,7 @@ static void send_answer(call_t *c)
 
 /* Sets an error answer: the access module's and the unary call's way of answering. */
 static void answer_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
-                         const char *message, const wl_error_t *err)
+                         wl_reason_t reason, const char *message, const wl_error_t *err)
 {
     call_t *c = ex->handler_state;
     ex->status = status;
@@ -253,22 +254,30 @@ static void answer_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code
     if (c->message == NULL)
         c->message = wl_grpc_code_name(code);
     c->status_details = NULL;
-    if (err == NULL || err->violation_count == 0)
+    /* google.rpc.Status with the BadRequest detail of err's violations, when it has any, then
+     * the ErrorInfo, as gRPC's richer error model sends them. */
+    Google__Protobuf__Any any[2] = {GOOGLE__PROTOBUF__ANY__INIT, GOOGLE__PROTOBUF__ANY__INIT};
+    Google__Protobuf__Any *details[2];
+    size_t count = 0;
+    if (err != NULL && err->violation_count > 0) {
+        any[count].type_url = (char *)bad_request_type_url;
+        any[count].value.data = wl_rpc_bad_request(&ex->arena, err, &any[count].value.len);
+        if (any[count].value.data == NULL)
+            return;
+        details[count] = &any[count];
+        count++;
+    }
+    ex->error_info.reason = reason;
+    any[count].type_url = (char *)error_info_type_url;
+    any[count].value.data = wl_error_info_pack(&ex->error_info, &ex->arena, &any[count].value.len);
+    if (any[count].value.data == NULL)
         return;
-    /* google.rpc.Status with the BadRequest detail, as gRPC's richer error model sends it. */
-    size_t detail_len = 0;
-    uint8_t *detail = wl_rpc_bad_request(&ex->arena, err, &detail_len);
-    if (detail == NULL)
-        return;
-    Google__Protobuf__Any any = GOOGLE__PROTOBUF__ANY__INIT;
-    any.type_url = (char *)bad_request_type_url;
-    any.value.len = detail_len;
-    any.value.data = detail;
-    Google__Protobuf__Any *details[1] = {&any};
+    details[count] = &any[count];
+    count++;
     Google__Rpc__Status rpc_status = GOOGLE__RPC__STATUS__INIT;
     rpc_status.code = (int32_t)code;
     rpc_status.message = (char *)c->message;
-    rpc_status.n_details = 1;
+    rpc_status.n_details = count;
     rpc_status.details = details;
     size_t len = google__rpc__status__get_packed_size(&rpc_status);
     uint8_t *packed = wl_arena_alloc(&ex->arena, len ? len : 1);
@@ -322,10 +331,11 @@ static void answer_expired(wl_exchange_t *ex, void *data)
     /* The client has its answer from gRPC already (its deadline, or its own cancellation):
      * this one only reaches the metric when the status could still be sent. */
     if (atomic_load(&c->cancelled) && gpr_time_cmp(gpr_now(GPR_CLOCK_MONOTONIC), c->deadline) < 0)
-        answer_error(ex, 499, WL_GRPC_CANCELLED, "the client cancelled the call", NULL);
+        answer_error(ex, 499, WL_GRPC_CANCELLED, WL_REASON_CANCELLED,
+                     "the client cancelled the call", NULL);
     else
-        answer_error(ex, 504, WL_GRPC_DEADLINE_EXCEEDED, "the deadline (grpc-timeout) has passed",
-                     NULL);
+        answer_error(ex, 504, WL_GRPC_DEADLINE_EXCEEDED, WL_REASON_DEADLINE_EXCEEDED,
+                     "the deadline (grpc-timeout) has passed", NULL);
 }
 
 /* Request metadata as the exchange's request headers (binary "-bin" values left out). */
@@ -445,13 +455,13 @@ static void run_health_check(wl_grpc_server_t *server, call_t *c)
     ProtobufCMessage *input = NULL;
     if (wl_rpc_decode_binary(&grpc__health__v1__health_check_request__descriptor, ex->body,
                              ex->body_len, &ex->arena, &input, &err) != 0) {
-        answer_error(ex, 400, WL_GRPC_INVALID_ARGUMENT, NULL, &err);
+        answer_error(ex, 400, WL_GRPC_INVALID_ARGUMENT, WL_REASON_INVALID_REQUEST, NULL, &err);
         return;
     }
     const char *service = ((Grpc__Health__V1__HealthCheckRequest *)input)->service;
     if (service[0] != '\0' && strcmp(service, "grpc.health.v1.Health") != 0 &&
         wl_core_find_service(server->core, service) == NULL) {
-        answer_error(ex, 404, WL_GRPC_NOT_FOUND, "unknown service", NULL);
+        answer_error(ex, 404, WL_GRPC_NOT_FOUND, WL_REASON_NOT_FOUND, "unknown service", NULL);
         return;
     }
     pthread_mutex_lock(&server->lock);
@@ -462,7 +472,7 @@ static void run_health_check(wl_grpc_server_t *server, call_t *c)
                        ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
                        : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
     if (!set_reply(c, &reply.base))
-        answer_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+        answer_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
 }
 
 static void run_call(wl_grpc_server_t *server, call_t *c)
@@ -472,7 +482,7 @@ static void run_call(wl_grpc_server_t *server, call_t *c)
     read_peer(c);
     wl_exchange_read_origin(&c->ex);
     if (!read_message(c)) {
-        answer_error(&c->ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+        answer_error(&c->ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
     } else if (c->kind == CALL_HEALTH) {
         run_health_check(server, c);
     } else {
@@ -568,7 +578,8 @@ static void on_new_call(wl_grpc_server_t *server, call_t *c)
     } else {
         /* Answered before anything is read, without a key, as unknown Connect procedures are. */
         c->kind = CALL_UNKNOWN;
-        answer_error(&c->ex, 404, WL_GRPC_UNIMPLEMENTED, "no such method", NULL);
+        answer_error(&c->ex, 404, WL_GRPC_UNIMPLEMENTED, WL_REASON_ENDPOINT_NOT_FOUND,
+                     "no such method", NULL);
         send_answer(c);
         release(c);
         return;
@@ -585,8 +596,8 @@ static void on_message(call_t *c, bool ok)
     }
     if (ok) {
         /* The client closed its side without a message. */
-        answer_error(&c->ex, 400, WL_GRPC_INVALID_ARGUMENT, "the call carries no request message",
-                     NULL);
+        answer_error(&c->ex, 400, WL_GRPC_INVALID_ARGUMENT, WL_REASON_INVALID_REQUEST,
+                     "the call carries no request message", NULL);
         send_answer(c);
     }
     /* Otherwise the call is over already (cancelled, or its message refused by gRPC's core,

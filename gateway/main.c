@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "cors.h"
 #include "notify.h"
 #include "probe.h"
 #include "server.h"
@@ -102,6 +103,11 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    wl_cors_t *cors = NULL;
+    if (wl_cors_create(config.cors_origin, &cors, &err) != 0) {
+        fprintf(stderr, "walklistd: %s\n", err.message);
+        return 2;
+    }
     wl_log_use_json(true); /* from here on diagnostics join the request log's JSON lines */
     char *tls_cert = NULL, *tls_key = NULL;
     if (config.tls_cert_path != NULL) {
@@ -109,6 +115,7 @@ int main(int argc, char **argv)
         tls_key = tls_cert ? read_pem(config.tls_key_path, "--tls-key") : NULL;
         if (tls_key == NULL) {
             free(tls_cert);
+            wl_cors_destroy(cors);
             return 2;
         }
     }
@@ -138,6 +145,7 @@ int main(int argc, char **argv)
     };
     if (wl_core_create(&core_config, &core, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);
+        wl_cors_destroy(cors);
         free(tls_cert);
         free_secret(tls_key);
         return 1;
@@ -165,9 +173,11 @@ int main(int argc, char **argv)
         .tls_1_3_only = strcmp(config.tls_min_version, "1.3") == 0,
         .grpc_listen = config.grpc_listen,
         .grpc_threads = (unsigned)config.grpc_threads,
+        .cors = cors,
     };
     if (wl_server_start(core, &server_config, &server, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);
+        wl_cors_destroy(cors);
         wl_core_destroy(core);
         free(tls_cert);
         free_secret(tls_key);
@@ -190,6 +200,7 @@ int main(int argc, char **argv)
     wl_log_line_int(&line, "signal", signal_number);
     wl_log_line_end(&line);
     wl_server_stop(server, config.shutdown_timeout_ms);
+    wl_cors_destroy(cors);
     wl_core_destroy(core);
     free(tls_cert);
     free_secret(tls_key);

@@ -18,9 +18,11 @@ const wl_route_t wl_routes[] = {
     {.kind = WL_ROUTE_OPS,
      .method = "GET",
      .pattern = "/api/v1/openapi.json",
+     .cors = true,
      .ops = WL_OPS_OPENAPI},
     /* The public REST surface (gateway/openapi.json). */
     {.kind = WL_ROUTE_REST,
+     .cors = true,
      .method = "POST",
      .pattern = "/api/v1/locate-lists",
      .service = LOCATE_LISTS,
@@ -29,6 +31,7 @@ const wl_route_t wl_routes[] = {
      .success_status = 201,
      .location = "/api/v1/locate-lists/"},
     {.kind = WL_ROUTE_REST,
+     .cors = true,
      .method = "GET",
      .pattern = "/api/v1/locate-lists",
      .service = LOCATE_LISTS,
@@ -39,12 +42,14 @@ const wl_route_t wl_routes[] = {
      .success_status = 201,
      .location = "/api/v1/locate-lists/"},
     {.kind = WL_ROUTE_REST,
+     .cors = true,
      .method = "GET",
      .pattern = "/api/v1/locate-lists/{id}",
      .service = LOCATE_LISTS,
      .rpc = "GetLocateList",
      .success_status = 200},
     {.kind = WL_ROUTE_REST,
+     .cors = true,
      .method = "GET",
      .pattern = "/api/v1/stock-export",
      .service = STOCK,
@@ -52,6 +57,7 @@ const wl_route_t wl_routes[] = {
      .success_status = 200,
      .stream = wl_export_stream_respond},
     {.kind = WL_ROUTE_REST,
+     .cors = true,
      .method = "GET",
      .pattern = "/api/v1/stock",
      .service = STOCK,
@@ -75,7 +81,7 @@ const wl_route_t wl_routes[] = {
      .device = &wl_device_load_list},
     {.kind = WL_ROUTE_NONE, .pattern = "/walklist.scanner.v1.DeviceService/", .prefix = true},
     /* Connect: /<package>.<Service>/<Method> of every core service. */
-    {.kind = WL_ROUTE_RPC, .pattern = "/walklist.", .prefix = true},
+    {.kind = WL_ROUTE_RPC, .pattern = "/walklist.", .prefix = true, .cors = true},
 };
 
 const size_t wl_route_count = sizeof(wl_routes) / sizeof(wl_routes[0]);
@@ -156,4 +162,29 @@ bool wl_routes_find(const char *method, wl_span_t path, wl_arena_t *arena, wl_ro
             allow_add(allow, "HEAD");
     }
     return false;
+}
+
+bool wl_routes_cors(wl_span_t path, wl_arena_t *arena, char methods[64], const char **pattern)
+{
+    methods[0] = '\0';
+    *pattern = NULL;
+    wl_route_match_t match;
+    bool matched = false; /* a row took the path: prefix rows no longer count, as in find */
+    for (size_t i = 0; i < wl_route_count; i++) {
+        const wl_route_t *route = &wl_routes[i];
+        if ((route->prefix && matched) || !matches(route, path, arena, &match))
+            continue;
+        if (route->kind == WL_ROUTE_NONE)
+            break;
+        matched = true;
+        if (!route->cors)
+            continue;
+        if (*pattern == NULL)
+            *pattern = route->pattern;
+        /* Connect procedures are called with POST (connect.h). */
+        allow_add(methods, route->method != NULL ? route->method : "POST");
+        if (route->method != NULL && strcmp(route->method, "GET") == 0)
+            allow_add(methods, "HEAD");
+    }
+    return *pattern != NULL;
 }

@@ -40,6 +40,7 @@ typedef struct {
     const char *method;
     const char *pattern; /* "/a/{field}": {field} segments bind a string field */
     bool prefix;         /* pattern is a prefix of the paths (no {field}) */
+    bool cors;           /* browsers may call it from the origins of --cors-origin (cors.h) */
     const char *service; /* REST, device: the core method called */
     const char *rpc;
     /* REST */
@@ -79,5 +80,13 @@ typedef struct {
  */
 bool wl_routes_find(const char *method, wl_span_t path, wl_arena_t *arena, wl_route_match_t *match,
                     char allow[64]);
+
+/**
+ * Whether path is one browsers may call cross-origin (rows marked cors, cors.h): true with
+ * methods listing what they may call it with ("GET, HEAD"; "POST" for a Connect procedure) and
+ * *pattern the first such row's pattern, false for any other path (a device or operations
+ * path, or none of the table's).
+ */
+bool wl_routes_cors(wl_span_t path, wl_arena_t *arena, char methods[64], const char **pattern);
 
 #endif

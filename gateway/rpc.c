@@ -104,9 +104,9 @@ uint8_t *wl_rpc_bad_request(wl_arena_t *arena, const wl_error_t *err, size_t *le
 }
 
 static void answer(const wl_rpc_transport_t *transport, wl_exchange_t *ex, wl_grpc_code_t code,
-                   const char *message, const wl_error_t *err)
+                   wl_reason_t reason, const char *message, const wl_error_t *err)
 {
-    transport->access->answer(ex, wl_http_status_of(code), code, message, err);
+    transport->access->answer(ex, wl_http_status_of(code), code, reason, message, err);
 }
 
 void wl_rpc_finish(const wl_rpc_transport_t *transport, wl_core_t *core, wl_exchange_t *ex,
@@ -146,7 +146,8 @@ void wl_rpc_finish(const wl_rpc_transport_t *transport, wl_core_t *core, wl_exch
                      "the reply is larger than %u bytes, the most a unary call returns (GET "
                      "/api/v1/stock-export streams the stock export at any size)",
                      WL_RPC_REPLY_LIMIT);
-            access->answer(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, message, NULL);
+            access->answer(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_REPLY_TOO_LARGE, message,
+                           NULL);
             answered = true;
         } else {
             answered = transport->reply(ex, call.reply, transport->data);
@@ -172,7 +173,7 @@ void wl_rpc_finish(const wl_rpc_transport_t *transport, wl_core_t *core, wl_exch
         snprintf(message, sizeof(message),
                  "the reply needs more than the %u MiB a unary call may use",
                  WL_RPC_ARENA_LIMIT / (1024 * 1024));
-        answer(transport, ex, WL_GRPC_RESOURCE_EXHAUSTED, message, NULL);
+        answer(transport, ex, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_REPLY_TOO_LARGE, message, NULL);
         return;
     }
     if (rc == 0)
@@ -180,5 +181,5 @@ void wl_rpc_finish(const wl_rpc_transport_t *transport, wl_core_t *core, wl_exch
     wl_grpc_code_t code = wl_error_grpc_code(err.code);
     if (code == WL_GRPC_UNAVAILABLE)
         wl_exchange_add_header(ex, "Retry-After", "1");
-    answer(transport, ex, code, NULL, &err);
+    answer(transport, ex, code, wl_reason_of_error(err.code), NULL, &err);
 }

@@ -4,7 +4,8 @@
  * core registry's service descriptors, one unary call run against the core in the order both
  * answer (a refused admission first, then the request's own problems, the deadline, the
  * reply's size), the binary decoding of a request message, and the google.rpc.BadRequest
- * detail of field violations. Each transport brings its codec and writes its own answers.
+ * detail of field violations (the ErrorInfo detail is error_info.h's). Each transport brings its
+ * codec and writes its own answers.
  */
 #ifndef WALKLIST_GATEWAY_RPC_H
 #define WALKLIST_GATEWAY_RPC_H

@@ -54,6 +54,7 @@ struct wl_server {
     wl_grpc_server_t *grpc;          /* --grpc-listen; NULL: none */
     wl_export_cache_t *export_cache; /* NULL: none (exports read from the database) */
     wl_anon_limiter_t *anonymous; /* requests without a valid key, per address: every transport */
+    const wl_cors_t *cors;        /* NULL: no cross-origin requests (cors.h) */
     wl_metrics_t *metrics;
     wl_offload_t *offload; /* request threads: every wait for the database happens on them */
     struct MHD_Daemon *daemon;
@@ -85,6 +86,13 @@ typedef struct {
     size_t body_drained;
     size_t body_cap;
     uint64_t body_sent; /* content bytes handed to libmicrohttpd (none for HEAD and 304) */
+    /* CORS (cors.h): the path is one browsers may call cross-origin, with these methods; the
+     * Access-Control-Allow-Origin its Origin gets (NULL: none). */
+    bool cors_path;
+    bool preflight;
+    char cors_methods[64];
+    const char *cors_pattern;
+    const char *cors_allow_origin;
 } request_t;
 
 static double elapsed_ms(const struct timespec *since)
@@ -170,6 +178,37 @@ static bool header_fields_too_large(struct MHD_Connection *connection)
            sizes.block > WL_SERVER_HEADER_BLOCK_LIMIT;
 }
 
+/* Decides what CORS means for the request once its head is in (cors.h): nothing on the
+ * operations listener, nor off the paths browsers may call. */
+static void read_cors(request_t *req)
+{
+    wl_exchange_t *ex = &req->ex;
+    if (req->server->cors == NULL || req->listener->ops_only)
+        return;
+    req->cors_path = wl_routes_cors(ex->path, &ex->arena, req->cors_methods, &req->cors_pattern);
+    if (req->cors_path)
+        req->cors_allow_origin =
+            wl_cors_allow_origin(req->server->cors, wl_exchange_header(ex, "Origin"));
+}
+
+/* A CORS preflight from an allowed origin: 204 with what the path allows, before any key is
+ * read, counted in no bucket and never waiting for the database (it is answered here, on
+ * libmicrohttpd's thread). From another origin an OPTIONS request is routed as any other. */
+static bool answer_preflight(request_t *req)
+{
+    wl_exchange_t *ex = &req->ex;
+    if (req->cors_allow_origin == NULL || strcmp(ex->method, "OPTIONS") != 0 ||
+        wl_exchange_header(ex, "Access-Control-Request-Method") == NULL)
+        return false;
+    req->preflight = true;
+    ex->route = req->cors_pattern;
+    wl_exchange_add_header(ex, "Access-Control-Allow-Methods", req->cors_methods);
+    wl_exchange_add_header(ex, "Access-Control-Allow-Headers", WL_CORS_ALLOW_HEADERS);
+    wl_exchange_add_header(ex, "Access-Control-Max-Age", WL_CORS_MAX_AGE);
+    wl_exchange_empty(ex, 204);
+    return true;
+}
+
 /* Answers a request whose framing cannot be trusted (framing.h) and closes its connection;
  * false when it can be read. */
 static bool refuse_framing(request_t *req, struct MHD_Connection *connection, const char *method,
@@ -181,9 +220,11 @@ static bool refuse_framing(request_t *req, struct MHD_Connection *connection, co
     ex->close = ex->close || verdict.close;
     if (verdict.status == 0)
         return false;
-    wl_exchange_error(ex, verdict.status,
-                      verdict.status == 501 ? WL_GRPC_UNIMPLEMENTED : WL_GRPC_INVALID_ARGUMENT,
-                      verdict.message, NULL);
+    bool unsupported = verdict.status == 501;
+    wl_exchange_error(
+        ex, verdict.status, unsupported ? WL_GRPC_UNIMPLEMENTED : WL_GRPC_INVALID_ARGUMENT,
+        unsupported ? WL_REASON_TRANSFER_CODING_UNSUPPORTED : WL_REASON_MALFORMED_REQUEST,
+        verdict.message, NULL);
     return true;
 }
 
@@ -204,7 +245,7 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t
         size_t len = 0;
         char *text = wl_metrics_render(server->metrics, server->core, &ex->arena, &len);
         if (text == NULL) {
-            wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+            wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
             return;
         }
         ex->status = 200;
@@ -219,7 +260,8 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t
     }
     if (atomic_load(&server->stopping)) {
         wl_exchange_add_header(ex, "Retry-After", "1");
-        wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, "shutting down", NULL);
+        wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN, "shutting down",
+                          NULL);
         return;
     }
     if (!wl_exchange_may_wait(ex))
@@ -228,7 +270,10 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t
     wl_error_init(&err);
     if (wl_core_ready(server->core, &err) != 0) {
         wl_exchange_add_header(ex, "Retry-After", "1");
-        wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, err.message, NULL);
+        wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE,
+                          err.code == WL_ETIMEDOUT ? WL_REASON_DATABASE_TIMEOUT
+                                                   : WL_REASON_DATABASE_UNAVAILABLE,
+                          err.message, NULL);
         return;
     }
     wl_exchange_json(ex, 200, json_pack("{s:s}", "status", "ready"));
@@ -377,6 +422,16 @@ static enum MHD_Result send_response(request_t *req)
     MHD_add_response_header(response, "Cache-Control",
                             ex->cache_control ? ex->cache_control : "no-store");
     wl_exchange_rate_headers(ex, response);
+    /* Vary on every answer of a CORS path, the allowed origin's or not: a cache must not give
+     * one origin's answer to another. */
+    if (req->cors_path)
+        MHD_add_response_header(response, "Vary", "Origin");
+    if (req->cors_allow_origin != NULL) {
+        MHD_add_response_header(response, "Access-Control-Allow-Origin", req->cors_allow_origin);
+        if (!req->preflight)
+            MHD_add_response_header(response, "Access-Control-Expose-Headers",
+                                    WL_CORS_EXPOSE_HEADERS);
+    }
     if (atomic_load(&req->server->stopping))
         ex->close = true; /* clients go to another process */
     if (ex->close)
@@ -412,18 +467,20 @@ static void dispatch(const listener_t *listener, request_t *req)
     char allow[64];
     bool found = match != NULL && wl_routes_find(ex->method, ex->path, &ex->arena, match, allow);
     if (match == NULL) {
-        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
     } else if (listener->ops_only && found && match->route->kind != WL_ROUTE_OPS) {
-        wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND,
+        wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND, WL_REASON_ENDPOINT_NOT_FOUND,
                           "not found: this listener serves /healthz, /readyz, /metrics and "
                           "/api/v1/openapi.json",
                           NULL);
     } else if (!found) {
         if (allow[0] != '\0') {
             wl_exchange_add_header(ex, "Allow", allow);
-            wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, "method not allowed", NULL);
+            wl_exchange_error(ex, 405, WL_GRPC_UNIMPLEMENTED, WL_REASON_METHOD_NOT_ALLOWED,
+                              "method not allowed", NULL);
         } else {
-            wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND, "no such endpoint", NULL);
+            wl_exchange_error(ex, 404, WL_GRPC_NOT_FOUND, WL_REASON_ENDPOINT_NOT_FOUND,
+                              "no such endpoint", NULL);
         }
     } else if (match->route->kind == WL_ROUTE_OPS) {
         ex->route = match->route->pattern;
@@ -486,7 +543,7 @@ static void continue_waiting(wl_offload_job_t *job)
     if (req->at_final && ex->status == 0)
         finish(req);
     if (req->at_final && ex->status == 0)
-        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, NULL, NULL);
+        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
     ex->may_wait = false;
     req->resumed = true;
     MHD_resume_connection(ex->connection);
@@ -536,6 +593,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
         req->begun = true;
         req->listener = listener;
         prepare(req, method);
+        read_cors(req);
         if (refuse_framing(req, connection, method, version)) {
             /* Nothing of it is read: the connection closes after the answer. */
             return answer_before_body(req);
@@ -546,14 +604,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
              * answer on the operations listener: /readyz says 503 there.) */
             ex->close = true;
             wl_exchange_add_header(ex, "Retry-After", "1");
-            wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE,
+            wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN,
                               "the server is shutting down: not served, retry", NULL);
         } else if (header_fields_too_large(connection)) {
-            wl_exchange_error(ex, 431, WL_GRPC_INVALID_ARGUMENT,
+            wl_exchange_error(ex, 431, WL_GRPC_INVALID_ARGUMENT, WL_REASON_HEADERS_TOO_LARGE,
                               "request header fields are too large (16 KiB a field line, 64 KiB "
                               "in all)",
                               NULL);
-        } else {
+        } else if (!answer_preflight(req)) {
             /* Requests on the operations listener have a thread of their own (and the probes
              * there are meant to see the database). */
             ex->may_wait = listener->ops_only;
@@ -764,6 +822,7 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
     if (server == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     server->core = core;
+    server->cors = config->cors;
     server->listener = (listener_t){server, false};
     server->ops_listener = (listener_t){server, true};
     server->listen_fd = -1;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "export_cache.h"
+#include "cors.h"
 #include "walklist/core.h"
 #include "walklist/error.h"
 
@@ -41,6 +42,8 @@ typedef struct {
      * grpc_threads workers; NULL: none. */
     const char *grpc_listen;
     unsigned grpc_threads;
+    /* Cross-origin requests from browsers (cors.h); NULL: off. Must outlive the server. */
+    const wl_cors_t *cors;
 } wl_server_config_t;
 
 /*

@@ -38,7 +38,7 @@ unsigned wl_http_status_of(wl_grpc_code_t code)
 }
 
 json_t *wl_error_body(unsigned http_status, wl_grpc_code_t code, const char *message,
-                      const wl_error_t *err)
+                      const wl_error_t *err, const wl_error_info_t *info)
 {
     json_t *details = json_array();
     if (err != NULL && err->violation_count > 0) {
@@ -52,6 +52,7 @@ json_t *wl_error_body(unsigned http_status, wl_grpc_code_t code, const char *mes
                                                  "type.googleapis.com/google.rpc.BadRequest",
                                                  "fieldViolations", violations));
     }
+    json_array_append_new(details, wl_error_info_json(info));
     /* Internal errors never show internals. */
     const char *text = message;
     if (code == WL_GRPC_INTERNAL || code == WL_GRPC_UNKNOWN || code == WL_GRPC_DATA_LOSS)

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "error_info.h"
 #include "walklist/log.h"
 
 #define GUARDED_MAX 65536 /* descriptors tracked at most; higher ones pass unchecked */
@@ -261,11 +262,13 @@ static const char *feed(wire_t *w, const unsigned char *p, size_t n)
 /* Answers 400 and closes the writing side; what libmicrohttpd reads from here on fails. */
 static void refuse(int fd, const char *why)
 {
-    char body[256], head[256];
+    char body[512], head[256];
     int body_len = snprintf(body, sizeof(body),
                             "{\"error\":{\"code\":400,\"status\":\"INVALID_ARGUMENT\","
-                            "\"message\":\"%s\",\"details\":[]}}",
-                            why);
+                            "\"message\":\"%s\",\"details\":[{\"@type\":"
+                            "\"type.googleapis.com/google.rpc.ErrorInfo\",\"reason\":\"%s\","
+                            "\"domain\":\"%s\",\"metadata\":{}}]}}",
+                            why, wl_reason_name(WL_REASON_MALFORMED_REQUEST), WL_ERROR_DOMAIN);
     int head_len = snprintf(head, sizeof(head),
                             "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n"
                             "Content-Type: application/json\r\nCache-Control: no-store\r\n"

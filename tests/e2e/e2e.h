@@ -7,11 +7,15 @@
 #define WALKLIST_E2E_H
 
 #include <jansson.h>
+#include <protobuf-c/protobuf-c.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "google/rpc/error_details.pb-c.h"
 #include "http_client.h"
 #include "test.h"
+#include "walklist/base64.h"
 
 static inline http_response_t e2e_request(uint16_t port, const char *method, const char *target,
                                           const char *key, const char *content_type,
@@ -56,7 +60,56 @@ static inline int e2e_has_violation(const http_response_t *res, const char *fiel
     return 0;
 }
 
-/** Checks status, the error body's code and status name, and (when field is set) a violation. */
+/** The error body's google.rpc.ErrorInfo detail, or NULL. */
+static inline json_t *e2e_error_info(const http_response_t *res)
+{
+    json_t *details = json_object_get(json_object_get(res->json, "error"), "details");
+    size_t i;
+    json_t *detail;
+    json_array_foreach(details, i, detail)
+    {
+        const char *type = json_string_value(json_object_get(detail, "@type"));
+        if (type != NULL && strcmp(type, "type.googleapis.com/google.rpc.ErrorInfo") == 0)
+            return detail;
+    }
+    return NULL;
+}
+
+/** The ErrorInfo's reason, or "" when there is none. */
+static inline const char *e2e_reason(const http_response_t *res)
+{
+    const char *reason = json_string_value(json_object_get(e2e_error_info(res), "reason"));
+    return reason ? reason : "";
+}
+
+/** The ErrorInfo's metadata value of key, or "" when there is none. */
+static inline const char *e2e_reason_metadata(const http_response_t *res, const char *key)
+{
+    json_t *metadata = json_object_get(e2e_error_info(res), "metadata");
+    const char *value = json_string_value(json_object_get(metadata, key));
+    return value ? value : "";
+}
+
+/** True when the error body has an ErrorInfo with a reason in walklist's domain. */
+static inline int e2e_has_error_info(const http_response_t *res)
+{
+    const char *domain = json_string_value(json_object_get(e2e_error_info(res), "domain"));
+    return domain != NULL && strcmp(domain, "walklist.dev") == 0 && e2e_reason(res)[0] != '\0';
+}
+
+/** Checks the error body's ErrorInfo: the last detail, in walklist's domain, with reason. */
+#define CHECK_REASON(res, expected)                                                                \
+    do {                                                                                           \
+        json_t *details_ = json_object_get(json_object_get((res).json, "error"), "details");       \
+        json_t *info_ = e2e_error_info(&(res));                                                    \
+        CHECK(info_ != NULL && info_ == json_array_get(details_, json_array_size(details_) - 1));  \
+        CHECK_STR(json_string_value(json_object_get(info_, "domain")), "walklist.dev");            \
+        CHECK(json_is_object(json_object_get(info_, "metadata")));                                 \
+        CHECK_STR(e2e_reason(&(res)), expected);                                                   \
+    } while (0)
+
+/** Checks status, the error body's code and status name, its ErrorInfo (a reason in walklist's
+ * domain), and (when field is set) a violation. */
 #define CHECK_ERROR(res, http_status, grpc_name, field)                                            \
     do {                                                                                           \
         CHECK_INT((res).status, http_status);                                                      \
@@ -66,9 +119,74 @@ static inline int e2e_has_violation(const http_response_t *res, const char *fiel
         CHECK_STR(json_string_value(json_object_get(error_, "status")), grpc_name);                \
         CHECK(json_is_string(json_object_get(error_, "message")));                                 \
         CHECK(json_is_array(json_object_get(error_, "details")));                                  \
+        if (!e2e_has_error_info(&(res))) {                                                         \
+            FAIL("no ErrorInfo of walklist.dev in %s", (res).body);                                \
+        }                                                                                          \
         if ((field) != NULL && !e2e_has_violation(&(res), field)) {                                \
             FAIL("no violation for field %s in %s", (const char *)(field), (res).body);            \
         }                                                                                          \
     } while (0)
+
+/**
+ * The detail of a Connect error body whose "type" is desc's name, unpacked from its base64
+ * "value" (unpadded, as the protocol says); NULL when there is none or it does not decode.
+ * Free with protobuf_c_message_free_unpacked(message, NULL).
+ */
+static inline ProtobufCMessage *e2e_connect_detail(const http_response_t *res,
+                                                   const ProtobufCMessageDescriptor *desc)
+{
+    size_t i;
+    json_t *detail;
+    json_array_foreach(json_object_get(res->json, "details"), i, detail)
+    {
+        const char *type = json_string_value(json_object_get(detail, "type"));
+        const char *value = json_string_value(json_object_get(detail, "value"));
+        if (type == NULL || value == NULL || strcmp(type, desc->name) != 0 ||
+            strchr(value, '=') != NULL)
+            continue;
+        size_t len = strlen(value), bytes_len = 0;
+        unsigned char *bytes = malloc(len + 1);
+        ProtobufCMessage *message = NULL;
+        if (bytes != NULL &&
+            wl_base64_decode(value, len, WL_BASE64_DECODE_LENIENT, bytes, &bytes_len))
+            message = protobuf_c_message_unpack(desc, NULL, bytes_len, bytes);
+        free(bytes);
+        return message;
+    }
+    return NULL;
+}
+
+/** Checks a Connect error's ErrorInfo (its last detail, in walklist's domain): its reason, and
+ * the value of metadata key when key is set. */
+static inline void e2e_check_connect_reason(const http_response_t *res, const char *reason,
+                                            const char *key, const char *value, int line)
+{
+    json_t *details = json_object_get(res->json, "details");
+    json_t *last = json_array_get(details, json_array_size(details) - 1);
+    Google__Rpc__ErrorInfo *info =
+        (Google__Rpc__ErrorInfo *)e2e_connect_detail(res, &google__rpc__error_info__descriptor);
+    const char *last_type = json_string_value(json_object_get(last, "type"));
+    if (info == NULL || last_type == NULL || strcmp(last_type, "google.rpc.ErrorInfo") != 0) {
+        FAIL("line %d: no ErrorInfo as the last detail of %s", line, res->body);
+    } else {
+        CHECK_STR(info->domain, "walklist.dev");
+        CHECK_STR(info->reason, reason);
+        const char *found = NULL;
+        for (size_t i = 0; key != NULL && i < info->n_metadata; i++) {
+            if (strcmp(info->metadata[i]->key, key) == 0)
+                found = info->metadata[i]->value;
+        }
+        if (key != NULL)
+            CHECK_STR(found, value);
+        /* The debug copy says the same. */
+        CHECK_STR(json_string_value(json_object_get(json_object_get(last, "debug"), "reason")),
+                  reason);
+    }
+    if (info != NULL)
+        protobuf_c_message_free_unpacked(&info->base, NULL);
+}
+
+#define CHECK_CONNECT_REASON(res, reason, key, value)                                              \
+    e2e_check_connect_reason(&(res), reason, key, value, __LINE__)
 
 #endif

@@ -120,60 +120,33 @@ static ProtobufCMessage *proto_reply(const http_response_t *res,
         CHECK_STR(json_string_value(json_object_get((res).json, "code")), connect_code);           \
         CHECK(json_is_string(json_object_get((res).json, "message")));                             \
         CHECK(json_object_get((res).json, "error") == NULL);                                       \
+        Google__Rpc__ErrorInfo *info_ = (Google__Rpc__ErrorInfo *)e2e_connect_detail(              \
+            &(res), &google__rpc__error_info__descriptor);                                         \
+        if (info_ == NULL || strcmp(info_->domain, "walklist.dev") != 0 || info_->reason[0] == 0)  \
+            FAIL("no ErrorInfo of walklist.dev in %s", (res).body);                                \
+        if (info_ != NULL)                                                                         \
+            protobuf_c_message_free_unpacked(&info_->base, NULL);                                  \
     } while (0)
 
-static int base64_value(char c)
-{
-    const char *alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const char *at = c ? strchr(alphabet, c) : NULL;
-    return at ? (int)(at - alphabet) : -1;
-}
-
-/* Standard base64, padding optional; returns the decoded length or -1. */
-static long base64_decode(const char *text, uint8_t *out)
-{
-    long len = 0;
-    unsigned bits = 0, count = 0;
-    for (const char *p = text; *p && *p != '='; p++) {
-        int v = base64_value(*p);
-        if (v < 0)
-            return -1;
-        bits = (bits << 6) | (unsigned)v;
-        count += 6;
-        if (count >= 8) {
-            count -= 8;
-            out[len++] = (uint8_t)(bits >> count);
-        }
-    }
-    return len;
-}
-
 /*
- * The google.rpc.BadRequest detail of a Connect error, decoded from its base64 "value" (the
- * "debug" copy is checked against it); NULL with a failure when there is none.
+ * The google.rpc.BadRequest detail of a Connect error (the first of two: the ErrorInfo every
+ * error carries follows it), decoded from its base64 "value" (the "debug" copy is checked
+ * against it); NULL with a failure when there is none.
  */
 static Google__Rpc__BadRequest *bad_request(const http_response_t *res)
 {
     json_t *details = json_object_get(res->json, "details");
-    if (json_array_size(details) != 1) {
-        FAIL("expected one detail in %s", res->body);
+    if (json_array_size(details) != 2) {
+        FAIL("expected two details in %s", res->body);
         return NULL;
     }
+    CHECK_CONNECT_REASON(*res, "INVALID_REQUEST", NULL, NULL);
     json_t *detail = json_array_get(details, 0);
     CHECK_STR(json_string_value(json_object_get(detail, "type")), "google.rpc.BadRequest");
-    const char *value = json_string_value(json_object_get(detail, "value"));
-    if (value == NULL) {
-        FAIL("no value in %s", res->body);
-        return NULL;
-    }
-    CHECK(strchr(value, '=') == NULL); /* unpadded, as the protocol says */
-    uint8_t *bytes = malloc(strlen(value) + 1);
-    long len = base64_decode(value, bytes);
     Google__Rpc__BadRequest *decoded =
-        len < 0 ? NULL : google__rpc__bad_request__unpack(NULL, (size_t)len, bytes);
-    free(bytes);
+        (Google__Rpc__BadRequest *)e2e_connect_detail(res, &google__rpc__bad_request__descriptor);
     if (decoded == NULL) {
-        FAIL("the BadRequest value does not decode: %s", value);
+        FAIL("no BadRequest value that decodes in %s", res->body);
         return NULL;
     }
     json_t *debug = json_object_get(json_object_get(detail, "debug"), "fieldViolations");
@@ -741,10 +714,12 @@ static void test_invalid_argument(void)
         google__rpc__bad_request__free_unpacked(details, NULL);
     http_response_free(&res);
 
-    /* Bodies that are not the method's message: no details, just the message. */
+    /* Bodies that are not the method's message: no BadRequest, just the message and the
+     * ErrorInfo. */
     res = call("walklist.v1.StockService/ListStock", key_all, PROTO, "\xff\xff\xff", 3, NULL);
     CHECK_CONNECT_ERROR(res, 400, "invalid_argument");
-    CHECK(json_object_get(res.json, "details") == NULL);
+    CHECK_INT(json_array_size(json_object_get(res.json, "details")), 1);
+    CHECK_CONNECT_REASON(res, "INVALID_REQUEST", NULL, NULL);
     http_response_free(&res);
     res = call_json("walklist.v1.StockService/ListStock", key_all, "{\"pageSize\":");
     CHECK_CONNECT_ERROR(res, 400, "invalid_argument");

@@ -14,7 +14,9 @@
  *   inventory and all scopes answers 201 (creation) or 200;
  * - each such answer has the documented required headers, and its body has the
  *   required properties of the documented schema (objects and array elements,
- *   walked down), with the documented types and enums.
+ *   walked down), with the documented types and enums;
+ * - the ErrorInfo schema's reason enum, the examples' reasons and README's table of reasons
+ *   ("Errors") are exactly the gateway's reasons (WL_REASON_MAP), in its order.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@
 
 #include "api.h"
 #include "e2e.h"
+#include "error_info.h"
 #include "fixture.h"
 #include "service.h"
 #include "testdb.h"
@@ -886,6 +889,73 @@ static void import_demo(int64_t org)
                    "SO-5004,SKU-1001,SUPP,50,active\n");
 }
 
+/* Every reason of the gateway, in order, in the ErrorInfo schema's enum and in README's table;
+ * every example's reason is one of them. */
+static void test_reasons_documented(void)
+{
+    json_t *schemas = json_object_get(json_object_get(doc, "components"), "schemas");
+    json_t *reasons = json_object_get(
+        json_object_get(json_object_get(json_object_get(schemas, "ErrorInfo"), "properties"),
+                        "reason"),
+        "enum");
+    CHECK_INT(json_array_size(reasons), WL_REASON_COUNT);
+    for (int i = 0; i < WL_REASON_COUNT; i++)
+        CHECK_STR(json_string_value(json_array_get(reasons, (size_t)i)), wl_reason_name(i));
+
+    json_t *responses = json_object_get(json_object_get(doc, "components"), "responses");
+    const char *name;
+    json_t *response;
+    json_object_foreach(responses, name, response)
+    {
+        json_t *examples = json_object_get(
+            json_object_get(json_object_get(response, "content"), "application/json"), "examples");
+        const char *example_name;
+        json_t *example;
+        json_object_foreach(examples, example_name, example)
+        {
+            json_t *details = json_object_get(
+                json_object_get(json_object_get(example, "value"), "error"), "details");
+            if (details == NULL)
+                continue;
+            json_t *info = json_array_get(details, json_array_size(details) - 1);
+            const char *reason = json_string_value(json_object_get(info, "reason"));
+            bool known = false;
+            for (int i = 0; reason != NULL && i < WL_REASON_COUNT; i++)
+                known = known || strcmp(reason, wl_reason_name(i)) == 0;
+            if (!known)
+                FAIL("example %s/%s ends without an ErrorInfo of a known reason", name,
+                     example_name);
+        }
+    }
+
+    /* README's table: one row "| `REASON` |" a reason, in the gateway's order. */
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/README.md", getenv("WALKLIST_SOURCE_DIR"));
+    FILE *readme = fopen(path, "r");
+    CHECK(readme != NULL);
+    char line[2048];
+    int row = 0;
+    while (readme != NULL && fgets(line, sizeof(line), readme) != NULL) {
+        char reason[64];
+        if (sscanf(line, "| `%63[A-Z_]` | ", reason) != 1 || strstr(line, "| HTTP") != NULL)
+            continue;
+        /* Only the rows of the reasons' table: the first column is a reason's shape. */
+        if (row < WL_REASON_COUNT && strcmp(reason, wl_reason_name(row)) == 0) {
+            row++;
+        } else {
+            for (int i = 0; i < WL_REASON_COUNT; i++) {
+                if (strcmp(reason, wl_reason_name(i)) == 0)
+                    FAIL("README lists %s out of the gateway's order", reason);
+            }
+        }
+    }
+    if (readme != NULL)
+        fclose(readme);
+    if (row != WL_REASON_COUNT)
+        FAIL("README's table of reasons stops at %d of %d (%s missing)", row, WL_REASON_COUNT,
+             row < WL_REASON_COUNT ? wl_reason_name(row) : "-");
+}
+
 int main(void)
 {
     load_document();
@@ -893,6 +963,7 @@ int main(void)
     test_routes_documented();
     test_no_phantom_operations();
     test_operation_rules();
+    test_reasons_documented();
 
     const char *conninfo = testdb_create("e2e_openapi");
     db = testdb_connect(conninfo);

@@ -1,7 +1,10 @@
 /* Starting and stopping a walklistd for end-to-end tests happens here. */
 #include "service.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -188,4 +191,19 @@ int service_stop(service_t *service)
     waitpid(service->pid, &status, 0);
     service->pid = 0;
     return -1;
+}
+
+void service_unreachable_database(char *url, size_t size)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t addr_len = sizeof(addr);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
+        getsockname(fd, (struct sockaddr *)&addr, &addr_len) != 0) {
+        fprintf(stderr, "cannot find a free loopback port\n");
+        exit(1);
+    }
+    close(fd); /* nothing listens there now: connections are refused */
+    snprintf(url, size, "host=127.0.0.1 port=%u dbname=walklist user=app",
+             (unsigned)ntohs(addr.sin_port));
 }

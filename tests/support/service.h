@@ -25,6 +25,10 @@ void service_start(service_t *service, const char *conninfo, const char *const *
  * and stdout in out. For a walklistd that refuses to start. */
 int service_run(const char *const *args, const char *env, char *out, size_t size);
 
+/** Writes into url (size >= 128) the conninfo of a database that cannot be reached: a loopback
+ * port nothing listens on (connections are refused). */
+void service_unreachable_database(char *url, size_t size);
+
 /** Sends SIGTERM and waits; returns the exit status (or -1). */
 int service_stop(service_t *service);
 

@@ -255,8 +255,12 @@ for (const [format, binary] of [["binary (application/proto)", true], ["JSON (ap
 
     test("a key without the method's scope: PermissionDenied", async () => {
       const listsOnly = transport(binary, keys.lists);
-      await expectCode(createClient(StockService, listsOnly).exportStock({}),
+      const denied = await expectCode(createClient(StockService, listsOnly).exportStock({}),
         Code.PermissionDenied);
+      // The google.rpc.ErrorInfo every error carries, as a stock client decodes it.
+      const [info] = denied.findDetails(errorDetails.ErrorInfoSchema);
+      assert.deepEqual([info.reason, info.domain, info.metadata],
+        ["SCOPE_MISSING", "walklist.dev", { scope: "stock:read" }]);
       await expectCode(createClient(StockService, listsOnly).listStock({}),
         Code.PermissionDenied);
       await expectCode(createClient(ScannerService, listsOnly).listPendingLists({}),
