@@ -231,8 +231,9 @@ static void setup(void)
                                      "\"kind\":\"own\"},{\"code\":\"V\",\"name\":\"Second\","
                                      "\"kind\":\"own\"},{\"code\":\"S\",\"name\":\"Supplier\","
                                      "\"kind\":\"supplier\"}]}");
-    ctl_import("locations", "warehouse,code,staging\nW,A-1,false\nW,A-2,false\nW,A-10,false\n"
-                            "W,DOCK,true\n",
+    ctl_import("locations",
+               "warehouse,code,staging\nW,A-1,false\nW,A-2,false\nW,A-10,false\n"
+               "W,DOCK,true\n",
                "");
     char body[2048] = "{\"products\":[";
     for (int i = 0; i < SKUS; i++)
