@@ -349,7 +349,8 @@ bench_delta() {
             WHERE s.org_id = $org_id ORDER BY sku, warehouse LIMIT 1000"
   } >"$csv"
   COMMANDS+=("walklistctl import stock delta.csv --org cat-$size   (1,000 rows: on_hand + 1 of the first 1,000 own stock records)")
-  "$BUILD/bin/walklistctl" import stock "$csv" --org "cat-$size" --database-url "$DB" >/dev/null
+  "$BUILD/bin/walklistctl" import stock "$csv" --org "cat-$size" --database-url "$DB" \
+    >/dev/null 2>>"$WORK/generate.log"
   COMMANDS+=("curl -sS -o /dev/null -w '%{http_code} %{time_total} %{size_download}' -H 'Authorization: Bearer KEY' 'http://127.0.0.1:PORT/api/v1/stock-export?since=CURSOR'")
   curl_out=$(curl -sS -o /dev/null -w '%{http_code} %{time_total} %{size_download}' \
     -H "Authorization: Bearer $key" "http://127.0.0.1:$PORT/api/v1/stock-export?since=$cursor")

@@ -55,17 +55,27 @@ static void ctl_import(const char *kind, const char *csv, const char *env)
     unlink(path);
 }
 
-static void connect_call(const char *method, const char *body)
+/* A Connect JSON call of procedure with key; the caller frees. */
+static http_response_t connect_post(const char *procedure, const char *key, const char *body)
 {
     char target[128], headers[512];
-    snprintf(target, sizeof(target), "/walklist.v1.InventoryService/%s", method);
+    snprintf(target, sizeof(target), "/%s", procedure);
     snprintf(headers, sizeof(headers),
              "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
              "Connect-Protocol-Version: 1\r\n",
-             key_write);
+             key);
     http_response_t res;
-    if (http_request(port, "POST", target, headers, body, strlen(body), &res) != 0 ||
-        res.status != 200)
+    if (http_request(port, "POST", target, headers, body, strlen(body), &res) != 0)
+        FAIL("POST %s failed", target);
+    return res;
+}
+
+static void connect_call(const char *method, const char *body)
+{
+    char procedure[128];
+    snprintf(procedure, sizeof(procedure), "walklist.v1.InventoryService/%s", method);
+    http_response_t res = connect_post(procedure, key_write, body);
+    if (res.status != 200)
         FAIL("%s %s: %d %s", method, body, res.status, res.body ? res.body : "");
     http_response_free(&res);
 }
@@ -86,17 +96,9 @@ static http_response_t rest_export(const char *key, const char *since, const cha
 /* The delta through Connect (ExportStock with since), as the JSON body. */
 static http_response_t connect_delta(const char *since)
 {
-    char body[512], headers[512];
+    char body[512];
     snprintf(body, sizeof(body), "{\"since\":\"%s\"}", since);
-    snprintf(headers, sizeof(headers),
-             "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
-             "Connect-Protocol-Version: 1\r\n",
-             key_read);
-    http_response_t res;
-    if (http_request(port, "POST", "/walklist.v1.StockService/ExportStock", headers, body,
-                     strlen(body), &res) != 0)
-        FAIL("ExportStock failed");
-    return res;
+    return connect_post("walklist.v1.StockService/ExportStock", key_read, body);
 }
 
 /* Applies a delta's items to model (an object sku -> item), checking their order and shape. */
