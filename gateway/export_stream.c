@@ -407,6 +407,9 @@ static void respond_delta(wl_core_t *core, wl_export_cache_t *cache, wl_exchange
     wl_error_init(&err);
     bool gzip = wl_negotiate_gzip(wl_exchange_header_list(ex, "Accept-Encoding"));
     int64_t org_id = ex->principal.org_id, since = 0, version = 0;
+    /* A process's first cursor reads the secret: only where the request may wait. */
+    if (wl_core_export_since_waits(core) && !wl_exchange_may_wait(ex))
+        return;
     if (wl_core_export_since(core, &ex->principal, since_text, "since", &since, &err) != 0) {
         wl_exchange_core_error(ex, &err);
         return;

@@ -317,6 +317,9 @@ int wl_core_export_open_since(wl_core_t *core, const wl_principal_t *principal, 
 int wl_core_export_since(wl_core_t *core, const wl_principal_t *principal, const char *cursor,
                          const char *field, int64_t *since, wl_error_t *err) WL_CHECK_RESULT;
 
+/** True while wl_core_export_since would read the database (the secret is not in memory yet). */
+bool wl_core_export_since_waits(wl_core_t *core);
+
 /**
  * The cursor of the snapshot (NUL-terminated, valid until close): a delta
  * from it gives every change after this export (or this delta).

@@ -126,6 +126,11 @@ int wl_core_export_open_since(wl_core_t *core, const wl_principal_t *principal, 
     return export_open(core, principal, since, out, err);
 }
 
+bool wl_core_export_since_waits(wl_core_t *core)
+{
+    return atomic_load_explicit(&core->page_secret.state, memory_order_acquire) != 2;
+}
+
 int wl_core_export_since(wl_core_t *core, const wl_principal_t *principal, const char *cursor,
                          const char *field, int64_t *since, wl_error_t *err)
 {
@@ -135,7 +140,7 @@ int wl_core_export_since(wl_core_t *core, const wl_principal_t *principal, const
     unsigned char secret[WL_SECRET_SIZE];
     PGconn *conn = NULL;
     /* The secret is in memory after the process's first use; only then is a connection taken. */
-    if (atomic_load_explicit(&core->page_secret.state, memory_order_acquire) != 2)
+    if (wl_core_export_since_waits(core))
         rc = wl_pool_acquire(wl__core_read_pool(core), &conn, err);
     if (rc == 0)
         rc = page_secret(core, conn, secret, err);
