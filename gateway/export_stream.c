@@ -327,6 +327,8 @@ static void stream_cursor(wl_exchange_t *ex, wl_export_cursor_t *cursor, const c
 {
     wl_error_t err;
     wl_error_init(&err);
+    /* Read now: the first piece closes a cursor that has no more rows. */
+    int64_t version = wl_export_cursor_version(cursor);
     export_stream_t *stream = create_stream(cursor, gzip, ex->request_id);
     if (stream == NULL) {
         wl_export_cursor_close(cursor);
@@ -340,8 +342,8 @@ static void stream_cursor(wl_exchange_t *ex, wl_export_cursor_t *cursor, const c
         return;
     }
     if (cache != NULL)
-        stream->recording = wl_export_cache_body_begin(
-            cache, ex->principal.org_id, wl_export_cursor_version(cursor), gzip, ticket);
+        stream->recording =
+            wl_export_cache_body_begin(cache, ex->principal.org_id, version, gzip, ticket);
     set_headers(ex, etag, gzip);
     wl_exchange_stream(ex, 200, "application/json", read_stream, fill_stream, free_stream, stream);
 }
