@@ -46,6 +46,8 @@ wl_reason_t wl_reason_of_error(int code)
         return WL_REASON_CANCELLED;
     case WL_EIDEMPOTENCY:
         return WL_REASON_IDEMPOTENCY_KEY_REUSED;
+    case WL_EHISTORY:
+        return WL_REASON_CURSOR_EXPIRED;
     default:
         return WL_REASON_INTERNAL;
     }

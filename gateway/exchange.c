@@ -199,8 +199,11 @@ void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err)
 {
     wl_grpc_code_t code = wl_error_grpc_code(err->code);
     /* CONTRACT section 5 answers a reused Idempotency-Key with 422, where the standard
-     * mapping of FAILED_PRECONDITION would say 400. */
-    unsigned status = err->code == WL_EIDEMPOTENCY ? 422 : wl_http_status_of(code);
+     * mapping of FAILED_PRECONDITION would say 400; a delta export whose history is gone is
+     * 410 (Gone: export in full), where OUT_OF_RANGE would say 400. */
+    unsigned status = err->code == WL_EIDEMPOTENCY ? 422
+                      : err->code == WL_EHISTORY   ? 410
+                                                   : wl_http_status_of(code);
     if (code == WL_GRPC_UNAVAILABLE)
         wl_exchange_add_header(ex, "Retry-After", "1");
     wl_exchange_error(ex, status, code, wl_reason_of_error(err->code), NULL, err);

@@ -6,7 +6,7 @@
  * kernel sends (page cache, not process memory).
  *
  * The version is trusted from memory until a write announces a change of the
- * organization at commit (NOTIFY wl_export_changed, wl__export_changed), which a
+ * organization at commit (NOTIFY wl_export_changed, wl__export_bump), which a
  * thread of this process listens for on a connection of its own
  * (wl_export_watch_t); this process's own writes drop their organization
  * before they are answered (wl_core_on_export_change). While that connection

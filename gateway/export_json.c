@@ -107,12 +107,13 @@ static char *put(char *out, const char *text)
 
 size_t wl_export_json_item_bound(const wl_export_item_t *item)
 {
-    /* {"sku":,"qty":-9223372036854775808,"location":} is 48 bytes; null fits in a bound. */
+    /* {"sku":,"qty":-9223372036854775808,"location":,"removed":true} is 63 bytes; null fits in
+     * a bound. */
     size_t sku = string_bound(item->sku);
     size_t location = item->location != NULL ? string_bound(item->location) : 4;
     if (sku == SIZE_MAX || location == SIZE_MAX || sku > SIZE_MAX - location - 64)
         return SIZE_MAX;
-    return sku + location + 64;
+    return sku + location + 80;
 }
 
 /* A decimal integer, without snprintf (a million of them per export). */
@@ -140,11 +141,13 @@ char *wl_export_json_item(char *out, const wl_export_item_t *item)
     out = put_int(out, item->qty);
     out = put(out, ",\"location\":");
     out = item->location != NULL ? put_string(out, item->location) : put(out, "null");
+    if (item->removed)
+        out = put(out, ",\"removed\":true");
     *out++ = '}';
     return out;
 }
 
-size_t wl_export_json_close(int64_t generated_ms, char *buf, size_t size)
+size_t wl_export_json_close(int64_t generated_ms, const char *cursor, char *buf, size_t size)
 {
     int64_t seconds = generated_ms / 1000, millis = generated_ms % 1000;
     if (millis < 0) {
@@ -155,8 +158,9 @@ size_t wl_export_json_close(int64_t generated_ms, char *buf, size_t size)
     struct tm tm;
     if (gmtime_r(&t, &tm) == NULL)
         memset(&tm, 0, sizeof(tm));
-    int n = snprintf(buf, size, "],\"generatedAt\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\"}",
+    int n = snprintf(buf, size,
+                     "],\"generatedAt\":\"%04d-%02d-%02dT%02d:%02d:%02d.%03dZ\",\"cursor\":\"%s\"}",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     (int)millis);
+                     (int)millis, cursor);
     return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }

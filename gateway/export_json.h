@@ -20,17 +20,22 @@
 size_t wl_export_json_item_bound(const wl_export_item_t *item);
 
 /**
- * Writes {"sku":..,"qty":..,"location":..|null} at out, which has room for
+ * Writes {"sku":..,"qty":..,"location":..|null} (a removed item of a delta:
+ * ..,"removed":true}) at out, which has room for
  * wl_export_json_item_bound(item) bytes; returns the end of what it wrote
  * (nothing is NUL-terminated).
  */
 char *wl_export_json_item(char *out, const wl_export_item_t *item);
 
+/** Room wl_export_json_close needs, for a cursor of up to 160 bytes. */
+#define WL_EXPORT_JSON_CLOSE_MAX 256
+
 /**
- * Writes the body's last bytes, "],\"generatedAt\":\"" + the time + "\"}",
- * into buf (at least 64 bytes), NUL-terminated; returns their length.
- * generated_ms is milliseconds since the epoch, in years 1 to 9999.
+ * Writes the body's last bytes, "],\"generatedAt\":\"" + the time +
+ * "\",\"cursor\":\"" + cursor + "\"}", into buf (WL_EXPORT_JSON_CLOSE_MAX
+ * bytes), NUL-terminated; returns their length. generated_ms is milliseconds
+ * since the epoch, in years 1 to 9999; the cursor is base64url (no escapes).
  */
-size_t wl_export_json_close(int64_t generated_ms, char *buf, size_t size);
+size_t wl_export_json_close(int64_t generated_ms, const char *cursor, char *buf, size_t size);
 
 #endif

@@ -13,6 +13,7 @@
 #include "export_json.h"
 #include "walklist/log.h"
 #include "negotiate.h"
+#include "query.h"
 
 /* JSON text is made in pieces of about this size, then sent or compressed. */
 #define TEXT_PIECE (32u * 1024)
@@ -35,12 +36,12 @@ typedef struct {
 } buffer_t;
 
 typedef struct {
-    wl_export_cursor_t *cursor; /* NULL once every row is read (or on failure) */
-    char closing[64];           /* the body's last bytes, with generatedAt */
-    size_t items;               /* written so far */
-    bool ended;                 /* the closing text is written */
-    bool finished;              /* nothing is left to produce */
-    bool failed;                /* production failed: the connection is cut */
+    wl_export_cursor_t *cursor;             /* NULL once every row is read (or on failure) */
+    char closing[WL_EXPORT_JSON_CLOSE_MAX]; /* the body's last bytes: generatedAt, cursor */
+    size_t items;                           /* written so far */
+    bool ended;                             /* the closing text is written */
+    bool finished;                          /* nothing is left to produce */
+    bool failed;                            /* production failed: the connection is cut */
     bool gzip;
     bool deflating; /* z needs deflateEnd */
     z_stream z;
@@ -225,8 +226,8 @@ static export_stream_t *create_stream(wl_export_cursor_t *cursor, bool gzip, con
     stream->gzip = gzip;
     snprintf(stream->request_id, sizeof(stream->request_id), "%s", request_id);
     /* generatedAt comes last, as in the codec's form, though it is known first. */
-    wl_export_json_close(wl_export_cursor_generated_ms(cursor), stream->closing,
-                         sizeof(stream->closing));
+    wl_export_json_close(wl_export_cursor_generated_ms(cursor), wl_export_cursor_token(cursor),
+                         stream->closing, sizeof(stream->closing));
     /* windowBits 15 + 16: a gzip wrapper rather than zlib's own. */
     if (gzip) {
         if (deflateInit2(&stream->z, GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
@@ -277,12 +278,22 @@ static void set_headers(wl_exchange_t *ex, const char *etag, bool gzip)
     ex->cache_control = "no-cache";
 }
 
+/* since < 0: the full export's; a delta's names its starting version too. */
+static void make_etag(char *etag, size_t size, int64_t org_id, int64_t version, int64_t since,
+                      bool gzip)
+{
+    char delta[32] = "";
+    if (since >= 0)
+        snprintf(delta, sizeof(delta), "-since-%" PRId64, since);
+    snprintf(etag, size, "\"%" PRId64 "-%" PRId64 "%s%s\"", org_id, version, delta,
+             gzip ? "-gzip" : "");
+}
+
 /* 304 when the client has this version; the cached body when there is one. */
 static bool answer_known(wl_exchange_t *ex, wl_export_cache_t *cache, int64_t version, bool gzip)
 {
     char etag[80];
-    snprintf(etag, sizeof(etag), "\"%" PRId64 "-%" PRId64 "%s\"", ex->principal.org_id, version,
-             gzip ? "-gzip" : "");
+    make_etag(etag, sizeof(etag), ex->principal.org_id, version, -1, gzip);
     if (wl_negotiate_none_match(wl_exchange_header_list(ex, "If-None-Match"), etag)) {
         set_headers(ex, etag, false);
         wl_exchange_empty(ex, 304);
@@ -306,7 +317,38 @@ static bool answer_known(wl_exchange_t *ex, wl_export_cache_t *cache, int64_t ve
     return true;
 }
 
-void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex)
+/*
+ * Streams the cursor's rows as the body (recorded into cache when not NULL). The first piece
+ * is made now: a database failing at the start still gets an honest error status rather than
+ * a 200 cut off after its headers.
+ */
+static void stream_cursor(wl_exchange_t *ex, wl_export_cursor_t *cursor, const char *etag,
+                          bool gzip, wl_export_cache_t *cache, wl_export_ticket_t ticket)
+{
+    wl_error_t err;
+    wl_error_init(&err);
+    /* Read now: the first piece closes a cursor that has no more rows. */
+    int64_t version = wl_export_cursor_version(cursor);
+    export_stream_t *stream = create_stream(cursor, gzip, ex->request_id);
+    if (stream == NULL) {
+        wl_export_cursor_close(cursor);
+        wl_error_set(&err, WL_ENOMEM, NULL);
+        wl_exchange_core_error(ex, &err);
+        return;
+    }
+    if (produce(stream, TEXT_PIECE, &err) != 0) {
+        free_stream(stream);
+        wl_exchange_core_error(ex, &err);
+        return;
+    }
+    if (cache != NULL)
+        stream->recording =
+            wl_export_cache_body_begin(cache, ex->principal.org_id, version, gzip, ticket);
+    set_headers(ex, etag, gzip);
+    wl_exchange_stream(ex, 200, "application/json", read_stream, fill_stream, free_stream, stream);
+}
+
+static void respond_full(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex)
 {
     wl_error_t err;
     wl_error_init(&err);
@@ -349,24 +391,75 @@ void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exch
         return;
     }
 
-    export_stream_t *stream = create_stream(cursor, gzip, ex->request_id);
-    if (stream == NULL) {
-        wl_export_cursor_close(cursor);
-        wl_error_set(&err, WL_ENOMEM, NULL);
-        wl_exchange_core_error(ex, &err);
-        return;
-    }
-    /* The first piece is made now: a database failing at the start still gets an
-     * honest error status rather than a 200 cut off after its headers. */
-    if (produce(stream, TEXT_PIECE, &err) != 0) {
-        free_stream(stream);
-        wl_exchange_core_error(ex, &err);
-        return;
-    }
-    stream->recording = wl_export_cache_body_begin(cache, org_id, version, gzip, ticket);
     char etag[80];
-    snprintf(etag, sizeof(etag), "\"%" PRId64 "-%" PRId64 "%s\"", org_id, version,
-             gzip ? "-gzip" : "");
-    set_headers(ex, etag, gzip);
-    wl_exchange_stream(ex, 200, "application/json", read_stream, fill_stream, free_stream, stream);
+    make_etag(etag, sizeof(etag), org_id, version, -1, gzip);
+    stream_cursor(ex, cursor, etag, gzip, cache, ticket);
+}
+
+/*
+ * The delta (since=<cursor>): its ETag names both versions, so a client polling with
+ * If-None-Match gets 304 while nothing changed, from the cache's version without a query, or
+ * from the one statement that opens the snapshot; neither reads the change history, which only
+ * the 200's rows do. Delta bodies are not cached: each cursor has its own.
+ */
+static void respond_delta(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex,
+                          const char *since_text)
+{
+    wl_error_t err;
+    wl_error_init(&err);
+    bool gzip = wl_negotiate_gzip(wl_exchange_header_list(ex, "Accept-Encoding"));
+    int64_t org_id = ex->principal.org_id, since = 0, version = 0;
+    /* A process's first cursor reads the secret: only where the request may wait. */
+    if (wl_core_export_since_waits(core) && !wl_exchange_may_wait(ex))
+        return;
+    if (wl_core_export_since(core, &ex->principal, since_text, "since", &since, &err) != 0) {
+        wl_exchange_core_error(ex, &err);
+        return;
+    }
+    char etag[96];
+    if (cache != NULL && wl_export_cache_version(cache, org_id, &version)) {
+        make_etag(etag, sizeof(etag), org_id, version, since, gzip);
+        if (wl_negotiate_none_match(wl_exchange_header_list(ex, "If-None-Match"), etag)) {
+            set_headers(ex, etag, false);
+            wl_exchange_empty(ex, 304);
+            return;
+        }
+    }
+    if (!wl_exchange_may_wait(ex))
+        return;
+    wl_export_cursor_t *cursor = NULL;
+    if (wl_core_export_open_since(core, &ex->principal, since, &cursor, &err) != 0) {
+        wl_exchange_core_error(ex, &err);
+        return;
+    }
+    make_etag(etag, sizeof(etag), org_id, wl_export_cursor_version(cursor), since, gzip);
+    if (wl_negotiate_none_match(wl_exchange_header_list(ex, "If-None-Match"), etag)) {
+        wl_export_cursor_close(cursor);
+        set_headers(ex, etag, false);
+        wl_exchange_empty(ex, 304);
+        return;
+    }
+    stream_cursor(ex, cursor, etag, gzip, NULL, (wl_export_ticket_t){0});
+}
+
+void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex)
+{
+    wl_error_t err;
+    wl_error_init(&err);
+    wl_query_t query;
+    if (wl_query_parse(ex->query, &ex->arena, &query, &err) != 0) {
+        wl_exchange_core_error(ex, &err);
+        return;
+    }
+    const wl_span_t *since = wl_query_get(&query, "since");
+    if (wl_query_count(&query, "since") > 1 ||
+        (since != NULL && memchr(since->base, '\0', since->len) != NULL)) {
+        wl_error_add_violation(&err, "since", "must be given once, as the cursor's text");
+        wl_exchange_core_error(ex, &err);
+        return;
+    }
+    if (since != NULL && since->len > 0)
+        respond_delta(core, cache, ex, since->base);
+    else
+        respond_full(core, cache, ex);
 }

@@ -334,6 +334,31 @@ bench_export() {
   NOT_MODIFIED[$size]=$rps
 }
 
+# The delta export (issue 19): 1,000 SKUs changed by one stock file after a full export, then
+# the delta from that export's cursor, cold (no cache holds deltas). Its cost follows the
+# changes: the same 1,000 SKUs cost about the same in every catalogue size.
+bench_delta() {
+  local size=$1 key=${KEY[$1]} org_id cursor csv=$WORK/delta-$1.csv curl_out code seconds bytes
+  org_id=$(sql -c "SELECT org_id FROM organizations WHERE slug = 'cat-$size'")
+  cursor=$(curl -sS -H "Authorization: Bearer $key" "http://127.0.0.1:$PORT/api/v1/stock-export" |
+    sed -n 's/.*"cursor":"\([^"]*\)".*/\1/p')
+  [[ -n $cursor ]] || die "no cursor in the export of $size SKUs"
+  { echo 'sku,warehouse,on_hand'
+    sql -c "SELECT sku || ',' || warehouse || ',' || (on_hand + 1) FROM stock s
+            JOIN warehouses w ON w.org_id = s.org_id AND w.code = s.warehouse AND w.kind = 'own'
+            WHERE s.org_id = $org_id ORDER BY sku, warehouse LIMIT 1000"
+  } >"$csv"
+  COMMANDS+=("walklistctl import stock delta.csv --org cat-$size   (1,000 rows: on_hand + 1 of the first 1,000 own stock records)")
+  "$BUILD/bin/walklistctl" import stock "$csv" --org "cat-$size" --database-url "$DB" \
+    >/dev/null 2>>"$WORK/generate.log"
+  COMMANDS+=("curl -sS -o /dev/null -w '%{http_code} %{time_total} %{size_download}' -H 'Authorization: Bearer KEY' 'http://127.0.0.1:PORT/api/v1/stock-export?since=CURSOR'")
+  curl_out=$(curl -sS -o /dev/null -w '%{http_code} %{time_total} %{size_download}' \
+    -H "Authorization: Bearer $key" "http://127.0.0.1:$PORT/api/v1/stock-export?since=$cursor")
+  read -r code seconds bytes <<<"$curl_out"
+  [[ $code == 200 ]] || die "delta export answered $code"
+  row "delta export, 1,000 changed SKUs in $size SKUs" "$seconds s, $bytes bytes" "-" "-" "-"
+}
+
 bench_create() {
   local keys=$WORK/keys.txt rps p50 p99 transfer bad floor_rps sync
   COMMANDS+=("psql -tA -F ' ' -v orgs=$ORGS -v set=bk -f scripts/bench/setup_orgs.sql \$DB > keys.txt")
@@ -621,6 +646,7 @@ main() {
     log "catalogue of $size SKUs"
     load_catalogue "$size"
     bench_export "$size"
+    bench_delta "$size"
   done
   log "walk lists"
   bench_create

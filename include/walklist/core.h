@@ -264,6 +264,7 @@ typedef struct {
     const char *sku;
     int64_t qty;
     const char *location; /* NULL when the SKU has no primary rack */
+    bool removed;         /* in a delta: the SKU left the export (qty 0, location NULL) */
 } wl_export_item_t;
 
 /**
@@ -295,6 +296,35 @@ typedef struct wl_export_cursor wl_export_cursor_t;
  */
 int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal, wl_export_cursor_t **out,
                         wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * The delta export: as wl_core_export_open, but the items are the SKUs whose
+ * exported values changed after the version since (wl_core_export_since of a
+ * cursor), each once, in byte order, with its current values or removed.
+ * WL_EHISTORY when the changes since then are no longer kept (the client
+ * exports in full).
+ */
+int wl_core_export_open_since(wl_core_t *core, const wl_principal_t *principal, int64_t since,
+                              wl_export_cursor_t **out, wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * Checks a cursor (the opaque text of an export's "cursor") and gives the
+ * version it stands for. A cursor is sealed for its organization (HMAC with
+ * the page-token secret), so one that is garbage, altered, or another
+ * organization's is WL_EINVAL with a violation of field. Reads the database
+ * only on a process's first use of the secret.
+ */
+int wl_core_export_since(wl_core_t *core, const wl_principal_t *principal, const char *cursor,
+                         const char *field, int64_t *since, wl_error_t *err) WL_CHECK_RESULT;
+
+/** True while wl_core_export_since would read the database (the secret is not in memory yet). */
+bool wl_core_export_since_waits(wl_core_t *core);
+
+/**
+ * The cursor of the snapshot (NUL-terminated, valid until close): a delta
+ * from it gives every change after this export (or this delta).
+ */
+const char *wl_export_cursor_token(const wl_export_cursor_t *cursor);
 
 /**
  * The organization's current export data version (as wl_export_cursor_version

@@ -61,7 +61,8 @@ typedef enum {
     XX(ECANCELLED, CANCELLED, "the call was given up by its client")                               \
     XX(ENOMEM, INTERNAL, "out of memory")                                                          \
     XX(EINTERNAL, INTERNAL, "internal error")                                                      \
-    XX(EIDEMPOTENCY, FAILED_PRECONDITION, "the Idempotency-Key was used for a different request")
+    XX(EIDEMPOTENCY, FAILED_PRECONDITION, "the Idempotency-Key was used for a different request")  \
+    XX(EHISTORY, OUT_OF_RANGE, "the changes since the cursor are no longer kept")
 
 typedef enum {
     WL_OK = 0,

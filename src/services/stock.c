@@ -13,10 +13,14 @@
 #include "store/stock.h"
 #include "walklist/utf8.h"
 
+/* Cursors are about 80 characters (a version of up to 19 digits and a MAC, base64url). */
+#define WL_EXPORT_CURSOR_MAX 160
+
 struct wl_export_cursor {
     wl_core_t *core;
     PGconn *conn; /* borrowed from the pool until close */
     wl_stock_export_t export;
+    char token[WL_EXPORT_CURSOR_MAX]; /* the snapshot's cursor */
 };
 
 static int check_export_scope(const wl_principal_t *principal, wl_error_t *err)
@@ -47,8 +51,43 @@ int wl_core_export_version(wl_core_t *core, const wl_principal_t *principal, int
     return rc;
 }
 
-int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal, wl_export_cursor_t **out,
-                        wl_error_t *err)
+static int page_secret(wl_core_t *core, PGconn *conn, unsigned char secret[WL_SECRET_SIZE],
+                       wl_error_t *err);
+
+/*
+ * An export cursor is a page token (sealed with the page-token secret) holding the export
+ * version, bound to the organization: it cannot be made up, changed, or used by another one.
+ */
+static void cursor_scope(int64_t org_id, char org[24], wl_span_t scope[2])
+{
+    snprintf(org, 24, "%lld", (long long)org_id);
+    scope[0] = wl_span_str("walklist.v1.StockService/ExportStock.cursor");
+    scope[1] = wl_span_str(org);
+}
+
+static int seal_cursor(wl_export_cursor_t *cursor, const unsigned char secret[WL_SECRET_SIZE],
+                       int64_t org_id, wl_error_t *err)
+{
+    int rc;
+    char org[24], version[24];
+    wl_span_t scope[2];
+    cursor_scope(org_id, org, scope);
+    snprintf(version, sizeof(version), "%lld", (long long)cursor->export.version);
+    const wl_span_t keys[] = {wl_span_str(version)};
+    wl_arena_t arena;
+    wl_arena_init(&arena, 0);
+    char *token = NULL;
+    rc = wl_page_token_encode(secret, scope, 2, keys, 1, &arena, &token);
+    if (rc == 0 && strlen(token) < sizeof(cursor->token))
+        strcpy(cursor->token, token);
+    else
+        rc = wl_error_set(err, WL_EINTERNAL, "cannot seal the export cursor");
+    wl_arena_dispose(&arena);
+    return rc;
+}
+
+static int export_open(wl_core_t *core, const wl_principal_t *principal, int64_t since,
+                       wl_export_cursor_t **out, wl_error_t *err)
 {
     *out = NULL;
     int rc = check_export_scope(principal, err);
@@ -58,15 +97,83 @@ int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal, wl_exp
     if (cursor == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     cursor->core = core;
+    unsigned char secret[WL_SECRET_SIZE];
     rc = wl_pool_acquire(wl__core_read_pool(core), &cursor->conn, err);
+    /* Before the read-only snapshot: the process's first use may create the secret. */
     if (rc == 0)
-        rc = wl_stock_export_begin(&cursor->export, cursor->conn, principal->org_id, err);
+        rc = page_secret(core, cursor->conn, secret, err);
+    if (rc == 0)
+        rc = wl_stock_export_begin(&cursor->export, cursor->conn, principal->org_id, since, err);
+    if (rc == 0)
+        rc = seal_cursor(cursor, secret, principal->org_id, err);
     if (rc != 0) {
         wl_export_cursor_close(cursor);
         return rc;
     }
     *out = cursor;
     return 0;
+}
+
+int wl_core_export_open(wl_core_t *core, const wl_principal_t *principal, wl_export_cursor_t **out,
+                        wl_error_t *err)
+{
+    return export_open(core, principal, -1, out, err);
+}
+
+int wl_core_export_open_since(wl_core_t *core, const wl_principal_t *principal, int64_t since,
+                              wl_export_cursor_t **out, wl_error_t *err)
+{
+    return export_open(core, principal, since, out, err);
+}
+
+bool wl_core_export_since_waits(wl_core_t *core)
+{
+    return atomic_load_explicit(&core->page_secret.state, memory_order_acquire) != 2;
+}
+
+int wl_core_export_since(wl_core_t *core, const wl_principal_t *principal, const char *cursor,
+                         const char *field, int64_t *since, wl_error_t *err)
+{
+    int rc = check_export_scope(principal, err);
+    if (rc != 0)
+        return rc;
+    unsigned char secret[WL_SECRET_SIZE];
+    PGconn *conn = NULL;
+    /* The secret is in memory after the process's first use; only then is a connection taken. */
+    if (wl_core_export_since_waits(core))
+        rc = wl_pool_acquire(wl__core_read_pool(core), &conn, err);
+    if (rc == 0)
+        rc = page_secret(core, conn, secret, err);
+    if (conn != NULL)
+        wl_pool_release(wl__core_read_pool(core), conn);
+    if (rc != 0)
+        return rc;
+    char org[24];
+    wl_span_t scope[2], version;
+    cursor_scope(principal->org_id, org, scope);
+    wl_arena_t arena;
+    wl_arena_init(&arena, 0);
+    rc = wl_page_token_decode(secret, scope, 2, wl_span_str(cursor), 1, &arena, &version);
+    char *end = NULL;
+    long long value = rc == 0 ? strtoll(version.base, &end, 10) : -1;
+    bool refused =
+        rc == WL_EINVAL || (rc == 0 && (end == version.base || *end != '\0' || value < 0));
+    wl_arena_dispose(&arena);
+    if (refused) {
+        wl_error_add_violation(err, field,
+                               "is not a cursor of this organization's export: pass the cursor "
+                               "of an earlier export or delta unchanged");
+        return err->code;
+    }
+    if (rc != 0)
+        return wl_error_set(err, rc, NULL);
+    *since = value;
+    return 0;
+}
+
+const char *wl_export_cursor_token(const wl_export_cursor_t *cursor)
+{
+    return cursor->token;
 }
 
 int64_t wl_export_cursor_version(const wl_export_cursor_t *cursor)
@@ -84,7 +191,8 @@ int wl_export_cursor_next(wl_export_cursor_t *cursor, wl_export_item_t *item, wl
     wl_export_row_t row;
     int rc = wl_stock_export_next(&cursor->export, &row, err);
     if (rc == 1)
-        *item = (wl_export_item_t){.sku = row.sku, .qty = row.qty, .location = row.location};
+        *item = (wl_export_item_t){
+            .sku = row.sku, .qty = row.qty, .location = row.location, .removed = row.removed};
     return rc;
 }
 
@@ -106,7 +214,7 @@ struct wl_export_watch {
     void *data;
 };
 
-/* The announcement's payload is the organization id (wl__export_changed). */
+/* The announcement's payload is the organization id (wl__export_bump). */
 static void export_changed(const char *payload, void *data)
 {
     wl_export_watch_t *watch = data;
@@ -182,6 +290,10 @@ static int add_export_item(wl_call_t *call, Walklist__V1__ExportStockResponse *r
         if (item->location == NULL || item->location->value == NULL)
             return wl_error_set(call->err, WL_ENOMEM, NULL);
     }
+    if (row->removed) {
+        item->change_case = WALKLIST__V1__STOCK_EXPORT_ITEM__CHANGE_REMOVED;
+        item->removed = 1;
+    }
     if (item->sku == NULL)
         return wl_error_set(call->err, WL_ENOMEM, NULL);
     reply->items[reply->n_items++] = item;
@@ -196,17 +308,23 @@ static int add_export_item(wl_call_t *call, Walklist__V1__ExportStockResponse *r
 static int export_stock(wl_call_t *call, const Walklist__V1__ExportStockRequest *input,
                         Walklist__V1__ExportStockResponse **out)
 {
-    (void)input;
     Walklist__V1__ExportStockResponse *reply = wl_arena_alloc(call->arena, sizeof(*reply));
     if (reply == NULL)
         return wl_error_set(call->err, WL_ENOMEM, NULL);
     walklist__v1__export_stock_response__init(reply);
     wl_export_cursor_t *cursor = NULL;
-    int rc = wl_core_export_open(call->core, call->principal, &cursor, call->err);
+    int64_t since = -1;
+    int rc = 0;
+    if (input->since[0] != '\0')
+        rc = wl_core_export_since(call->core, call->principal, input->since, "since", &since,
+                                  call->err);
+    if (rc == 0)
+        rc = wl_core_export_open_since(call->core, call->principal, since, &cursor, call->err);
     if (rc == 0) {
         reply->generated_at =
             wl__timestamp_from_ms(call->arena, wl_export_cursor_generated_ms(cursor));
-        if (reply->generated_at == NULL)
+        reply->cursor = wl_arena_strdup(call->arena, wl_export_cursor_token(cursor));
+        if (reply->generated_at == NULL || reply->cursor == NULL)
             rc = wl_error_set(call->err, WL_ENOMEM, NULL);
     }
     size_t capacity = 0;

@@ -7,11 +7,13 @@
 
 #include "store/db.h"
 
-int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_id, wl_error_t *err)
+int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_id, int64_t since,
+                          wl_error_t *err)
 {
     memset(export, 0, sizeof(*export));
     export->conn = conn;
     export->org_id = org_id;
+    export->since = since;
     int rc =
         wl_db_exec(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL, NULL, err);
     if (rc != 0)
@@ -22,18 +24,29 @@ int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_i
     PGresult *res = NULL;
     /* The first statement takes the snapshot: the version it reads is the version of the
      * rows read later, and its clock is the snapshot's time. */
-    rc = wl_db_exec_hot(
-        conn,
-        "SELECT coalesce((SELECT version FROM export_versions WHERE org_id = $1), 0),"
-        " floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
-        1, params, &res, err);
+    rc = wl_db_exec_hot(conn,
+                        "SELECT coalesce(v.version, 0), coalesce(v.history_from, 0),"
+                        " floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+                        " FROM (SELECT 1) one"
+                        " LEFT JOIN export_versions v ON v.org_id = $1",
+                        1, params, &res, err);
     if (rc != 0) {
         wl_stock_export_end(export);
         return rc;
     }
     export->version = wl_db_int64(res, 0, 0);
-    export->generated_ms = wl_db_int64(res, 0, 1);
+    int64_t history_from = wl_db_int64(res, 0, 1);
+    export->generated_ms = wl_db_int64(res, 0, 2);
     PQclear(res);
+    /* Nothing changed since the cursor: an empty delta, whatever was pruned before it. */
+    if (since >= 0 && since == export->version)
+        export->finished = true;
+    else if (since >= 0 && (since < history_from || since > export->version)) {
+        wl_stock_export_end(export);
+        return wl_error_set(err, WL_EHISTORY,
+                            "the changes since this cursor are no longer kept: export in full "
+                            "(without since) and continue from its cursor");
+    }
     return 0;
 }
 
@@ -56,12 +69,23 @@ int wl_stock_export_version(PGconn *conn, int64_t org_id, int64_t *version, wl_e
 /* Starts the ordered read. The org id is a number formatted here: COPY takes no parameters. */
 static int start_copy(wl_stock_export_t *export, wl_error_t *err)
 {
-    char sql[256];
+    char sql[512];
     /* The primary key (org_id, sku) delivers the rows in order, without a sort. */
-    snprintf(sql, sizeof(sql),
-             "COPY (SELECT sku, qty, location FROM stock_availability WHERE org_id = %lld"
-             " ORDER BY sku) TO STDOUT",
-             (long long)export->org_id);
+    if (export->since < 0)
+        snprintf(sql, sizeof(sql),
+                 "COPY (SELECT sku, qty, location FROM stock_availability WHERE org_id = %lld"
+                 " ORDER BY sku) TO STDOUT",
+                 (long long)export->org_id);
+    /* The delta reads the history after since (a range of its primary key) and each changed
+     * SKU's row by key: its cost follows the changes, not the catalogue. */
+    else
+        snprintf(sql, sizeof(sql),
+                 "COPY (SELECT c.sku, coalesce(sa.qty, 0), sa.location, sa.sku IS NULL"
+                 " FROM (SELECT DISTINCT sku FROM export_changes"
+                 " WHERE org_id = %lld AND version > %lld) c"
+                 " LEFT JOIN stock_availability sa ON sa.org_id = %lld AND sa.sku = c.sku"
+                 " ORDER BY c.sku) TO STDOUT",
+                 (long long)export->org_id, (long long)export->since, (long long)export->org_id);
     int rc = wl_db_copy_start(export->conn, sql, err);
     export->copying = rc == 0;
     return rc;
@@ -126,12 +150,20 @@ static char *decode_field(char *start, char *end)
     return out;
 }
 
-/* Splits "sku\tqty\tlocation\n" into the row, decoding in place. */
-static int parse_line(char *line, int len, wl_export_row_t *row, wl_error_t *err)
+/* Splits "sku\tqty\tlocation\n" (a delta's: "\tremoved" before the newline) into the row,
+ * decoding in place. */
+static int parse_line(char *line, int len, bool delta, wl_export_row_t *row, wl_error_t *err)
 {
     char *end = line + len;
     if (len > 0 && end[-1] == '\n')
         end--;
+    row->removed = false;
+    if (delta) {
+        if (end - line < 2 || end[-2] != '\t')
+            return wl_error_set(err, WL_EINTERNAL, "unexpected export row");
+        row->removed = end[-1] == 't';
+        end -= 2;
+    }
     char *tab1 = memchr(line, '\t', (size_t)(end - line));
     char *tab2 = tab1 ? memchr(tab1 + 1, '\t', (size_t)(end - tab1 - 1)) : NULL;
     if (tab2 == NULL)
@@ -189,7 +221,7 @@ int wl_stock_export_next(wl_stock_export_t *export, wl_export_row_t *row, wl_err
         export->copying = false;
         return err->code;
     }
-    return parse_line(export->line, len, row, err) == 0 ? 1 : err->code;
+    return parse_line(export->line, len, export->since >= 0, row, err) == 0 ? 1 : err->code;
 }
 
 void wl_stock_export_end(wl_stock_export_t *export)

@@ -19,6 +19,7 @@ typedef struct {
     const char *sku;
     int64_t qty;
     const char *location; /* NULL when the SKU has no rack assignment */
+    bool removed;         /* a delta's SKU that left the export (qty 0, location NULL) */
 } wl_export_row_t;
 
 /** An export being read; caller-allocated, all fields private. */
@@ -26,6 +27,7 @@ typedef struct {
     PGconn *conn;
     int64_t org_id;
     int64_t version;      /* export_versions.version in the snapshot; 0 when never changed */
+    int64_t since;        /* a delta's starting version; -1 for the full export */
     int64_t generated_ms; /* the snapshot's clock, milliseconds since the epoch */
     char *line;           /* the current COPY row (libpq memory), decoded in place */
     bool copying;         /* the COPY is under way */
@@ -38,13 +40,21 @@ typedef struct {
  * clock into export->version and export->generated_ms. No row is read yet, so
  * a caller that only needs the version (a conditional request) stops here
  * with wl_stock_export_end. On failure the transaction is rolled back.
+ *
+ * since >= 0 makes it the delta from that version (a cursor) to the
+ * snapshot's: the SKUs recorded in export_changes after since, each once, with
+ * its current row or as removed. WL_EHISTORY when those changes are not all
+ * kept any more (pruned, or the history restarted after since), or since is
+ * above the organization's version (a cursor from a database restored
+ * since): the caller must export in full. since equal to the version reads
+ * no history at all.
  */
-int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_id,
+int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_id, int64_t since,
                           wl_error_t *err) WL_CHECK_RESULT;
 
 /**
- * The next row, in SKU byte order: returns 1 with *row set (its strings are
- * valid until the next call), 0 after the last row, or a negative WL_E* code.
+ * The next row (of the delta: the next changed SKU), in SKU byte order: returns 1 with *row set
+ * (its strings are valid until the next call), 0 after the last row, or a negative WL_E* code.
  *
  *     while ((rc = wl_stock_export_next(&export, &row, err)) == 1)
  *         emit(&row);

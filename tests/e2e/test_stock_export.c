@@ -84,14 +84,16 @@ static json_t *expected_items(const char *rows)
     return items;
 }
 
-/* Checks the body's shape: exactly items and generatedAt; each item exactly sku, qty, location. */
+/* Checks the body's shape: exactly items, generatedAt and cursor; each item exactly sku, qty,
+ * location. */
 static void check_shape(const http_response_t *res, long long before_ms, long long after_ms)
 {
     char content_type[128];
     const char *type = http_header(res, "Content-Type", content_type, sizeof(content_type));
     CHECK(type != NULL && strncmp(type, "application/json", 16) == 0);
     CHECK(json_is_object(res->json));
-    CHECK_INT(json_object_size(res->json), 2);
+    CHECK_INT(json_object_size(res->json), 3);
+    CHECK(json_is_string(json_object_get(res->json, "cursor")));
     json_t *items = json_object_get(res->json, "items");
     CHECK(json_is_array(items));
     const char *generated_at = e2e_str(res->json, "generatedAt", NULL);

@@ -345,8 +345,8 @@ static void test_migrate_functions(PGconn *db, const char *url, const char *fing
     testdb_exec(db, "DROP FUNCTION wl_rate_take(bigint, text, integer, integer, integer, integer,"
                     " timestamptz, integer)");
     testdb_exec(db, "DROP FUNCTION wl_admit");
-    testdb_exec(db, "CREATE OR REPLACE FUNCTION wl__export_changed(p_org bigint) RETURNS void"
-                    " LANGUAGE plpgsql AS $$BEGIN END$$");
+    testdb_exec(db, "CREATE OR REPLACE FUNCTION wl__export_bump(p_org bigint, p_reset boolean)"
+                    " RETURNS bigint LANGUAGE plpgsql AS $$BEGIN RETURN 0; END$$");
     CHECK(strcmp(schema_fingerprint(db, now, sizeof(now)), fingerprint) != 0);
     migrate_ok(url, 0);
     CHECK_STR(schema_fingerprint(db, now, sizeof(now)), fingerprint);

@@ -29,10 +29,15 @@ static char *codec_text(const wl_export_item_t *items, size_t count, int64_t gen
             locations[i].value = (char *)items[i].location;
             messages[i].location = &locations[i];
         }
+        if (items[i].removed) {
+            messages[i].change_case = WALKLIST__V1__STOCK_EXPORT_ITEM__CHANGE_REMOVED;
+            messages[i].removed = 1;
+        }
         pointers[i] = &messages[i];
     }
     reply.items = pointers;
     reply.n_items = count;
+    reply.cursor = "CURSOR";
     Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
     ts.seconds = generated_ms / 1000;
     ts.nanos = (int32_t)(generated_ms % 1000) * 1000000;
@@ -65,7 +70,7 @@ static char *writer_text(const wl_export_item_t *items, size_t count, int64_t ge
         CHECK((size_t)(end - out) <= wl_export_json_item_bound(&items[i]));
         out = end;
     }
-    wl_export_json_close(generated_ms, out, 64);
+    wl_export_json_close(generated_ms, "CURSOR", out, WL_EXPORT_JSON_CLOSE_MAX);
     return text;
 }
 
@@ -128,7 +133,7 @@ static void test_documents(void)
     CHECK_SAME(NULL, 0, 1700000000000);
     const wl_export_item_t items[] = {
         {"A", 0, NULL},  {"B", 1, "R-1"},      {"C", INT64_MAX, "x"},
-        {"D", -1, NULL}, {"E", INT64_MIN, ""},
+        {"D", -1, NULL}, {"E", INT64_MIN, ""}, {"F", 0, NULL, true},
     };
     CHECK_SAME(items, sizeof(items) / sizeof(items[0]), 1700000000999);
     /* generatedAt over the years the codec writes, whole and fractional seconds. */

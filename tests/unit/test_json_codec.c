@@ -989,12 +989,20 @@ static void test_walklist_messages(void)
     response.n_items = 2;
     response.items = items;
     response.generated_at = &generated_at;
+    response.cursor = "C";
     CHECK_STR(encode(&response),
               "{\"items\":[{\"sku\":\"SKU-1\",\"qty\":12,\"location\":\"R-01-02\"},"
               "{\"sku\":\"SKU-2\",\"qty\":0,\"location\":null}],"
-              "\"generatedAt\":\"2026-11-21T10:15:30.120Z\"}");
+              "\"generatedAt\":\"2026-11-21T10:15:30.120Z\",\"cursor\":\"C\"}");
+    /* A delta's removed item carries "removed":true; the oneof leaves it out elsewhere. */
+    b.change_case = WALKLIST__V1__STOCK_EXPORT_ITEM__CHANGE_REMOVED;
+    b.removed = 1;
+    CHECK_STR(encode(&response),
+              "{\"items\":[{\"sku\":\"SKU-1\",\"qty\":12,\"location\":\"R-01-02\"},"
+              "{\"sku\":\"SKU-2\",\"qty\":0,\"location\":null,\"removed\":true}],"
+              "\"generatedAt\":\"2026-11-21T10:15:30.120Z\",\"cursor\":\"C\"}");
     Walklist__V1__ExportStockResponse empty = WALKLIST__V1__EXPORT_STOCK_RESPONSE__INIT;
-    CHECK_STR(encode(&empty), "{\"items\":[],\"generatedAt\":null}");
+    CHECK_STR(encode(&empty), "{\"items\":[],\"generatedAt\":null,\"cursor\":\"\"}");
 
     /* LocateList: a pending list has "loadedAt":null. */
     Walklist__V1__LocateList list = WALKLIST__V1__LOCATE_LIST__INIT;

@@ -14,6 +14,8 @@ DECLARE
     v_rows bigint;
     v_sku text;
     v_reserved numeric;
+    v_skus text[] := '{}';
+    v_version bigint;
     v_settings text[] := ARRAY[current_setting('enable_nestloop'),
                                current_setting('enable_mergejoin')];
 BEGIN
@@ -44,11 +46,20 @@ BEGIN
              WHERE org_id = p_org AND sku = v_sku AND qty <> greatest(0, qty - v_reserved);
             GET DIAGNOSTICS v_rows = ROW_COUNT;
             v_changed := v_changed + v_rows;
+            IF v_rows > 0 THEN
+                v_skus := v_skus || v_sku;
+            END IF;
         END LOOP;
     END IF;
     DROP TABLE pg_temp.wl_first_reserved;
-    IF v_changed > 0 THEN
-        PERFORM wl__export_changed(p_org);
+    -- A few SKUs are recorded for the delta export; many start its history again
+    -- (wl__export_bump).
+    IF v_changed > 0 AND v_count > 5000 THEN
+        PERFORM wl__export_bump(p_org, true);
+    ELSIF v_changed > 0 THEN
+        v_version := wl__export_bump(p_org, false);
+        INSERT INTO export_changes (org_id, version, sku)
+        SELECT p_org, v_version, s FROM unnest(v_skus) AS s;
     END IF;
     RETURN v_changed;
 END;

@@ -10,7 +10,7 @@
 -- taken first, and the refresh runs as statements after it, so under READ COMMITTED it sees
 -- every writer that committed before (no lost update between concurrent imports). Only rows
 -- whose values change are written, and only then does the export version move
--- (wl__export_changed).
+-- (wl__export_bump), with the changed SKUs recorded for the delta export (export_changes).
 --
 -- At catalogue scale (BENCHMARKS.md, "Generate and import"; a file of a 1,000,000-SKU
 -- catalogue touches most of the organization's export rows):
@@ -61,6 +61,8 @@ DECLARE
     v_filter text := '';
     v_parts text;
     v_computed text;
+    v_version bigint;
+    v_reset boolean := false;
 BEGIN
     IF p_parts NOT IN ('all', 'qty', 'location') THEN
         RAISE EXCEPTION 'wl_refresh_availability_from: unknown parts %', p_parts;
@@ -165,6 +167,7 @@ BEGIN
                    ' LEFT JOIN reserved r ON r.sku = coalesce(o.sku, p.sku)'
                    ' ORDER BY 2' USING p_org;
         GET DIAGNOSTICS v_changed = ROW_COUNT;
+        v_reset := true;
         PERFORM set_config('enable_indexscan', v_settings[3], true);
         PERFORM set_config('enable_indexonlyscan', v_settings[4], true);
         PERFORM set_config('enable_bitmapscan', v_settings[5], true);
@@ -191,6 +194,7 @@ BEGIN
               FROM pg_temp.wl_availability_computed c
              WHERE c.included
              ORDER BY c.sku;
+            v_reset := true;
             -- The next batch of the organization (usually the next file of the same catalogue)
             -- plans its refresh on these rows, not on statistics that predate them.
             ANALYZE stock_availability;
@@ -210,6 +214,14 @@ BEGIN
               FROM pg_temp.wl_availability_computed c
              WHERE c.changed AND c.included AND NOT c.existed
              ORDER BY c.sku;
+            -- Recorded for the delta export; the whole replacements above are not (see
+            -- wl__export_bump): they cost a row per SKU of the catalogue.
+            v_version := wl__export_bump(p_org, false);
+            INSERT INTO export_changes (org_id, version, sku)
+            SELECT p_org, v_version, c.sku
+              FROM pg_temp.wl_availability_computed c
+             WHERE c.changed
+             ORDER BY c.sku;
         END IF;
 
         DROP TABLE pg_temp.wl_availability_computed;
@@ -218,8 +230,8 @@ BEGIN
     PERFORM set_config('enable_nestloop', v_settings[1], true);
     PERFORM set_config('work_mem', v_settings[2], true);
     DROP TABLE IF EXISTS pg_temp.wl_availability_skus;
-    IF v_changed > 0 THEN
-        PERFORM wl__export_changed(p_org);
+    IF v_changed > 0 AND v_reset THEN
+        PERFORM wl__export_bump(p_org, true);
     END IF;
     RETURN v_changed;
 END;
