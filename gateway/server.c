@@ -368,14 +368,19 @@ static ssize_t no_content(void *cls, uint64_t pos, char *buf, size_t max)
  * reading any of it, and the connection stays open. When it is not, libmicrohttpd 0.9.75
  * (0.9.77 too) would send "Content-Length: 0" with an empty 304, and a last chunk after the
  * headers of a HEAD answer it would have chunked, which a kept-alive client reads as the start
- * of the next answer; its HTTP/1.0-compatible mode sends a body of unknown length neither
- * chunked nor with a length: the headers alone, then the connection closes (as such a body
- * would end).
+ * of the next answer. On plain HTTP a 304 goes out as an empty body whose length line the wire
+ * guard leaves out (wire_guard.h); otherwise (TLS, HEAD of a stream) libmicrohttpd's
+ * HTTP/1.0-compatible mode sends a body of unknown length neither chunked nor with a length: the
+ * headers alone, then the connection closes (as such a body would end).
  */
 static struct MHD_Response *headers_only_response(const wl_exchange_t *ex)
 {
     if (ex->content_length_known)
         return MHD_create_response_from_callback(ex->content_length, 64, no_content, NULL, NULL);
+    /* A 304 of unknown length on plain HTTP: an empty body keeps the connection, and the wire
+     * guard takes libmicrohttpd's "Content-Length: 0" out of its header block. */
+    if (ex->status == 304 && wl_wire_guard_strip_empty_length(connection_fd(ex)))
+        return MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     struct MHD_Response *response =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 64, no_content, NULL, NULL);
     if (response != NULL && MHD_set_response_options(response, MHD_RF_HTTP_1_0_COMPATIBLE_STRICT,

@@ -46,9 +46,10 @@ typedef struct {
     int codings;
     bool chunked; /* Transfer-Encoding is exactly chunked */
     uint64_t remaining;
-    int crlf_seen;   /* CHUNK_END */
-    bool hold_eof;   /* the request is answered elsewhere: an end of stream waits */
-    bool eof_hidden; /* one came meanwhile */
+    int crlf_seen;     /* CHUNK_END */
+    bool hold_eof;     /* the request is answered elsewhere: an end of stream waits */
+    bool eof_hidden;   /* one came meanwhile */
+    bool strip_length; /* the header block being sent is a 304's: drop "Content-Length: 0" */
 } wire_t;
 
 static _Atomic(wire_t *) guarded[GUARDED_MAX];
@@ -79,6 +80,14 @@ bool wl_wire_guard_release_eof(int fd)
     bool hidden = w->eof_hidden;
     w->hold_eof = w->eof_hidden = false;
     return hidden;
+}
+
+bool wl_wire_guard_strip_empty_length(int fd)
+{
+    wire_t *w = fd >= 0 && fd < GUARDED_MAX ? atomic_load(&guarded[fd]) : NULL;
+    if (w != NULL)
+        w->strip_length = true;
+    return w != NULL;
 }
 
 void wl_wire_guard_unregister(int fd)
@@ -314,4 +323,57 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
     refuse(fd, why);
     errno = ECONNRESET;
     return -1;
+}
+
+typedef ssize_t (*send_fn)(int, const void *, size_t, int);
+static send_fn libc_send;
+static pthread_once_t libc_send_once = PTHREAD_ONCE_INIT;
+
+static void find_libc_send(void)
+{
+    libc_send = (send_fn)dlsym(RTLD_NEXT, "send");
+}
+
+#define EMPTY_LENGTH_LINE "Content-Length: 0\r\n"
+
+/* Where the line "Content-Length: 0" starts in the header block that buf begins or continues
+ * (before its blank line), or -1. */
+static ssize_t empty_length_line(const char *buf, size_t len)
+{
+    size_t line = sizeof(EMPTY_LENGTH_LINE) - 1;
+    for (size_t i = 0; i + line <= len; i++) {
+        if (i >= 2 && buf[i - 2] == '\r' && buf[i - 1] == '\n' && buf[i] == '\r')
+            return -1; /* the blank line: the block ended first */
+        if ((i == 0 || buf[i - 1] == '\n') && memcmp(buf + i, EMPTY_LENGTH_LINE, line) == 0)
+            return (ssize_t)i;
+    }
+    return -1;
+}
+
+/* libmicrohttpd sends every plain-HTTP header block with send(2); this definition is the one the
+ * dynamic linker binds its calls to. A partial send is reported in the caller's offsets, so that
+ * libmicrohttpd's next call starts where the bytes on the wire stopped. */
+ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+    pthread_once(&libc_send_once, find_libc_send);
+    wire_t *w = fd >= 0 && fd < GUARDED_MAX ? atomic_load(&guarded[fd]) : NULL;
+    if (w == NULL || !w->strip_length)
+        return libc_send(fd, buf, len, flags);
+    size_t line = sizeof(EMPTY_LENGTH_LINE) - 1;
+    ssize_t at = empty_length_line(buf, len);
+    char shorter[4096];
+    if (at < 0 || len - line > sizeof(shorter)) {
+        /* Without that line (or not a 304's small head): sent as it is. */
+        ssize_t n = libc_send(fd, buf, len, flags);
+        if (n > 0 && memmem(buf, (size_t)n, "\r\n\r\n", 4) != NULL)
+            w->strip_length = false;
+        return n;
+    }
+    memcpy(shorter, buf, (size_t)at);
+    memcpy(shorter + at, (const char *)buf + at + line, len - (size_t)at - line);
+    ssize_t n = libc_send(fd, shorter, len - line, flags);
+    if (n <= at)
+        return n; /* the line is still ahead: left out again on the next call */
+    w->strip_length = false;
+    return n + (ssize_t)line;
 }

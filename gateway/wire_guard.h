@@ -16,6 +16,11 @@
  * once, and libmicrohttpd 0.9.75 drops a request whose client has half-closed (sent its request,
  * then shut its side) without its answer. Held, the end of stream reads as "no data yet"; when
  * the answer is queued the server learns that it came and closes after the answer.
+ *
+ * And it takes "Content-Length: 0" out of a 304's header block on its way out (walklistd also
+ * defines send(2)): libmicrohttpd 0.9.75 writes that line with every empty 304, RFC 9110 8.6
+ * allows only the 200's length there, and its only way to omit it is to close the connection
+ * after the 304 (server.c).
  */
 #ifndef WALKLIST_GATEWAY_WIRE_GUARD_H
 #define WALKLIST_GATEWAY_WIRE_GUARD_H
@@ -31,6 +36,11 @@ void wl_wire_guard_hold_eof(int fd);
 
 /** Ends the hold; true when an end of stream was kept back meanwhile. */
 bool wl_wire_guard_release_eof(int fd);
+
+/** The next header block sent on fd is a 304's: its "Content-Length: 0" line is left out. Call
+ * from the thread that serves the connection, before the answer is queued; false when fd is
+ * not guarded (TLS), where nothing is left out. */
+bool wl_wire_guard_strip_empty_length(int fd); /* false: fd is not guarded (TLS) */
 
 /** Stops tracking fd (before the descriptor is closed, so that its number is free again). */
 void wl_wire_guard_unregister(int fd);

@@ -1,8 +1,8 @@
 /*
  * HTTP semantics of RFC 9110 around the routes: HEAD on every GET route answers as GET without
  * content, Allow lists HEAD with GET, a 304 carries no Content-Length but the 200's (the cached
- * export body's, and then the connection stays open), and nothing follows the headers of an
- * answer without content on a kept-alive connection.
+ * export body's) and keeps its connection, and nothing follows the headers of an answer without
+ * content on a kept-alive connection.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -141,10 +141,9 @@ static void test_head_of_stream(void)
 }
 
 /*
- * 304, for GET and HEAD, no chunks: with the export's body cached, Content-Length is the 200's
- * (RFC 9110 8.6) and the connection stays open (the pipelined request after it is answered);
- * on a server that keeps no bodies (--export-cache-mb 0) it has no Content-Length and the
- * connection closes after it.
+ * 304, for GET and HEAD, no chunks, and the connection stays open (the pipelined request after
+ * it is answered): with the export's body cached, Content-Length is the 200's (RFC 9110 8.6);
+ * on a server that keeps no bodies (--export-cache-mb 0) it has none.
  */
 static void check_not_modified(uint16_t port, bool body_cached)
 {
@@ -181,8 +180,10 @@ static void check_not_modified(uint16_t port, bool body_cached)
             /* Kept alive: the next answer follows at once, nothing in between. */
             CHECK(end != NULL && strncmp(end + 4, "HTTP/1.1 200", 12) == 0);
         } else {
-            CHECK(strstr(raw, "Content-Length") == NULL);
-            CHECK(end != NULL && end[4] == '\0');
+            /* No length in the 304's head, and still kept alive. */
+            const char *length_at = strstr(raw, "Content-Length");
+            CHECK(end != NULL && (length_at == NULL || length_at > end));
+            CHECK(end != NULL && strncmp(end + 4, "HTTP/1.1 200", 12) == 0);
         }
         free(raw);
     }
