@@ -278,38 +278,6 @@ static void create_list(const char *key, const char *name, const char *codes_jso
     free(body);
 }
 
-/* `products` products with `bins` bins each, named with name_format (one %d), codes into json. */
-static void inventory(int64_t org, int products, int bins, const char *bin_format,
-                      const char *name_format, char *codes_json, size_t size)
-{
-    fixture_import(db, org, "warehouses", "code,name,kind\nWH1,Main,own\n");
-    size_t cap = (size_t)(products * bins) * 160 + 128;
-    char *locations = malloc(cap), *catalogue = malloc(cap), *stock = malloc(cap);
-    int l = sprintf(locations, "warehouse,code,staging\n");
-    int c = sprintf(catalogue, "sku,name,eans\n");
-    int s = sprintf(stock, "sku,warehouse,location,quantity\n");
-    size_t used = (size_t)snprintf(codes_json, size, "[");
-    for (int p = 0; p < products; p++) {
-        c += sprintf(catalogue + c, "SKU-%04d,", p);
-        c += sprintf(catalogue + c, name_format, p);
-        c += sprintf(catalogue + c, ",\n");
-        used += (size_t)snprintf(codes_json + used, size - used, "%s\"SKU-%04d\"", p ? "," : "", p);
-        for (int b = 0; b < bins; b++) {
-            char bin[96];
-            snprintf(bin, sizeof(bin), bin_format, b, p, b);
-            l += sprintf(locations + l, "WH1,%s,false\n", bin);
-            s += sprintf(stock + s, "SKU-%04d,WH1,%s,%d\n", p, bin, 7 * p + b);
-        }
-    }
-    snprintf(codes_json + used, size - used, "]");
-    fixture_import(db, org, "locations", locations);
-    fixture_import(db, org, "products", catalogue);
-    fixture_import(db, org, "location-stock", stock);
-    free(locations);
-    free(catalogue);
-    free(stock);
-}
-
 static void mixed_inventory(int64_t org)
 {
     fixture_import(db, org, "warehouses", "code,name,kind\nWH1,Main,own\nWH2,Annex,own\n");
@@ -458,12 +426,18 @@ int main(void)
     fixture_key(db, org_600, "lists:write", key_no_scanner);
     static char codes_200[200 * 16], codes_600[100 * 16];
     mixed_inventory(org_mixed);
-    inventory(org_200, 200, 3, "R%02d-%04d-%d",
-              "Heavy duty shelf bracket galvanised steel 300 mm type %04d", codes_200,
-              sizeof(codes_200));
-    inventory(org_600, 100, 6, "Zone-%d/Aisle-%04d/Shelf-%02d",
-              "Schraubendreher Größe №%d für Profis — gehärtet und extra lang", codes_600,
-              sizeof(codes_600));
+    fixture_walk_t walk_200 = {
+        200, 3, "Heavy duty shelf bracket galvanised steel 300 mm type %04d", "R%02d-%04d-%d", 0,
+        7,   1};
+    fixture_walk_inventory(db, org_200, &walk_200, codes_200, sizeof(codes_200));
+    fixture_walk_t walk_600 = {100,
+                               6,
+                               "Schraubendreher Größe №%d für Profis — gehärtet und extra lang",
+                               "Zone-%d/Aisle-%04d/Shelf-%02d",
+                               0,
+                               7,
+                               1};
+    fixture_walk_inventory(db, org_600, &walk_600, codes_600, sizeof(codes_600));
     service_start(&service, conninfo, NULL);
     mkdir(CASES_DIR, 0755);
 

@@ -305,30 +305,14 @@ static void big_inventory(int64_t org, int products, int bins, char key[WL_KEY_T
                           char *codes_json, size_t size)
 {
     fixture_key(db, org, "lists:write,scanner", key);
-    fixture_import(db, org, "warehouses", "code,name,kind\nWH1,Main,own\n");
-    size_t cap = (size_t)(products * bins) * 96 + 128;
-    char *locations = malloc(cap), *catalogue = malloc(cap), *stock = malloc(cap);
-    int l = sprintf(locations, "warehouse,code,staging\n");
-    int c = sprintf(catalogue, "sku,name,eans\n");
-    int s = sprintf(stock, "sku,warehouse,location,quantity\n");
-    size_t used = (size_t)snprintf(codes_json, size, "[");
-    for (int p = 0; p < products; p++) {
-        c +=
-            sprintf(catalogue + c,
-                    "SKU-%04d,Heavy duty shelf bracket galvanised steel 300 mm type %04d,\n", p, p);
-        used += (size_t)snprintf(codes_json + used, size - used, "%s\"SKU-%04d\"", p ? "," : "", p);
-        for (int b = 0; b < bins; b++) {
-            l += sprintf(locations + l, "WH1,R%02d-%04d-%d,false\n", b, p, b);
-            s += sprintf(stock + s, "SKU-%04d,WH1,R%02d-%04d-%d,%d\n", p, b, p, b, 10 + p);
-        }
-    }
-    snprintf(codes_json + used, size - used, "]");
-    fixture_import(db, org, "locations", locations);
-    fixture_import(db, org, "products", catalogue);
-    fixture_import(db, org, "location-stock", stock);
-    free(locations);
-    free(catalogue);
-    free(stock);
+    fixture_walk_t walk = {products,
+                           bins,
+                           "Heavy duty shelf bracket galvanised steel 300 mm type %04d",
+                           "R%02d-%04d-%d",
+                           10,
+                           1,
+                           0};
+    fixture_walk_inventory(db, org, &walk, codes_json, size);
 }
 
 static bool starts_with(const char *text, const char *prefix)

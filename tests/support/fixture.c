@@ -100,3 +100,35 @@ void fixture_import(PGconn *conn, int64_t org_id, const char *kind, const char *
     }
     fclose(in);
 }
+
+void fixture_walk_inventory(PGconn *conn, int64_t org_id, const fixture_walk_t *walk,
+                            char *codes_json, size_t size)
+{
+    fixture_import(conn, org_id, "warehouses", "code,name,kind\nWH1,Main,own\n");
+    size_t cap = (size_t)(walk->products * walk->bins) * 160 + (size_t)walk->products * 160 + 128;
+    char *locations = malloc(cap), *catalogue = malloc(cap), *stock = malloc(cap);
+    int l = sprintf(locations, "warehouse,code,staging\n");
+    int c = sprintf(catalogue, "sku,name,eans\n");
+    int s = sprintf(stock, "sku,warehouse,location,quantity\n");
+    size_t used = (size_t)snprintf(codes_json, size, "[");
+    for (int p = 0; p < walk->products; p++) {
+        c += sprintf(catalogue + c, "SKU-%04d,", p);
+        c += sprintf(catalogue + c, walk->name_format, p);
+        c += sprintf(catalogue + c, ",\n");
+        used += (size_t)snprintf(codes_json + used, size - used, "%s\"SKU-%04d\"", p ? "," : "", p);
+        for (int b = 0; b < walk->bins; b++) {
+            char bin[96];
+            snprintf(bin, sizeof(bin), walk->bin_format, b, p, b);
+            l += sprintf(locations + l, "WH1,%s,false\n", bin);
+            s += sprintf(stock + s, "SKU-%04d,WH1,%s,%d\n", p, bin,
+                         walk->base + walk->per_product * p + walk->per_bin * b);
+        }
+    }
+    snprintf(codes_json + used, size - used, "]");
+    fixture_import(conn, org_id, "locations", locations);
+    fixture_import(conn, org_id, "products", catalogue);
+    fixture_import(conn, org_id, "location-stock", stock);
+    free(locations);
+    free(catalogue);
+    free(stock);
+}

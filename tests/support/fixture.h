@@ -33,4 +33,15 @@ void fixture_record_token(const char *token);
 /** Imports CSV text of a kind; exits (printing every problem) on failure. */
 void fixture_import(PGconn *conn, int64_t org_id, const char *kind, const char *csv);
 
+/* A walk inventory: warehouse WH1 and `products` products SKU-0000.. named with name_format (one
+ * %d: the product), each in `bins` bins named with bin_format (%d bin, %d product, %d bin)
+ * holding base + per_product * p + per_bin * b; the SKUs as a JSON array into codes_json. */
+typedef struct {
+    int products, bins;
+    const char *name_format, *bin_format;
+    int base, per_product, per_bin;
+} fixture_walk_t;
+void fixture_walk_inventory(PGconn *conn, int64_t org_id, const fixture_walk_t *walk,
+                            char *codes_json, size_t size);
+
 #endif
