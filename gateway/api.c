@@ -33,6 +33,7 @@ struct wl_api {
 typedef struct {
     wl_route_match_t match;
     wl_query_t query;
+    ProtobufCMessage *input; /* decoded when the call first ran (it may run again) */
 } request_state_t;
 
 int wl_api_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_export_cache_t *export_cache,
@@ -196,17 +197,24 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
         route->stream(api->core, api->export_cache, ex);
         return;
     }
-    if (!wl_exchange_may_wait(ex))
-        return;
     const route_target_t *target = &api->targets[state->match.index];
+    /* Where no request may wait (libmicrohttpd's thread), a method that waits for nothing but
+     * its admission runs up to it, and runs again once its group has committed. */
+    bool defer = !ex->may_wait;
+    if (defer && !wl_core_method_policy(target->service, target->method_index)->admits_with_work) {
+        ex->wants_database = true;
+        return;
+    }
     const ProtobufCMessageDescriptor *input_desc =
         target->service->descriptor->methods[target->method_index].input;
     wl_error_t err;
     wl_error_init(&err);
 
-    ProtobufCMessage *input = NULL;
+    ProtobufCMessage *input = state->input;
     int rc = 0;
-    if (route->device != NULL) {
+    if (input != NULL) {
+        /* decoded and bound when the call first ran */
+    } else if (route->device != NULL) {
         rc = route->device->decode(wl_span(ex->body ? ex->body : "", ex->body_len), &ex->arena,
                                    &input, &err);
     } else if (route->json_body) {
@@ -219,17 +227,23 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
         else
             input_desc->message_init(input);
     }
-    if (rc == 0)
+    if (rc == 0 && state->input == NULL)
         rc = bind_path_params(state, input, &err);
-    if (rc == 0 && route->bind_query)
+    if (rc == 0 && state->input == NULL && route->bind_query)
         rc = wl_query_bind(&state->query, input, route->query_mode, &ex->arena, &err);
     if (rc == 0) {
+        state->input = input;
         wl_call_t call = {.core = api->core,
                           .arena = &ex->arena,
                           .admission = ex->admission,
                           .err = &err,
+                          .defer_admission = defer,
                           .idempotency_key = wl_exchange_header(ex, "Idempotency-Key")};
         rc = wl_core_invoke(&call, target->service, target->method_index, input);
+        if (rc == WL_EWOULDWAIT) {
+            wl_exchange_stopped(ex);
+            return;
+        }
         if (!wl_access_admitted(&api->access, ex))
             return;
         if (rc == 0 && route->device != NULL) {

@@ -208,3 +208,11 @@ void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err)
         wl_exchange_add_header(ex, "Retry-After", "1");
     wl_exchange_error(ex, status, code, wl_reason_of_error(err->code), NULL, err);
 }
+
+void wl_exchange_stopped(wl_exchange_t *ex)
+{
+    if (ex->admission != NULL && wl_admission_prepared(ex->admission))
+        ex->awaits_admission = true;
+    else
+        ex->wants_database = true;
+}

@@ -79,6 +79,9 @@ typedef struct {
      * server runs it again where it may. */
     bool may_wait;
     bool wants_database;
+    /* A step that may not wait stopped at the request's admission, prepared for the database
+     * (wl_admission_prepared): the server queues it and runs the step again once decided. */
+    bool awaits_admission;
     /* For an answer without content (a 304, HEAD of a stream): the length of the content a 200
      * would carry, when known. It goes out as Content-Length (RFC 9110 8.6 allows that value
      * only) and the connection stays open; unknown, the answer has no length and closes it. */
@@ -97,6 +100,12 @@ static inline bool wl_exchange_may_wait(wl_exchange_t *ex)
         ex->wants_database = true;
     return ex->may_wait;
 }
+
+/**
+ * After a step that may not wait stopped (WL_EWOULDWAIT): it goes on after its admission's
+ * group when the admission is prepared for it, else where it may wait.
+ */
+void wl_exchange_stopped(wl_exchange_t *ex);
 
 /** A request header's value (case-insensitive name), or NULL. */
 const char *wl_exchange_header(const wl_exchange_t *ex, const char *name);

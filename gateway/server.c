@@ -6,6 +6,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -60,10 +61,11 @@ struct wl_server {
     struct MHD_Daemon *daemon;
     struct MHD_Daemon *ops_daemon; /* --ops-listen: /healthz, /readyz, /metrics on their own */
     uint16_t ops_port;
-    wl_acceptor_t *acceptor;    /* owns the listening socket once started */
-    wl_linger_t *linger;        /* connections answered before their body was read */
-    atomic_int active_requests; /* between the request line and its completion */
-    atomic_bool stopping;       /* wl_server_stop began: close after every answer */
+    wl_acceptor_t *acceptor;        /* owns the listening socket once started */
+    wl_linger_t *linger;            /* connections answered before their body was read */
+    atomic_int active_requests;     /* between the request line and its completion */
+    atomic_int awaiting_admissions; /* connections suspended until their admission's group */
+    atomic_bool stopping;           /* wl_server_stop began: close after every answer */
     int listen_fd;
     uint16_t port;
 };
@@ -76,8 +78,12 @@ typedef struct {
     wl_offload_job_t job; /* its next step on a request thread, while the connection waits */
     bool begun;
     bool redispatch; /* routing stopped where it would have waited for the database */
-    bool at_final;   /* the whole request is in: what is left is its answer */
-    bool resumed;    /* a step on a request thread ended since libmicrohttpd last called */
+    /* A step stopped (where libmicrohttpd's thread may not suspend yet): the final call takes
+     * it on. */
+    enum { STOPPED_NOT, STOPPED_FOR_DATABASE, STOPPED_AT_ADMISSION } stopped;
+    int admissions_awaited;
+    bool at_final; /* the whole request is in: what is left is its answer */
+    bool resumed;  /* a step on a request thread ended since libmicrohttpd last called */
     bool suspended_once;
     bool responded;
     bool body_too_large;
@@ -566,6 +572,78 @@ static enum MHD_Result continue_elsewhere(request_t *req)
     return MHD_YES;
 }
 
+/* On a committer thread: the request's admission is decided; libmicrohttpd calls on_request
+ * again, which runs the request's step again. */
+static void admission_decided(void *data)
+{
+    request_t *req = data;
+    wl_server_t *server = req->server;
+    req->resumed = true;
+    MHD_resume_connection(req->ex.connection);
+    atomic_fetch_sub(&server->awaiting_admissions, 1); /* req may be gone by now */
+}
+
+/* Suspends the connection while the admission its step stopped at goes to the database (with
+ * the other requests in flight), without a request thread: the committer resumes it. */
+static enum MHD_Result await_admission(request_t *req)
+{
+    wl_server_t *server = req->server;
+    req->admissions_awaited++;
+    req->suspended_once = true;
+    wl_wire_guard_hold_eof(connection_fd(&req->ex));
+    atomic_fetch_add(&server->awaiting_admissions, 1);
+    /* Suspended before it is queued: a resumption may come at once. */
+    MHD_suspend_connection(req->ex.connection);
+    wl_admission_queue(server->core, req->ex.admission, admission_decided, req);
+    return MHD_YES;
+}
+
+static enum MHD_Result after_dispatch(request_t *req);
+
+/* Where a step that stopped goes on: on a request thread, or (its admission prepared) after
+ * its admission's group. */
+static enum MHD_Result continue_stopped(request_t *req)
+{
+    bool database = req->stopped == STOPPED_FOR_DATABASE;
+    req->stopped = STOPPED_NOT;
+    /* A step stops at its admission at most twice (a decision before the body, then the work
+     * of a decided admission); a third stop is not expected and goes where it may wait. */
+    if (!database && req->admissions_awaited == 2) {
+        wl_admission_abandon(req->ex.admission);
+        database = true;
+    }
+    return database ? continue_elsewhere(req) : await_admission(req);
+}
+
+/*
+ * On libmicrohttpd's thread: the request's routing (again, when it stopped) and, once the whole
+ * request is in, its answer, as far as they go without waiting. A step that stops goes on where
+ * it may wait, or after its admission's group; a suspension comes only in the final call or,
+ * with a body announced, in the first (libmicrohttpd's rule): otherwise the final call, which
+ * comes at once, takes it.
+ */
+static enum MHD_Result go_on(request_t *req)
+{
+    wl_exchange_t *ex = &req->ex;
+    if (req->redispatch) {
+        dispatch(req->listener, req);
+        req->redispatch = ex->wants_database || ex->awaits_admission;
+    }
+    if (!req->redispatch && req->at_final && ex->status == 0)
+        finish(req);
+    if (ex->wants_database || ex->awaits_admission) {
+        req->stopped = ex->wants_database ? STOPPED_FOR_DATABASE : STOPPED_AT_ADMISSION;
+        ex->wants_database = false;
+        ex->awaits_admission = false;
+        if (req->at_final || body_announced(ex))
+            return continue_stopped(req);
+        return MHD_YES;
+    }
+    if (req->at_final)
+        return send_response(req);
+    return after_dispatch(req);
+}
+
 /* After routing: answering a decided request before its body when it must, or reading on. */
 static enum MHD_Result after_dispatch(request_t *req)
 {
@@ -620,20 +698,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
             /* Requests on the operations listener have a thread of their own (and the probes
              * there are meant to see the database). */
             ex->may_wait = listener->ops_only;
-            dispatch(listener, req);
-            if (ex->wants_database) {
-                /* Routing goes on where it may wait. Without a body the final call comes at
-                 * once and takes it there; with one, the answer (a refusal, 100 Continue) is
-                 * owed before the body is read. */
-                ex->wants_database = false;
-                req->redispatch = true;
-                return body_announced(ex) ? continue_elsewhere(req) : MHD_YES;
-            }
+            req->redispatch = true;
+            return go_on(req);
         }
         return after_dispatch(req);
     }
     if (req->resumed) {
         req->resumed = false;
+        if (req->redispatch)
+            return go_on(req); /* routing stopped at its admission, now decided */
         if (!req->at_final)
             return after_dispatch(req);
     }
@@ -676,12 +749,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
     if (ex->status != 0)
         return send_response(req); /* decided earlier, or by a request thread */
     req->at_final = true;
-    if (req->redispatch)
-        return continue_elsewhere(req);
-    finish(req);
-    if (ex->wants_database)
-        return continue_elsewhere(req);
-    return send_response(req);
+    if (req->stopped != STOPPED_NOT)
+        return continue_stopped(req);
+    return go_on(req);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
@@ -693,6 +763,8 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     if (req == NULL)
         return;
     wl_exchange_t *ex = &req->ex;
+    if (ex->admission != NULL)
+        wl_admission_abandon(ex->admission);
     if (req->begun) {
         const char *rejected_bucket = NULL;
         if (ex->status == 429)
@@ -1003,6 +1075,11 @@ static bool no_request_active(wl_server_t *server)
     return atomic_load(&server->active_requests) == 0 && wl_grpc_server_active(server->grpc) == 0;
 }
 
+static bool no_admission_awaited(wl_server_t *server)
+{
+    return atomic_load(&server->awaiting_admissions) == 0;
+}
+
 static bool database_idle(wl_server_t *server)
 {
     return wl_core_database_busy(server->core) == 0;
@@ -1039,6 +1116,8 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
     /* Every suspended connection is resumed before libmicrohttpd stops (its rule): the steps
      * still queued run now, against closed pools when the drain timed out. */
     wl_offload_stop(server->offload);
+    /* Admissions in flight end within their statements' limits (admissions.h). */
+    (void)wait_for(server, no_admission_awaited, INT_MAX);
     /* Closes whatever is left: idle keep-alive connections. The operations listener goes last:
      * probes see the drain (/readyz 503) until the end. */
     MHD_stop_daemon(server->daemon);

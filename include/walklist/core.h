@@ -179,6 +179,31 @@ wl_admission_t *wl_core_admission(wl_core_t *core, wl_arena_t *arena, wl_span_t 
 bool wl_admission_pending(const wl_admission_t *admission);
 
 /**
+ * Whether the admission's decider may not wait (an event loop's thread): wl_admission_decide
+ * then returns WL_EWOULDWAIT instead of waiting, with the admission prepared when it must go to
+ * the database (as a call with wl_call_t.defer_admission does; wl_core_invoke sets it).
+ */
+void wl_admission_defer(wl_admission_t *admission, bool defer);
+
+/**
+ * True when a call that may not wait (wl_call_t.defer_admission) stopped at this admission:
+ * it is prepared for the database and waits for wl_admission_queue.
+ */
+bool wl_admission_prepared(const wl_admission_t *admission);
+
+/**
+ * Sends a prepared admission in the next group and returns at once; done(data) runs on a
+ * committer thread when its group has committed or failed, and the call invoked again then
+ * finishes without waiting. The caller keeps the admission (its arena) alive until done.
+ */
+void wl_admission_queue(wl_core_t *core, wl_admission_t *admission, void (*done)(void *data),
+                        void *data);
+
+/** Gives up an admission prepared and never queued (the request ended before): what it had
+ * reserved is released. Nothing otherwise. */
+void wl_admission_abandon(wl_admission_t *admission);
+
+/**
  * Decides the admission now when it is pending (one round trip at most),
  * and returns the decision: 0 let in; WL_EUNAUTHENTICATED (malformed,
  * unknown or revoked key: nothing counted); WL_EEXHAUSTED (the bucket is
@@ -245,6 +270,13 @@ typedef struct {
      * request counted in a group admission is not: the group commits together. NULL: never. */
     bool (*gave_up)(void *data);
     void *gave_up_data;
+    /* The caller's thread may not wait for the database (an event loop's). A method whose
+     * only wait is its admission (policy admits_with_work) then stops there when the admission
+     * must go to the database: WL_EWOULDWAIT with the admission prepared (wl_admission_prepared;
+     * queue it with wl_admission_queue, then invoke the same call again: its method runs again
+     * from the start and finds its admission done). Any other wait returns WL_EWOULDWAIT
+     * before the call has done anything: run it again where it may wait. */
+    bool defer_admission;
     /* Out: the reply repeats the first response to this idempotency key. */
     bool replayed;
     const ProtobufCMessage *reply; /* set on success; arena memory */

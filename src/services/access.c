@@ -1,13 +1,36 @@
 /* Letting requests in (key, scope, rate limit), alone or with their work, happens here. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "services/services.h"
 
+/* One admission's way to the database: the request it sends, the permit fetch it may make,
+ * and what answering it needs. In the caller's frame when the caller waits for it; in the
+ * request's arena when a call that may not wait stops there (wl_admission_prepared), to be
+ * queued (wl_admission_queue) and answered when the call runs again. */
+typedef struct {
+    wl_admission_waiter_t waiter; /* first: the committer's done finds the slot from it */
+    wl_core_t *core;
+    wl_admission_t *admission;
+    wl_admit_t request;
+    wl_rate_fetch_t fetch;
+    bool fetching;
+    bool decides;   /* the answer decides the admission; else it only carries the work */
+    bool with_work; /* prepared by a wl__admit with work */
+    bool queued;
+    void (*done)(void *data);
+    void *done_data;
+    wl_error_t err; /* the request's failure, while prepared */
+} admit_slot_t;
+
 struct wl_admission {
     const wl_method_policy_t *policy;
+    wl_arena_t *arena;
+    bool defers;            /* the caller may not wait (wl_call_t.defer_admission) */
+    admit_slot_t *prepared; /* stopped here, until answered when the call runs again */
     bool decided;
     int result;
     char message[128];
@@ -28,6 +51,7 @@ wl_admission_t *wl_core_admission(wl_core_t *core, wl_arena_t *arena, wl_span_t 
         return NULL;
     memset(admission, 0, sizeof(*admission));
     admission->policy = policy;
+    admission->arena = arena;
     admission->rate.bucket = policy->rate_bucket;
     if (policy->rate_bucket != NULL) {
         admission->rate.limit = wl_core_rate_limit(core, policy->rate_bucket);
@@ -50,6 +74,58 @@ wl_admission_t *wl_core_admission(wl_core_t *core, wl_arena_t *arena, wl_span_t 
 bool wl_admission_pending(const wl_admission_t *admission)
 {
     return !admission->decided;
+}
+
+bool wl_admission_prepared(const wl_admission_t *admission)
+{
+    return admission->prepared != NULL && !admission->prepared->queued;
+}
+
+void wl_admission_defer(wl_admission_t *admission, bool defer)
+{
+    admission->defers = defer;
+}
+
+/* Once the database answered the slot's request (rc): a permit fetch is settled at once, for
+ * the requests of the bucket waiting for it, whether or not the call runs again. */
+static void settle_fetch(admit_slot_t *slot, int rc)
+{
+    wl_admit_t *request = &slot->request;
+    if (slot->fetching)
+        wl_rate_leases_fetched(slot->core->leases, slot->admission->principal.org_id, &slot->fetch,
+                               rc == 0 && request->asked ? &request->grant : NULL,
+                               &slot->admission->rate);
+}
+
+/* On the committer thread, once the slot's group is done. */
+static void prepared_done(wl_admission_waiter_t *waiter)
+{
+    admit_slot_t *slot = (admit_slot_t *)waiter;
+    settle_fetch(slot, slot->request.rc);
+    void (*done)(void *data) = slot->done;
+    void *data = slot->done_data;
+    done(data); /* the slot may be gone right after */
+}
+
+void wl_admission_abandon(wl_admission_t *admission)
+{
+    admit_slot_t *slot = admission->prepared;
+    if (slot == NULL || slot->queued)
+        return;
+    admission->prepared = NULL;
+    settle_fetch(slot, WL_ECANCELLED);
+}
+
+void wl_admission_queue(wl_core_t *core, wl_admission_t *admission, void (*done)(void *data),
+                        void *data)
+{
+    admit_slot_t *slot = admission->prepared;
+    slot->queued = true;
+    slot->done = done;
+    slot->done_data = data;
+    slot->waiter.request = &slot->request;
+    slot->waiter.done = prepared_done;
+    wl_admissions_queue(core->admissions, &slot->waiter);
 }
 
 int wl_admission_result(const wl_admission_t *admission)
@@ -108,59 +184,19 @@ static int decide_from(wl_core_t *core, wl_admission_t *admission, wl_error_t *e
     return decided(admission, 0, err, NULL);
 }
 
-int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_error_t *err)
+/* After the database answered the slot's request (rc): the admission's decision when the
+ * request decides it, and the work's answers copied to work. */
+static int answered(wl_core_t *core, wl_admission_t *admission, admit_slot_t *slot,
+                    wl_admit_t *work, int rc, wl_error_t *err)
 {
-    if (admission == NULL || admission->decided) {
-        if (admission != NULL && admission->result != 0)
-            return wl_error_set(err, admission->result, "%s", admission->message);
-        if (work == NULL)
-            return 0;
-        work->org_id = admission ? admission->principal.org_id : work->org_id;
-        work->ask = NULL;
+    wl_admit_t *request = &slot->request;
+    if (work != NULL) {
+        *work = *request;
         work->err = err;
-        return wl_admissions_run(core->admissions, work);
     }
-    if (admission->malformed)
-        return decided(admission, WL_EUNAUTHENTICATED, err, "invalid API key");
-
-    wl_admit_t take;
-    wl_admit_t *request = work != NULL ? work : &take;
-    if (work == NULL) {
-        memset(&take, 0, sizeof(take));
-        take.action = WL_ADMIT_TAKE;
-    }
-    memcpy(request->prefix, admission->prefix, sizeof(request->prefix));
-    memcpy(request->digest, admission->digest, sizeof(request->digest));
-    request->org_id = admission->key_known ? admission->principal.org_id : 0;
-    request->scope = admission->policy->scope;
-    request->bucket = admission->rate.bucket;
-    request->limit = admission->rate.limit;
-    request->err = err;
+    if (!slot->decides)
+        return rc;
     wl_rate_t *rate = &admission->rate;
-
-    /* A known key may spend a leased permit, or know its bucket full, without a round trip. */
-    wl_rate_fetch_t fetch;
-    bool fetching = false;
-    wl_rate_ask_t one = {.want = 1, .hold_ms = 0, .return_at = NULL, .return_count = 0};
-    request->ask = NULL;
-    if (rate->bucket != NULL && admission->key_known) {
-        fetching = !wl_rate_leases_spend(core->leases, admission->principal.org_id, rate, &fetch);
-        request->ask = fetching ? &fetch.ask : NULL;
-    } else if (rate->bucket != NULL) {
-        request->ask = &one;
-    }
-    bool lets_in =
-        admission->key_known && (rate->bucket == NULL || rate->accepted || fetching) &&
-        (admission->principal.scopes & admission->policy->scope) == admission->policy->scope;
-    if (admission->key_known && !lets_in)
-        request->action = WL_ADMIT_TAKE; /* refused whatever the count says: no work */
-    if (admission->key_known && !fetching && request->action == WL_ADMIT_TAKE)
-        return decide_from(core, admission, err); /* nothing to ask the database */
-
-    int rc = wl_admissions_run(core->admissions, request);
-    if (fetching)
-        wl_rate_leases_fetched(core->leases, admission->principal.org_id, &fetch,
-                               rc == 0 && request->asked ? &request->grant : NULL, rate);
     if (rc != 0)
         return decided(admission, rc, err, "%s", err->message);
     if (!request->key_valid)
@@ -178,6 +214,114 @@ int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_e
         }
     }
     return decide_from(core, admission, err);
+}
+
+/* A call that may not wait stopped at its admission: what the database is asked keeps in the
+ * arena until the call runs again (answer_prepared). */
+static int prepare(wl_admission_t *admission, const admit_slot_t *local, wl_error_t *err)
+{
+    admit_slot_t *slot = wl_arena_alloc(admission->arena, sizeof(*slot));
+    const char *list_id = local->request.list_id;
+    if (slot == NULL ||
+        (list_id != NULL && (list_id = wl_arena_strdup(admission->arena, list_id)) == NULL))
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    memcpy(slot, local, offsetof(admit_slot_t, err));
+    wl_error_init(&slot->err);
+    slot->request.err = &slot->err;
+    slot->request.list_id = list_id;
+    if (slot->fetching) {
+        slot->request.ask = &slot->fetch.ask;
+        if (local->fetch.ask.return_at == local->fetch.return_at)
+            slot->fetch.ask.return_at = slot->fetch.return_at;
+    }
+    admission->prepared = slot;
+    return wl_error_set(err, WL_EWOULDWAIT, "the admission waits to be queued");
+}
+
+/* The call runs again after its prepared admission was queued and answered. */
+static int answer_prepared(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work,
+                           wl_error_t *err)
+{
+    admit_slot_t *slot = admission->prepared;
+    admission->prepared = NULL; /* a later admission of the call goes its own way */
+    if (!slot->queued)
+        return wl_error_set(err, WL_EINTERNAL, "a prepared admission was never sent");
+    int rc = slot->request.rc;
+    if (rc != 0)
+        wl_error_set(err, slot->err.code, "%s", slot->err.message);
+    return answered(core, admission, slot, work, rc, err);
+}
+
+int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_error_t *err)
+{
+    /* The call runs again: the admission it stopped at is answered (a check of the decision
+     * alone, without work, before the method runs again, is not that admission). */
+    if (admission != NULL && admission->prepared != NULL &&
+        (work != NULL) == admission->prepared->with_work)
+        return answer_prepared(core, admission, work, err);
+    admit_slot_t slot;
+    slot.core = core;
+    slot.admission = admission;
+    slot.decides = admission != NULL && !admission->decided;
+    slot.with_work = work != NULL;
+    slot.fetching = false;
+    slot.queued = false;
+    wl_admit_t *request = &slot.request;
+    if (work != NULL) {
+        *request = *work;
+    } else {
+        memset(request, 0, sizeof(*request));
+        request->action = WL_ADMIT_TAKE;
+    }
+    request->err = err;
+    request->ask = NULL;
+    if (!slot.decides) {
+        if (admission != NULL && admission->result != 0)
+            return wl_error_set(err, admission->result, "%s", admission->message);
+        if (work == NULL)
+            return 0;
+        if (admission != NULL)
+            request->org_id = admission->principal.org_id;
+    } else if (admission->malformed) {
+        return decided(admission, WL_EUNAUTHENTICATED, err, "invalid API key");
+    } else {
+        memcpy(request->prefix, admission->prefix, sizeof(request->prefix));
+        memcpy(request->digest, admission->digest, sizeof(request->digest));
+        request->org_id = admission->key_known ? admission->principal.org_id : 0;
+        request->scope = admission->policy->scope;
+        request->bucket = admission->rate.bucket;
+        request->limit = admission->rate.limit;
+        wl_rate_t *rate = &admission->rate;
+
+        /* A known key may spend a leased permit, or know its bucket full, without a round
+         * trip. */
+        static const wl_rate_ask_t one = {.want = 1};
+        if (rate->bucket != NULL && admission->key_known) {
+            wl_rate_spend_t spent = wl_rate_leases_spend(core->leases, admission->principal.org_id,
+                                                         rate, &slot.fetch, !admission->defers);
+            if (spent == WL_RATE_BUSY)
+                return wl_error_set(err, WL_EWOULDWAIT, "the bucket's permits are being fetched");
+            slot.fetching = spent == WL_RATE_FETCH;
+            request->ask = slot.fetching ? &slot.fetch.ask : NULL;
+        } else if (rate->bucket != NULL) {
+            request->ask = &one;
+        }
+        bool lets_in =
+            admission->key_known && (rate->bucket == NULL || rate->accepted || slot.fetching) &&
+            (admission->principal.scopes & admission->policy->scope) == admission->policy->scope;
+        if (admission->key_known && !lets_in)
+            request->action = WL_ADMIT_TAKE; /* refused whatever the count says: no work */
+        if (admission->key_known && !slot.fetching && request->action == WL_ADMIT_TAKE) {
+            if (work != NULL)
+                work->action = WL_ADMIT_TAKE;
+            return decide_from(core, admission, err); /* nothing to ask the database */
+        }
+    }
+    if (admission != NULL && admission->defers)
+        return prepare(admission, &slot, err);
+    int rc = wl_admissions_run(core->admissions, request);
+    settle_fetch(&slot, rc);
+    return answered(core, admission, &slot, work, rc, err);
 }
 
 int wl_admission_decide(wl_core_t *core, wl_admission_t *admission, wl_error_t *err)

@@ -8,13 +8,14 @@
 
 #include "store/db.h"
 
-/* A request waiting for its admission: on its own stack, queued in arrival order. Its
- * committer posts wake exactly once, after the last time it touches the waiter. */
-typedef struct waiter {
-    wl_admit_t *request;
+typedef wl_admission_waiter_t waiter_t;
+
+/* A thread waiting for its admission (wl_admissions_run): on its own stack; its committer
+ * posts wake exactly once, as done. */
+typedef struct {
+    waiter_t base; /* first: done finds the sleeper from it */
     sem_t wake;
-    struct waiter *next;
-} waiter_t;
+} sleeper_t;
 
 struct wl_admissions {
     wl_pool_t *pool;
@@ -91,7 +92,7 @@ static void *committer(void *arg)
         commits->requests += (uint64_t)count;
         pthread_mutex_unlock(&commits->lock);
         for (int i = 0; i < count; i++)
-            sem_post(&group[i]->wake); /* the waiter may be gone right after */
+            group[i]->done(group[i]); /* the waiter may be gone right after */
         pthread_mutex_lock(&commits->lock);
     }
     pthread_mutex_unlock(&commits->lock);
@@ -144,26 +145,48 @@ void wl_admissions_destroy(wl_admissions_t *commits)
     free(commits);
 }
 
-int wl_admissions_run(wl_admissions_t *commits, wl_admit_t *request)
+static void count_alone(wl_admissions_t *commits)
+{
+    pthread_mutex_lock(&commits->lock);
+    commits->commits++;
+    commits->requests++;
+    pthread_mutex_unlock(&commits->lock);
+}
+
+void wl_admissions_queue(wl_admissions_t *commits, waiter_t *waiter)
 {
     if (commits->groups < 1) {
-        commit_group(commits, &request, 1);
-        pthread_mutex_lock(&commits->lock);
-        commits->commits++;
-        commits->requests++;
-        pthread_mutex_unlock(&commits->lock);
-        return request->rc;
+        commit_group(commits, &waiter->request, 1);
+        count_alone(commits);
+        waiter->done(waiter);
+        return;
     }
-    waiter_t self = {.request = request};
-    if (sem_init(&self.wake, 0, 0) != 0)
-        return wl_error_set(request->err, WL_EINTERNAL, "cannot create a semaphore");
+    waiter->next = NULL;
     pthread_mutex_lock(&commits->lock);
-    *commits->tail = &self;
-    commits->tail = &self.next;
+    *commits->tail = waiter;
+    commits->tail = &waiter->next;
     commits->waiting++;
     if (commits->idle > 0)
         pthread_cond_signal(&commits->work);
     pthread_mutex_unlock(&commits->lock);
+}
+
+static void wake_sleeper(waiter_t *waiter)
+{
+    sem_post(&((sleeper_t *)waiter)->wake);
+}
+
+int wl_admissions_run(wl_admissions_t *commits, wl_admit_t *request)
+{
+    if (commits->groups < 1) {
+        commit_group(commits, &request, 1);
+        count_alone(commits);
+        return request->rc;
+    }
+    sleeper_t self = {.base = {.request = request, .done = wake_sleeper}};
+    if (sem_init(&self.wake, 0, 0) != 0)
+        return wl_error_set(request->err, WL_EINTERNAL, "cannot create a semaphore");
+    wl_admissions_queue(commits, &self.base);
     while (sem_wait(&self.wake) != 0)
         ; /* EINTR */
     sem_destroy(&self.wake);

@@ -43,6 +43,22 @@ void wl_admissions_destroy(wl_admissions_t *admissions);
  */
 int wl_admissions_run(wl_admissions_t *admissions, wl_admit_t *request) WL_CHECK_RESULT;
 
+/* A request queued without waiting for it (wl_admissions_queue): caller-owned until done. */
+typedef struct wl_admission_waiter {
+    wl_admit_t *request;
+    /* Called once on a committer thread when the request's group committed (or failed), as
+     * the last touch of the waiter: the waiter may be freed from then on. */
+    void (*done)(struct wl_admission_waiter *waiter);
+    struct wl_admission_waiter *next;
+} wl_admission_waiter_t;
+
+/**
+ * Queues waiter->request for the next group and returns at once; waiter->done reports the
+ * outcome as wl_admissions_run would return it (request->rc, request->err). Without committer
+ * threads (groups < 1) the request commits alone, in the caller's thread, before this returns.
+ */
+void wl_admissions_queue(wl_admissions_t *admissions, wl_admission_waiter_t *waiter);
+
 void wl_admissions_stats(wl_admissions_t *admissions, wl_admissions_stats_t *out);
 
 #endif

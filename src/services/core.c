@@ -294,6 +294,11 @@ int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned 
         return wl_error_set(call->err, WL_EUNIMPLEMENTED, "no such method");
     const wl_method_t *method = service->methods[method_index];
     const wl_method_policy_t *policy = &method->policy;
+    /* Only a method that admits with its work waits for nothing but its admission. */
+    if (call->defer_admission && (!policy->admits_with_work || call->admission == NULL))
+        return wl__would_wait(call);
+    if (call->admission != NULL)
+        wl_admission_defer(call->admission, call->defer_admission);
     if (call->admission != NULL) {
         call->principal = wl_admission_principal(call->admission);
         if ((!policy->admits_with_work || !wl_admission_pending(call->admission)) &&
@@ -323,6 +328,11 @@ int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned 
     if (call->reply == NULL)
         return wl_error_set(call->err, WL_EINTERNAL, NULL);
     return 0;
+}
+
+int wl__would_wait(wl_call_t *call)
+{
+    return wl_error_set(call->err, WL_EWOULDWAIT, NULL);
 }
 
 Google__Protobuf__Timestamp *wl__timestamp_from_ms(wl_arena_t *arena, int64_t ms)

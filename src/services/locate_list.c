@@ -60,7 +60,7 @@ static int request_hash(const char *name, const wl_span_t *codes, size_t count, 
 /* A list without an Idempotency-Key: inserted in the request's admission, grouped with the
  * other requests in flight. */
 static int insert(wl_core_t *core, wl_call_t *call, const char *name, const wl_span_t *codes,
-                  size_t codes_count, const char *id)
+                  size_t codes_count, char id[23])
 {
     wl_admit_t work = {.action = WL_ADMIT_CREATE,
                        .org_id = call->principal->org_id,
@@ -73,6 +73,8 @@ static int insert(wl_core_t *core, wl_call_t *call, const char *name, const wl_s
     int rc = wl__admit(core, call->admission, &work, call->err);
     if (rc == 0 && !work.done)
         rc = wl_error_set(call->err, WL_EINTERNAL, "the list was not inserted");
+    if (rc == 0)
+        memcpy(id, work.list_id, 23); /* the id sent when the call first ran */
     return rc;
 }
 
@@ -102,6 +104,8 @@ static int create_locate_list(wl_call_t *call, const Walklist__V1__CreateLocateL
     wl_span_t *codes = NULL;
     size_t codes_count = 0;
     char id[23];
+    if (call->idempotency_key != NULL && call->defer_admission)
+        return wl__would_wait(call); /* its insert waits for the database too */
     int invalid = normalize_request(input, call->arena, &codes, &codes_count, call->err);
     if (call->idempotency_key != NULL &&
         validate_idempotency_key(call->idempotency_key, call->err) != 0)
@@ -146,7 +150,10 @@ static int get_locate_list(wl_call_t *call, const Walklist__V1__GetLocateListReq
         int rc = wl__admit(core, call->admission, NULL, call->err);
         return rc != 0 ? rc : wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
     }
-    if (call->admission != NULL && wl_admission_pending(call->admission)) {
+    bool admits = call->admission != NULL && wl_admission_pending(call->admission);
+    if (!admits && call->defer_admission)
+        return wl__would_wait(call); /* the list is read on its own */
+    if (admits) {
         wl_admit_t work = {.action = WL_ADMIT_GET, .list_id = input->id, .arena = call->arena};
         int rc = wl__admit(core, call->admission, &work, call->err);
         if (rc != 0)

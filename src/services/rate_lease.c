@@ -321,13 +321,17 @@ static bool must_wait(const lease_t *e, int64_t now)
     return e->fetching || (e->refill_sent && !usable(&e->current, now) && !usable(&e->next, now));
 }
 
-bool wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *rate,
-                          wl_rate_fetch_t *fetch)
+wl_rate_spend_t wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *rate,
+                                     wl_rate_fetch_t *fetch, bool wait)
 {
     pthread_mutex_lock(&leases->lock);
     int64_t now = now_ns();
     lease_t *e;
     while ((e = find(leases, org_id, rate->bucket)) != NULL && must_wait(e, now)) {
+        if (!wait) {
+            pthread_mutex_unlock(&leases->lock);
+            return WL_RATE_BUSY;
+        }
         pthread_cond_wait(&leases->answered, &leases->lock);
         now = now_ns();
     }
@@ -337,7 +341,7 @@ bool wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *r
         rate->reset_s = reset_now(e, now);
         leases->local++;
         pthread_mutex_unlock(&leases->lock);
-        return true;
+        return WL_RATE_DECIDED;
     }
     if (e != NULL && !usable(&e->current, now) && usable(&e->next, now)) {
         retire_current(e);
@@ -353,7 +357,7 @@ bool wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *r
         leases->local++;
         maybe_refill(leases, e, now);
         pthread_mutex_unlock(&leases->lock);
-        return true;
+        return WL_RATE_DECIDED;
     }
     if (e == NULL)
         e = claim(leases, org_id, rate->bucket, now);
@@ -365,7 +369,7 @@ bool wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *r
     }
     prepare_ask(leases, e, now, false, fetch);
     pthread_mutex_unlock(&leases->lock);
-    return false;
+    return WL_RATE_FETCH;
 }
 
 void wl_rate_leases_fetched(wl_rate_leases_t *leases, int64_t org_id, wl_rate_fetch_t *fetch,

@@ -46,15 +46,20 @@ typedef struct {
     int slot; /* -1: not kept */
 } wl_rate_fetch_t;
 
-/**
- * Decides locally when it can: true with rate filled (accepted, or refused
- * because the bucket was full a moment ago). False: the caller must call
- * wl_rate_take with fetch->ask and then, whatever happened, wl_rate_leases_fetched.
- */
-bool wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *rate,
-                          wl_rate_fetch_t *fetch);
+typedef enum {
+    WL_RATE_DECIDED, /* rate is filled: accepted, or refused (the bucket was full a moment ago) */
+    WL_RATE_FETCH,   /* ask the database with fetch->ask, then call wl_rate_leases_fetched */
+    WL_RATE_BUSY,    /* another request of the bucket is asking: nothing done (without wait) */
+} wl_rate_spend_t;
 
-/** Records the database's answer (NULL when the call failed) and decides the request. */
+/**
+ * Decides locally when it can. While another request of the bucket is asking the database,
+ * waits for its answer, or (wait false) returns WL_RATE_BUSY at once. After WL_RATE_FETCH the
+ * caller must call wl_rate_leases_fetched, whatever happened.
+ */
+wl_rate_spend_t wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *rate,
+                                     wl_rate_fetch_t *fetch, bool wait);
+
 void wl_rate_leases_fetched(wl_rate_leases_t *leases, int64_t org_id, wl_rate_fetch_t *fetch,
                             const wl_rate_grant_t *grant, wl_rate_t *rate);
 

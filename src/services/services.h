@@ -71,6 +71,10 @@ extern const wl_service_table_t wl__inventory_service;
 int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work,
               wl_error_t *err) WL_CHECK_RESULT;
 
+/** WL_EWOULDWAIT, for a call that may not wait (wl_call_t.defer_admission) at a wait that is
+ * not its admission's; nothing done yet that running the call again would repeat. */
+int wl__would_wait(wl_call_t *call);
+
 /** After a commit that may have changed the organization's export, before the answer. */
 void wl__core_export_may_have_changed(wl_core_t *core, int64_t org_id);
 
