@@ -374,6 +374,61 @@ static void test_database_waits_hold_no_connection(const char *conninfo)
     CHECK_INT(service_stop(&held), 0);
 }
 
+/*
+ * A request whose admission is in its group (here held by a table lock) when its client resets
+ * the connection leaves nothing behind: the permit fetch it made for its organization's bucket
+ * is settled when the group commits, whether or not the request runs again, so the next
+ * requests of the bucket are answered (they would wait for that fetch forever otherwise).
+ */
+static void test_client_gone_while_admitted(const char *conninfo)
+{
+    PGconn *db = testdb_connect(conninfo);
+    int64_t org = fixture_org(db, "gone-midway");
+    char gone_key[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "lists:write", gone_key);
+    service_t held;
+    const char *args[] = {"--db-timeout-ms", "30000", NULL};
+    service_start(&held, conninfo, args);
+    /* The key is known to the process (a list read needs no lock on locate_lists). */
+    http_response_t res = e2e_request(
+        held.port, "GET", "/api/v1/locate-lists/AAAAAAAAAAAAAAAAAAAAAA", gone_key, NULL, NULL);
+    CHECK_INT(res.status, 404);
+    http_response_free(&res);
+
+    PGconn *blocker = testdb_connect(conninfo);
+    testdb_exec(blocker, "BEGIN");
+    testdb_exec(blocker, "LOCK TABLE locate_lists IN SHARE MODE");
+    int fd = connect_from("127.0.0.1", held.port);
+    CHECK(fd >= 0);
+    char request[512];
+    const char *body = "{\"name\":\"gone\",\"codes\":[\"A\"]}";
+    snprintf(request, sizeof(request),
+             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+             "%s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             gone_key, strlen(body), body);
+    CHECK(send(fd, request, strlen(request), MSG_NOSIGNAL) > 0);
+    pause_ms(300); /* its group now waits for the lock */
+    struct linger reset = {1, 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    close(fd);
+    pause_ms(100);
+    testdb_exec(blocker, "COMMIT");
+    PQfinish(blocker);
+
+    res = e2e_request(held.port, "POST", "/api/v1/locate-lists", gone_key, "application/json",
+                      "{\"name\":\"after\",\"codes\":[\"B\"]}");
+    CHECK_INT(res.status, 201);
+    http_response_free(&res);
+    char sql[160], names[64];
+    snprintf(sql, sizeof(sql),
+             "SELECT string_agg(name, ',' ORDER BY name) FROM locate_lists WHERE org_id = %lld",
+             (long long)org);
+    /* The list of the client that left was committed with its group: it was let in. */
+    CHECK_STR(testdb_value(db, sql, names, sizeof(names)), "after,gone");
+    PQfinish(db);
+    CHECK_INT(service_stop(&held), 0);
+}
+
 /* --- Raw exchanges ------------------------------------------------------------------------ */
 
 /* Sends bytes on one connection (without closing our side) and reads until the server closes
@@ -700,6 +755,7 @@ int main(void)
     test_slow_clients();
     test_connection_limits(conninfo);
     test_database_waits_hold_no_connection(conninfo);
+    test_client_gone_while_admitted(conninfo);
     test_header_and_body_limits();
     test_pipelining();
     test_malformed();

@@ -4,6 +4,7 @@
  * let more than the limit through, in total or in any rolling window.
  */
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -276,6 +277,108 @@ static void test_full_bucket_is_remembered(int64_t org)
     wl_core_destroy(core);
 }
 
+static void post(void *data)
+{
+    sem_post(data);
+}
+
+/* Starts an admission whose decider may not wait: it stops, prepared for the database. */
+static wl_admission_t *stopped_admission(wl_core_t *core, wl_arena_t *arena, const char *token,
+                                         const wl_method_policy_t *policy)
+{
+    wl_admission_t *admission = wl_core_admission(core, arena, wl_span_str(token), policy);
+    wl_admission_defer(admission, true);
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_admission_decide(core, admission, &err), WL_EWOULDWAIT);
+    CHECK(wl_admission_pending(admission));
+    return admission;
+}
+
+/* Queues a prepared admission and waits for its group (as the server's committer callback). */
+static void queue_and_wait(wl_core_t *core, wl_admission_t *admission)
+{
+    CHECK(wl_admission_prepared(admission));
+    if (!wl_admission_prepared(admission))
+        return;
+    sem_t done;
+    sem_init(&done, 0, 0);
+    wl_admission_queue(core, admission, post, &done);
+    while (sem_wait(&done) != 0)
+        ;
+    sem_destroy(&done);
+}
+
+/*
+ * An admission decided without waiting (libmicrohttpd's threads): it stops prepared, nothing
+ * sent; queued, it is counted in its group and answered when decided again. A permit fetch is
+ * settled when its group commits, even when the request never runs again (its client left), and
+ * an admission abandoned before it is queued leaves nothing behind: in both cases the next
+ * request of the bucket goes to the database instead of finding the bucket busy for ever.
+ */
+static void test_admission_decided_without_waiting(int64_t org)
+{
+    char token[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "lists:write", token);
+    wl_core_t *core = core_new(60000, 30, 0);
+    wait_listening(core); /* so that the key is known after its first check */
+    const wl_method_policy_t policy = {WL_SCOPE_LISTS_WRITE, "locate-lists", false};
+    wl_error_t err;
+
+    /* A key seen for the first time: stopped, queued, decided. */
+    wl_arena_t arena;
+    wl_arena_init(&arena, 0);
+    wl_admission_t *first = stopped_admission(core, &arena, token, &policy);
+    CHECK(wl_admission_prepared(first));
+    CHECK_INT(fixture_counted(db, org, "locate-lists"), 0);
+    queue_and_wait(core, first);
+    CHECK(!wl_admission_prepared(first));
+    CHECK_INT(fixture_counted(db, org, "locate-lists"), 1);
+    wl_error_init(&err);
+    CHECK_INT(wl_admission_decide(core, first, &err), 0);
+    CHECK_INT(wl_admission_principal(first)->org_id, org);
+    CHECK_INT(wl_admission_rate(first)->remaining, 29);
+    wl_arena_dispose(&arena);
+
+    /* The key is known now: its bucket's permit is fetched. The request never runs again. */
+    wl_arena_init(&arena, 0);
+    wl_admission_t *left = stopped_admission(core, &arena, token, &policy);
+    CHECK(wl_admission_prepared(left));
+    queue_and_wait(core, left);
+    wl_arena_dispose(&arena);
+    CHECK_INT(fixture_counted(db, org, "locate-lists"), 2);
+
+    /* Prepared and abandoned before it was queued: nothing counted, nothing held. */
+    wl_arena_init(&arena, 0);
+    wl_admission_t *abandoned = stopped_admission(core, &arena, token, &policy);
+    CHECK(wl_admission_prepared(abandoned));
+    wl_admission_abandon(abandoned);
+    CHECK(!wl_admission_prepared(abandoned));
+    wl_arena_dispose(&arena);
+    CHECK_INT(fixture_counted(db, org, "locate-lists"), 2);
+
+    /* So the next request goes to the database (prepared), not stopped by a busy bucket. */
+    wl_arena_init(&arena, 0);
+    wl_admission_t *next = stopped_admission(core, &arena, token, &policy);
+    CHECK(wl_admission_prepared(next));
+    queue_and_wait(core, next);
+    wl_error_init(&err);
+    CHECK_INT(wl_admission_decide(core, next, &err), 0);
+    CHECK_INT(wl_admission_rate(next)->remaining, 27);
+    wl_arena_dispose(&arena);
+
+    /* What needs no database is decided at once, without stopping. */
+    wl_arena_init(&arena, 0);
+    wl_admission_t *malformed = wl_core_admission(core, &arena, wl_span_str("not-a-key"), &policy);
+    wl_admission_defer(malformed, true);
+    wl_error_init(&err);
+    CHECK_INT(wl_admission_decide(core, malformed, &err), WL_EUNAUTHENTICATED);
+    CHECK(!wl_admission_prepared(malformed));
+    wl_arena_dispose(&arena);
+    CHECK_INT(fixture_counted(db, org, "locate-lists"), 3);
+    wl_core_destroy(core);
+}
+
 int main(void)
 {
     conninfo = testdb_create("integration_access");
@@ -284,6 +387,7 @@ int main(void)
     test_leases_fill_the_bucket_exactly(fixture_org(db, "access-fill"));
     test_leases_keep_every_rolling_window(fixture_org(db, "access-window"));
     test_full_bucket_is_remembered(fixture_org(db, "access-full"));
+    test_admission_decided_without_waiting(fixture_org(db, "access-deferred"));
     PQfinish(db);
     return test_exit();
 }
