@@ -353,9 +353,15 @@ static void answer_expired(wl_exchange_t *ex, void *data)
 
 void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
 {
-    if (!wl_exchange_may_wait(ex))
-        return;
     call_state_t *state = ex->handler_state;
+    /* Where no request may wait, only a method that waits for nothing but its admission runs
+     * (up to it: rpc.h). */
+    const wl_rpc_procedure_t *procedure = state->procedure;
+    if (!ex->may_wait &&
+        !wl_core_method_policy(procedure->service, procedure->method_index)->admits_with_work) {
+        ex->wants_database = true;
+        return;
+    }
     wl_rpc_transport_t transport = {.access = &connect->access,
                                     .decode = decode_request,
                                     .reply = answer_reply,

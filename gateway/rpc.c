@@ -132,9 +132,14 @@ void wl_rpc_finish(const wl_rpc_transport_t *transport, wl_core_t *core, wl_exch
                       .err = &err,
                       .gave_up = transport->expired,
                       .gave_up_data = transport->data,
+                      .defer_admission = !ex->may_wait,
                       .idempotency_key = wl_exchange_header(ex, "Idempotency-Key")};
     if (rc == 0)
         rc = wl_core_invoke(&call, service, method_index, input);
+    if (rc == WL_EWOULDWAIT) {
+        wl_exchange_stopped(ex); /* it runs again, from the start */
+        return;
+    }
     /* A refused admission answers first (also when the body could not be decoded). */
     if (!wl_access_admitted(access, ex))
         return;

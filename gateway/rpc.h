@@ -80,7 +80,9 @@ typedef struct {
  * (also when the message could not be decoded), DEADLINE_EXCEEDED once transport->expired
  * says so (checked before the method and after it: the method may have completed), the reply,
  * RESOURCE_EXHAUSTED for a reply over WL_RPC_REPLY_LIMIT or the arena's limit, or the core's
- * error. ex->arena.limit should be WL_RPC_ARENA_LIMIT.
+ * error. ex->arena.limit should be WL_RPC_ARENA_LIMIT. Where the request may not wait
+ * (ex->may_wait false), a call that would stops unanswered (wl_exchange_stopped) and is run
+ * again, from the start, once its admission is decided or where it may wait.
  */
 void wl_rpc_finish(const wl_rpc_transport_t *transport, wl_core_t *core, wl_exchange_t *ex,
                    const wl_rpc_procedure_t *procedure);
