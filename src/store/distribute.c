@@ -17,15 +17,25 @@ static const char *const tenant_tables[] = {
     "location_stock", "reservations",     "stock_availability", "export_versions", "export_changes",
     "locate_lists",   "idempotency_keys", "rate_limits"};
 
+/* Where walklistd and walklistctl keep what must be in one place: the applied migrations. */
+static const char *const coordinator_tables[] = {"schema_migrations"};
+
 /* Foreign keys between two tenant tables: Citus refuses them while one side is still local, so
  * they are dropped first and made again once both are distributed. */
-static const struct {
-    const char *table, *name, *definition;
-} tenant_keys[] = {
+static const wl_distribute_key_t tenant_keys[] = {
     {"idempotency_keys", "idempotency_keys_org_id_list_id_fkey",
-     "FOREIGN KEY (org_id, list_id) REFERENCES locate_lists (org_id, id) DEFERRABLE INITIALLY "
+     "FOREIGN KEY (org_id, list_id) REFERENCES locate_lists(org_id, id) DEFERRABLE INITIALLY "
      "DEFERRED"},
 };
+
+#define COUNT(array) (sizeof(array) / sizeof(*(array)))
+
+void wl_distribute_plan(wl_distribute_plan_t *out)
+{
+    *out = (wl_distribute_plan_t){
+        reference_tables,   COUNT(reference_tables),   tenant_tables, COUNT(tenant_tables),
+        coordinator_tables, COUNT(coordinator_tables), tenant_keys,   COUNT(tenant_keys)};
+}
 
 /* 'r' (reference), 'd' (distributed) or '\0' (neither: a plain table, or a Citus local table,
  * which a table becomes when it refers to a reference table) for table. */
@@ -63,7 +73,7 @@ int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
                             "the citus extension is not installed in this database: distribute "
                             "runs on a Citus coordinator (CREATE EXTENSION citus, then add the "
                             "workers), after migrate");
-    for (size_t i = 0; rc == 0 && i < sizeof(reference_tables) / sizeof(*reference_tables); i++) {
+    for (size_t i = 0; rc == 0 && i < COUNT(reference_tables); i++) {
         char kind;
         rc = kind_of(conn, reference_tables[i], &kind, err);
         if (rc == 0 && kind == '\0') {
@@ -73,14 +83,14 @@ int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
             count += rc == 0;
         }
     }
-    char kinds[sizeof(tenant_tables) / sizeof(*tenant_tables)];
+    char kinds[COUNT(tenant_tables)];
     bool any_local = false;
     for (size_t i = 0; rc == 0 && i < sizeof(kinds); i++) {
         rc = kind_of(conn, tenant_tables[i], &kinds[i], err);
         any_local = any_local || kinds[i] == '\0';
     }
     if (rc == 0 && any_local) {
-        for (size_t k = 0; rc == 0 && k < sizeof(tenant_keys) / sizeof(*tenant_keys); k++) {
+        for (size_t k = 0; rc == 0 && k < COUNT(tenant_keys); k++) {
             char sql[256];
             snprintf(sql, sizeof(sql), "ALTER TABLE %s DROP CONSTRAINT IF EXISTS %s",
                      tenant_keys[k].table, tenant_keys[k].name);
@@ -101,7 +111,7 @@ int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
                             2, params, NULL, err);
             count += rc == 0;
         }
-        for (size_t k = 0; rc == 0 && k < sizeof(tenant_keys) / sizeof(*tenant_keys); k++) {
+        for (size_t k = 0; rc == 0 && k < COUNT(tenant_keys); k++) {
             char sql[512];
             snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD CONSTRAINT %s %s", tenant_keys[k].table,
                      tenant_keys[k].name, tenant_keys[k].definition);
