@@ -17,9 +17,9 @@ static text_scan_t scan_text(wl_span_t s)
     text_scan_t scan = {0, false, true};
     size_t i = 0;
     while (i < s.len) {
-        uint32_t cp;
-        int n = wl_utf8_decode(s.base + i, s.len - i, &cp);
-        if (n < 0) {
+        uint32_t cp = (unsigned char)s.base[i];
+        int n = 1; /* ASCII needs no decoding */
+        if (cp >= 0x80 && (n = wl_utf8_decode(s.base + i, s.len - i, &cp)) < 0) {
             scan.chars = -1;
             return scan;
         }
@@ -33,17 +33,26 @@ static text_scan_t scan_text(wl_span_t s)
     return scan;
 }
 
-/* Shared by walk-list codes (after trimming) and import codes. */
-static int check_code(wl_span_t code, const char *field, wl_error_t *err)
+#define STRINGIFY(x) #x
+#define STRING_OF(x) STRINGIFY(x)
+
+/* What is wrong with a code (walk-list codes after trimming, import codes), or NULL. */
+static const char *code_problem(wl_span_t code)
 {
     text_scan_t scan = scan_text(code);
     if (scan.chars < 0)
-        return wl_error_add_violation(err, field, "must be valid UTF-8");
+        return "must be valid UTF-8";
     if (scan.chars < 1 || scan.chars > WL_CODE_MAX_CHARS)
-        return wl_error_add_violation(err, field, "must be 1 to %d characters", WL_CODE_MAX_CHARS);
+        return "must be 1 to " STRING_OF(WL_CODE_MAX_CHARS) " characters";
     if (scan.has_control)
-        return wl_error_add_violation(err, field, "must not contain control characters");
-    return 0;
+        return "must not contain control characters";
+    return NULL;
+}
+
+static int check_code(wl_span_t code, const char *field, wl_error_t *err)
+{
+    const char *problem = code_problem(code);
+    return problem == NULL ? 0 : wl_error_add_violation(err, field, "%s", problem);
 }
 
 int wl_name_validate(wl_span_t name, const char *field, wl_error_t *err)
@@ -92,9 +101,11 @@ int wl_codes_normalize(const wl_span_t *codes, size_t count, wl_span_t *unique,
     size_t kept = 0;
     for (size_t i = 0; i < count; i++) {
         wl_span_t code = wl_utf8_trim(codes[i]);
-        char field[32];
-        snprintf(field, sizeof(field), "codes[%zu]", i);
-        if (check_code(code, field, err) != 0) {
+        const char *problem = code_problem(code);
+        if (problem != NULL) {
+            char field[32];
+            snprintf(field, sizeof(field), "codes[%zu]", i);
+            wl_error_add_violation(err, field, "%s", problem);
             failed = true;
             continue;
         }

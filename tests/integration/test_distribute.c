@@ -49,8 +49,7 @@ static void test_every_table_placed(const wl_distribute_plan_t *plan)
                     places);
         CHECK_INT(places, 1);
     }
-    CHECK_INT((size_t)tables,
-              plan->reference_count + plan->tenant_count + plan->coordinator_count);
+    CHECK_INT((size_t)tables, plan->reference_count + plan->tenant_count + plan->coordinator_count);
     PQclear(res);
 }
 
@@ -100,8 +99,7 @@ static void test_foreign_keys(const wl_distribute_plan_t *plan)
             if (strcmp(plan->tenant_keys[k].name, name) == 0)
                 key = &plan->tenant_keys[k];
         if (key == NULL)
-            fprintf(stderr, "foreign key %s of %s is not one distribute makes again\n", name,
-                    from);
+            fprintf(stderr, "foreign key %s of %s is not one distribute makes again\n", name, from);
         CHECK(key != NULL);
         if (key != NULL) {
             CHECK_STR(key->table, from);
