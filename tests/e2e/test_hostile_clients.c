@@ -327,6 +327,26 @@ static void test_connection_limits(const char *conninfo)
     CHECK_INT(service_stop(&capped), 0);
 }
 
+/* A transaction that holds every insert into locate_lists until it commits. */
+static PGconn *hold_list_inserts(const char *conninfo)
+{
+    PGconn *blocker = testdb_connect(conninfo);
+    testdb_exec(blocker, "BEGIN");
+    testdb_exec(blocker, "LOCK TABLE locate_lists IN SHARE MODE");
+    return blocker;
+}
+
+/* The bytes of a creation of a list named name with key. */
+static void creation_request(char *request, size_t size, const char *with_key, const char *name)
+{
+    char body[128];
+    snprintf(body, sizeof(body), "{\"name\":\"%s\",\"codes\":[\"A\"]}", name);
+    snprintf(request, size,
+             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+             "%s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+             with_key, strlen(body), body);
+}
+
 /*
  * Requests wait for PostgreSQL on request threads, never on the threads that move the bytes
  * (gateway/offload.h): with two request threads and four creations held in PostgreSQL by a
@@ -342,15 +362,9 @@ static void test_database_waits_hold_no_connection(const char *conninfo)
                           "1000",      NULL};
     service_start(&held, conninfo, args);
     int *fds = open_idle(held.port, HELD + OTHERS, 1, 1);
-    PGconn *blocker = testdb_connect(conninfo);
-    testdb_exec(blocker, "BEGIN");
-    testdb_exec(blocker, "LOCK TABLE locate_lists IN SHARE MODE");
+    PGconn *blocker = hold_list_inserts(conninfo);
     char request[512];
-    const char *body = "{\"name\":\"held\",\"codes\":[\"A\"]}";
-    snprintf(request, sizeof(request),
-             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
-             "%s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-             key, strlen(body), body);
+    creation_request(request, sizeof(request), key, "held");
     for (int i = 0; i < HELD; i++)
         CHECK(send(fds[i], request, strlen(request), MSG_NOSIGNAL) > 0);
     pause_ms(300); /* the creations now wait for the lock, or for a request thread */
@@ -395,17 +409,11 @@ static void test_client_gone_while_admitted(const char *conninfo)
     CHECK_INT(res.status, 404);
     http_response_free(&res);
 
-    PGconn *blocker = testdb_connect(conninfo);
-    testdb_exec(blocker, "BEGIN");
-    testdb_exec(blocker, "LOCK TABLE locate_lists IN SHARE MODE");
+    PGconn *blocker = hold_list_inserts(conninfo);
     int fd = connect_from("127.0.0.1", held.port);
     CHECK(fd >= 0);
     char request[512];
-    const char *body = "{\"name\":\"gone\",\"codes\":[\"A\"]}";
-    snprintf(request, sizeof(request),
-             "POST /api/v1/locate-lists HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
-             "%s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
-             gone_key, strlen(body), body);
+    creation_request(request, sizeof(request), gone_key, "gone");
     CHECK(send(fd, request, strlen(request), MSG_NOSIGNAL) > 0);
     pause_ms(300); /* its group now waits for the lock */
     struct linger reset = {1, 0};
