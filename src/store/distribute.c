@@ -15,7 +15,8 @@ static const char *const reference_tables[] = {"organizations", "api_keys", "ser
 static const char *const tenant_tables[] = {
     "warehouses",     "locations",        "products",           "product_eans",    "stock",
     "location_stock", "reservations",     "stock_availability", "export_versions", "export_changes",
-    "locate_lists",   "idempotency_keys", "rate_limits"};
+    "locate_lists",   "idempotency_keys", "rate_limits",        "webhook_endpoints",
+    "webhook_sequences", "webhook_events", "webhook_deliveries"};
 
 /* Foreign keys between two tenant tables: Citus refuses them while one side is still local, so
  * they are dropped first and made again once both are distributed. */
