@@ -354,24 +354,23 @@ int wl_webhooks_record(PGconn *conn, const wl_webhook_due_t *endpoint, int64_t s
                                 " retry_at = NULL WHERE org_id = $1 AND id = $2",
                                 2, params, NULL, err);
     } else if (rc == 0) {
-        const char *params[] = {org,   endpoint->id, head,   now,
-                                retry, status_param, disable, outcome->error};
+        const char *params[] = {org, endpoint->id, head, retry, status_param, outcome->error};
         rc = wl_db_exec_hot(conn,
-                            "UPDATE webhook_deliveries SET next_attempt_at = $5,"
-                            " last_status = $6, last_error = $8"
+                            "UPDATE webhook_deliveries SET next_attempt_at = $4,"
+                            " last_status = $5, last_error = $6"
                             " WHERE org_id = $1 AND endpoint_id = $2 AND seq = $3",
-                            8, params, NULL, err);
+                            6, params, NULL, err);
         /* failing_since is the first failure since the last success; an endpoint failing
-         * since before $7 is disabled (its pending deliveries stay, for webhook deliveries). */
+         * since before $5 is disabled (its pending deliveries stay, for webhook deliveries). */
+        const char *endpoint_params[] = {org, endpoint->id, now, retry, disable};
         if (rc == 0)
-            rc = wl_db_exec_hot(
-                conn,
-                "UPDATE webhook_endpoints SET retry_at = $5,"
-                " failing_since = coalesce(failing_since, $4::timestamptz),"
-                " disabled_at = CASE WHEN coalesce(failing_since, $4::timestamptz) <= $7"
-                " THEN $4::timestamptz END"
-                " WHERE org_id = $1 AND id = $2 RETURNING disabled_at IS NOT NULL",
-                7, params, &res, err);
+            rc = wl_db_exec_hot(conn,
+                                "UPDATE webhook_endpoints SET retry_at = $4,"
+                                " failing_since = coalesce(failing_since, $3::timestamptz),"
+                                " disabled_at = CASE WHEN coalesce(failing_since,"
+                                " $3::timestamptz) <= $5 THEN $3::timestamptz END"
+                                " WHERE org_id = $1 AND id = $2 RETURNING disabled_at IS NOT NULL",
+                                5, endpoint_params, &res, err);
         if (rc == 0 && PQntuples(res) == 1)
             *disabled = PQgetvalue(res, 0, 0)[0] == 't';
         PQclear(res);
