@@ -137,8 +137,8 @@ typedef struct {
 
 /** Calls each(endpoint, data) for every webhook endpoint of the organization, oldest first. */
 int wl_admin_webhook_list(wl_admin_t *admin, int64_t org_id,
-                          void (*each)(const wl_admin_webhook_t *endpoint, void *data),
-                          void *data, wl_error_t *err) WL_CHECK_RESULT;
+                          void (*each)(const wl_admin_webhook_t *endpoint, void *data), void *data,
+                          wl_error_t *err) WL_CHECK_RESULT;
 
 /** Removes an endpoint of the organization with its deliveries; WL_ENOTFOUND when it has
  * none of that id. */
@@ -151,7 +151,7 @@ typedef struct {
     const char *endpoint_id;
     const char *event_id; /* the webhook-id header of its attempts */
     const char *type;
-    const char *state;       /* pending, delivered, or coalesced (sent within an earlier one) */
+    const char *state; /* pending, delivered, or coalesced (sent within an earlier one) */
     int64_t attempts;
     const char *last_status;     /* the last answer's HTTP status; NULL: none came */
     const char *last_error;      /* why the last attempt failed; NULL when none did */

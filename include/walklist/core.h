@@ -21,16 +21,16 @@ typedef struct wl_core wl_core_t;
 
 /* What wl_core_create takes for a number left 0. walklistd's options (gateway/config.h) start
  * from the same values, named here so that each is written once. */
-#define WL_CORE_DEFAULT_DB_POOL_SIZE         8
-#define WL_CORE_DEFAULT_DB_TIMEOUT_MS        5000
-#define WL_CORE_DEFAULT_STATEMENT_TIMEOUT_MS 30000
-#define WL_CORE_DEFAULT_RATE_WINDOW_MS       60000
-#define WL_CORE_DEFAULT_RATE_LOCATE_LISTS    30
-#define WL_CORE_DEFAULT_RATE_STOCK_EXPORT    30
-#define WL_CORE_DEFAULT_RATE_SHARED          60
-#define WL_CORE_DEFAULT_KEY_CACHE_TTL_MS     600000
-#define WL_CORE_DEFAULT_RATE_LEASE_MS        10000
-#define WL_CORE_DEFAULT_COMMIT_GROUPS        2
+#define WL_CORE_DEFAULT_DB_POOL_SIZE               8
+#define WL_CORE_DEFAULT_DB_TIMEOUT_MS              5000
+#define WL_CORE_DEFAULT_STATEMENT_TIMEOUT_MS       30000
+#define WL_CORE_DEFAULT_RATE_WINDOW_MS             60000
+#define WL_CORE_DEFAULT_RATE_LOCATE_LISTS          30
+#define WL_CORE_DEFAULT_RATE_STOCK_EXPORT          30
+#define WL_CORE_DEFAULT_RATE_SHARED                60
+#define WL_CORE_DEFAULT_KEY_CACHE_TTL_MS           600000
+#define WL_CORE_DEFAULT_RATE_LEASE_MS              10000
+#define WL_CORE_DEFAULT_COMMIT_GROUPS              2
 #define WL_CORE_DEFAULT_WEBHOOK_POLL_MS            1000
 #define WL_CORE_DEFAULT_WEBHOOK_CONNECT_TIMEOUT_MS 5000
 #define WL_CORE_DEFAULT_WEBHOOK_TIMEOUT_MS         15000

@@ -280,8 +280,9 @@ static int cmd_webhook_add(wl_admin_t *admin, const args_t *args, wl_error_t *er
                                   secret, err);
     if (rc == 0) {
         printf("%s\t%s\n", id, secret);
-        fprintf(stderr, "walklistctl: webhook endpoint %s added; its signing secret is shown "
-                        "this once\n",
+        fprintf(stderr,
+                "walklistctl: webhook endpoint %s added; its signing secret is shown "
+                "this once\n",
                 id);
         explicit_bzero(secret, sizeof(secret));
     }
@@ -355,8 +356,8 @@ static int cmd_webhook_deliveries(wl_admin_t *admin, const args_t *args, wl_erro
     if (rc == 0) {
         printf("EVENT\tTYPE\tENDPOINT\tSTATE\tATTEMPTS\tLAST STATUS\tLAST ERROR\t"
                "NEXT ATTEMPT\tDELIVERED\tCREATED\n");
-        rc = wl_admin_webhook_deliveries(admin, org_id, args->endpoint, (int)limit,
-                                         print_delivery, NULL, err);
+        rc = wl_admin_webhook_deliveries(admin, org_id, args->endpoint, (int)limit, print_delivery,
+                                         NULL, err);
     }
     return rc;
 }
@@ -767,8 +768,7 @@ static int parse_args(int argc, char **argv, args_t *args)
         else if (strcmp(argv[i], "--webhook-allow-private") == 0) {
             args->allow_private = true;
             continue;
-        }
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             args->help = true;
             continue;
         } else if (strcmp(argv[i], "--version") == 0) {

@@ -40,8 +40,7 @@ int wl_webhook_events_check(const char *events, size_t *count, wl_error_t *err)
                                           "stock.changed)",
                                           (int)(len > 64 ? 64 : len), at);
         if (seen[i])
-            return wl_error_add_violation(err, "events", "event '%s' given twice",
-                                          event_names[i]);
+            return wl_error_add_violation(err, "events", "event '%s' given twice", event_names[i]);
         seen[i] = true;
         (*count)++;
         if (at[len] == '\0')
@@ -78,12 +77,12 @@ int wl_webhook_url_parse(const char *url, wl_webhook_target_t *out, wl_error_t *
     memset(out, 0, sizeof(*out));
     size_t len = url != NULL ? strlen(url) : 0;
     if (len == 0 || len > WL_WEBHOOK_URL_MAX)
-        return wl_error_add_violation(err, "url", "must be 1 to %d characters",
-                                      WL_WEBHOOK_URL_MAX);
+        return wl_error_add_violation(err, "url", "must be 1 to %d characters", WL_WEBHOOK_URL_MAX);
     for (size_t i = 0; i < len; i++)
         if ((unsigned char)url[i] <= 0x20 || url[i] == 0x7f)
-            return wl_error_add_violation(err, "url", "must not hold blanks or control "
-                                                      "characters");
+            return wl_error_add_violation(err, "url",
+                                          "must not hold blanks or control "
+                                          "characters");
     /* Schemes are compared before libcurl sees the URL: it would accept ftp:// and others. */
     if (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0)
         return wl_error_add_violation(err, "url", "must be an http:// or https:// URL");

@@ -157,8 +157,8 @@ int wl_admin_webhook_add(wl_admin_t *admin, int64_t org_id, const char *url, con
 }
 
 int wl_admin_webhook_list(wl_admin_t *admin, int64_t org_id,
-                          void (*each)(const wl_admin_webhook_t *endpoint, void *data),
-                          void *data, wl_error_t *err)
+                          void (*each)(const wl_admin_webhook_t *endpoint, void *data), void *data,
+                          wl_error_t *err)
 {
     return wl_webhooks_endpoint_list(admin->conn, org_id, each, data, err);
 }

@@ -113,8 +113,8 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
     if (rc == 0)
         rc = wl_admissions_create(core->pool, groups, core->rate_window_ms, &core->admissions, err);
     if (rc == 0 && config->webhooks.workers > 0)
-        rc = wl__webhooks_start(core, config->database_url, &config->webhooks, &core->webhooks,
-                                err);
+        rc =
+            wl__webhooks_start(core, config->database_url, &config->webhooks, &core->webhooks, err);
     if (rc != 0) {
         wl_core_destroy(core);
         return rc;

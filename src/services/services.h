@@ -43,7 +43,7 @@ struct wl_core {
     wl_key_cache_t *keys; /* NULL: every key checked in the database */
     wl_rate_leases_t *leases;
     wl_admissions_t *admissions;
-    wl_webhooks_t *webhooks; /* NULL: this process delivers no webhooks */
+    wl_webhooks_t *webhooks;    /* NULL: this process delivers no webhooks */
     pthread_mutex_t hook_lock;  /* the hook may be set while requests are served */
     pthread_mutex_t ready_lock; /* the readiness check, at most one a second */
     int64_t ready_checked_ms;   /* monotonic; 0: never */

@@ -106,8 +106,8 @@ static int export_open(wl_core_t *core, const wl_principal_t *principal, int64_t
     if (rc == 0)
         rc = wl_stock_export_begin(&cursor->export, cursor->conn, principal->org_id, since, err);
     if (rc == 0)
-        rc = wl__export_cursor_seal(core, cursor->conn, principal->org_id,
-                                    cursor->export.version, cursor->token, err);
+        rc = wl__export_cursor_seal(core, cursor->conn, principal->org_id, cursor->export.version,
+                                    cursor->token, err);
     if (rc != 0) {
         wl_export_cursor_close(cursor);
         return rc;

@@ -20,12 +20,12 @@
 #include "walklist/log.h"
 #include "walklist/random.h"
 
-#define DUE_BATCH      8   /* endpoints looked at per round */
-#define PENDING_BATCH  64  /* deliveries read at once: the longest run a stock.changed coalesces */
-#define SESSION_MAX    50  /* deliveries to one endpoint per lease, then others get a turn */
-#define RESPONSE_LIMIT (64 * 1024) /* answer bytes read at most; the rest is not waited for */
-#define PRUNE_EVERY_MS (3600 * 1000LL)
-#define KEEP_DONE_MS   (7 * 24 * 3600 * 1000LL) /* done deliveries shown by webhook deliveries */
+#define DUE_BATCH       8  /* endpoints looked at per round */
+#define PENDING_BATCH   64 /* deliveries read at once: the longest run a stock.changed coalesces */
+#define SESSION_MAX     50 /* deliveries to one endpoint per lease, then others get a turn */
+#define RESPONSE_LIMIT  (64 * 1024) /* answer bytes read at most; the rest is not waited for */
+#define PRUNE_EVERY_MS  (3600 * 1000LL)
+#define KEEP_DONE_MS    (7 * 24 * 3600 * 1000LL) /* done deliveries shown by webhook deliveries */
 #define CONNECT_WAIT_MS 10000
 
 struct wl_webhooks {
@@ -111,8 +111,8 @@ typedef struct {
     char error[200];
 } sent_t;
 
-static void send_one(worker_t *w, const wl_webhook_lease_t *lease, const char *id,
-                     const char *body, sent_t *sent)
+static void send_one(worker_t *w, const wl_webhook_lease_t *lease, const char *id, const char *body,
+                     sent_t *sent)
 {
     const wl_webhooks_t *hooks = w->webhooks;
     memset(sent, 0, sizeof(*sent));
@@ -128,8 +128,12 @@ static void send_one(worker_t *w, const wl_webhook_lease_t *lease, const char *i
     snprintf(timestamp_header, sizeof(timestamp_header), "webhook-timestamp: %lld", timestamp);
     snprintf(signature_header, sizeof(signature_header), "webhook-signature: %s", signature);
     struct curl_slist *headers = NULL;
-    const char *lines[] = {"Content-Type: application/json", "User-Agent: walklist-webhooks",
-                           "Expect:", id_header, timestamp_header, signature_header};
+    const char *lines[] = {"Content-Type: application/json",
+                           "User-Agent: walklist-webhooks",
+                           "Expect:",
+                           id_header,
+                           timestamp_header,
+                           signature_header};
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
         struct curl_slist *more = curl_slist_append(headers, lines[i]);
         if (more == NULL) {
@@ -209,8 +213,7 @@ static bool data_true(const char *data, const char *key)
  */
 static int build_body(worker_t *w, const wl_webhook_due_t *endpoint,
                       const wl_webhook_pending_t *pending, int count, wl_arena_t *arena,
-                      const char **body, int64_t *coalesced, int *coalesced_count,
-                      wl_error_t *err)
+                      const char **body, int64_t *coalesced, int *coalesced_count, wl_error_t *err)
 {
     const wl_webhook_pending_t *head = &pending[0];
     *coalesced_count = 0;
@@ -231,8 +234,8 @@ static int build_body(worker_t *w, const wl_webhook_due_t *endpoint,
         coalesced[(*coalesced_count)++] = next->seq;
     }
     char cursor_from[WL_EXPORT_CURSOR_MAX], cursor_to[WL_EXPORT_CURSOR_MAX];
-    int rc = wl__export_cursor_seal(w->webhooks->core, w->conn, endpoint->org_id, from,
-                                    cursor_from, err);
+    int rc = wl__export_cursor_seal(w->webhooks->core, w->conn, endpoint->org_id, from, cursor_from,
+                                    err);
     if (rc == 0)
         rc = wl__export_cursor_seal(w->webhooks->core, w->conn, endpoint->org_id, to, cursor_to,
                                     err);
@@ -293,14 +296,13 @@ static int attempt_head(worker_t *w, const wl_webhook_due_t *endpoint,
     int coalesced_count = 0, rc = 0;
     if (body == NULL) {
         id = head->event_id;
-        rc = build_body(w, endpoint, pending, count, arena, &body, coalesced, &coalesced_count,
-                        err);
+        rc =
+            build_body(w, endpoint, pending, count, arena, &body, coalesced, &coalesced_count, err);
         if (rc == 0)
             rc = wl_webhooks_attempt(w->conn, endpoint, head->seq, id, body, coalesced,
                                      coalesced_count, wall_ms(), err);
     } else {
-        rc = wl_webhooks_attempt(w->conn, endpoint, head->seq, NULL, NULL, NULL, 0, wall_ms(),
-                                 err);
+        rc = wl_webhooks_attempt(w->conn, endpoint, head->seq, NULL, NULL, NULL, 0, wall_ms(), err);
     }
     if (rc != 0)
         return rc;
@@ -428,8 +430,7 @@ static void *work(void *data)
         if (w->conn != NULL) {
             worked = run_once(w, &err);
             if (worked < 0) {
-                wl_log("warn", "webhook worker: database failed; reconnecting", "%s",
-                       err.message);
+                wl_log("warn", "webhook worker: database failed; reconnecting", "%s", err.message);
                 wl_db_discard(w->conn);
                 w->conn = NULL;
                 worked = 0;

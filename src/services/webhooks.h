@@ -31,7 +31,6 @@ void wl__webhooks_stats(wl_webhooks_t *webhooks, wl_core_webhook_stats_t *out);
  * resolves and every address it resolves to may be delivered to (wl_webhook_address_refusal).
  * WL_EINVAL with a violation of "url" saying why not.
  */
-int wl__webhook_target_check(const char *url, bool allow_private,
-                             wl_error_t *err) WL_CHECK_RESULT;
+int wl__webhook_target_check(const char *url, bool allow_private, wl_error_t *err) WL_CHECK_RESULT;
 
 #endif

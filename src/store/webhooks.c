@@ -35,12 +35,14 @@ int wl_webhooks_endpoint_add(PGconn *conn, int64_t org_id, const char *url, cons
                              6, values, lengths, formats, NULL, err);
 }
 
+// clang-format off
 static const char endpoint_list_sql[] =
-    "SELECT e.id, e.url, array_to_string(e.events, ','), " UTC_TEXT("e.created_at") ", "
-    UTC_TEXT("e.failing_since") ", " UTC_TEXT("e.disabled_at") ","
+    "SELECT e.id, e.url, array_to_string(e.events, ','), " UTC_TEXT("e.created_at") ","
+    " " UTC_TEXT("e.failing_since") ", " UTC_TEXT("e.disabled_at") ","
     " (SELECT count(*) FROM webhook_deliveries d"
     "   WHERE d.org_id = e.org_id AND d.endpoint_id = e.id AND d.state = 'pending')"
     " FROM webhook_endpoints e WHERE e.org_id = $1 ORDER BY e.created_at, e.id";
+// clang-format on
 
 int wl_webhooks_endpoint_list(PGconn *conn, int64_t org_id,
                               void (*each)(const wl_admin_webhook_t *, void *), void *data,
@@ -77,15 +79,17 @@ int wl_webhooks_endpoint_remove(PGconn *conn, int64_t org_id, const char *id, wl
     PGresult *res = NULL;
     int rc = wl_db_begin(conn, err);
     if (rc == 0)
-        rc = wl_db_exec(conn, "DELETE FROM webhook_endpoints WHERE org_id = $1 AND id = $2"
-                              " RETURNING id",
+        rc = wl_db_exec(conn,
+                        "DELETE FROM webhook_endpoints WHERE org_id = $1 AND id = $2"
+                        " RETURNING id",
                         2, params, &res, err);
     if (rc == 0 && PQntuples(res) != 1)
         rc = wl_error_set(err, WL_ENOTFOUND, "no webhook endpoint '%s' in this organization", id);
     PQclear(res);
     if (rc == 0)
-        rc = wl_db_exec(conn, "DELETE FROM webhook_deliveries WHERE org_id = $1 AND endpoint_id = $2",
-                        2, params, NULL, err);
+        rc = wl_db_exec(conn,
+                        "DELETE FROM webhook_deliveries WHERE org_id = $1 AND endpoint_id = $2", 2,
+                        params, NULL, err);
     if (rc == 0)
         rc = wl_db_commit(conn, err);
     if (rc != 0)
@@ -93,18 +97,20 @@ int wl_webhooks_endpoint_remove(PGconn *conn, int64_t org_id, const char *id, wl
     return rc;
 }
 
+// clang-format off
 static const char delivery_list_sql[] =
     "SELECT d.endpoint_id, coalesce(d.webhook_id, v.id), v.type, d.state, d.attempts,"
-    " d.last_status, d.last_error, " UTC_TEXT("d.next_attempt_at") ", "
-    UTC_TEXT("d.delivered_at") ", " UTC_TEXT("v.created_at")
+    " d.last_status, d.last_error, " UTC_TEXT("d.next_attempt_at") ","
+    " " UTC_TEXT("d.delivered_at") ", " UTC_TEXT("v.created_at")
     " FROM webhook_deliveries d"
     " JOIN webhook_events v ON v.org_id = d.org_id AND v.seq = d.seq"
     " WHERE d.org_id = $1 AND ($2::text IS NULL OR d.endpoint_id = $2)"
     " ORDER BY d.seq DESC, d.endpoint_id LIMIT $3";
+// clang-format on
 
 int wl_webhooks_delivery_list(PGconn *conn, int64_t org_id, const char *endpoint_id, int limit,
-                              void (*each)(const wl_admin_webhook_delivery_t *, void *),
-                              void *data, wl_error_t *err)
+                              void (*each)(const wl_admin_webhook_delivery_t *, void *), void *data,
+                              wl_error_t *err)
 {
     char org[24], max_rows[16];
     format_id(org_id, org);
@@ -210,8 +216,7 @@ int wl_webhooks_lease(PGconn *conn, const wl_webhook_due_t *endpoint, const char
     int leased = PQntuples(res) == 1;
     if (leased) {
         size_t len = 0;
-        unsigned char *secret =
-            PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, 1), &len);
+        unsigned char *secret = PQunescapeBytea((const unsigned char *)PQgetvalue(res, 0, 1), &len);
         out->url = wl_arena_strdup(arena, PQgetvalue(res, 0, 0));
         if (secret == NULL || out->url == NULL || len > sizeof(out->secret)) {
             rc = wl_error_set(err, WL_ENOMEM, NULL);
@@ -240,6 +245,7 @@ int wl_webhooks_release(PGconn *conn, const wl_webhook_due_t *endpoint, const ch
                           3, params, NULL, err);
 }
 
+// clang-format off
 static const char pending_sql[] =
     "SELECT d.seq, d.attempts, " MS_OF("d.next_attempt_at") ", d.webhook_id, d.body, v.id,"
     " v.type, to_char(v.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
@@ -247,6 +253,7 @@ static const char pending_sql[] =
     " FROM webhook_deliveries d JOIN webhook_events v ON v.org_id = d.org_id AND v.seq = d.seq"
     " WHERE d.org_id = $1 AND d.endpoint_id = $2 AND d.state = 'pending'"
     " ORDER BY d.seq LIMIT $3";
+// clang-format on
 
 static const char *nullable(wl_arena_t *arena, const PGresult *res, int row, int col, bool *ok)
 {
@@ -257,9 +264,8 @@ static const char *nullable(wl_arena_t *arena, const PGresult *res, int row, int
     return copy;
 }
 
-int wl_webhooks_pending(PGconn *conn, const wl_webhook_due_t *endpoint, int max,
-                        wl_arena_t *arena, wl_webhook_pending_t **out, int *count,
-                        wl_error_t *err)
+int wl_webhooks_pending(PGconn *conn, const wl_webhook_due_t *endpoint, int max, wl_arena_t *arena,
+                        wl_webhook_pending_t **out, int *count, wl_error_t *err)
 {
     char org[24], max_rows[16];
     format_id(endpoint->org_id, org);

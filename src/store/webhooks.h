@@ -41,8 +41,8 @@ int wl_webhooks_endpoint_remove(PGconn *conn, int64_t org_id, const char *id,
 /** Calls each for the organization's most recent deliveries (of one endpoint unless
  * endpoint_id is NULL), newest event first, at most limit. */
 int wl_webhooks_delivery_list(PGconn *conn, int64_t org_id, const char *endpoint_id, int limit,
-                              void (*each)(const wl_admin_webhook_delivery_t *, void *),
-                              void *data, wl_error_t *err) WL_CHECK_RESULT;
+                              void (*each)(const wl_admin_webhook_delivery_t *, void *), void *data,
+                              wl_error_t *err) WL_CHECK_RESULT;
 
 /** A locate_list.loaded event in the caller's transaction (that of the load), with how its
  * codes resolved. */
@@ -97,9 +97,8 @@ typedef struct {
 } wl_webhook_pending_t;
 
 /** The endpoint's pending deliveries, oldest event first, at most max. */
-int wl_webhooks_pending(PGconn *conn, const wl_webhook_due_t *endpoint, int max,
-                        wl_arena_t *arena, wl_webhook_pending_t **out, int *count,
-                        wl_error_t *err) WL_CHECK_RESULT;
+int wl_webhooks_pending(PGconn *conn, const wl_webhook_due_t *endpoint, int max, wl_arena_t *arena,
+                        wl_webhook_pending_t **out, int *count, wl_error_t *err) WL_CHECK_RESULT;
 
 /**
  * Counts an attempt of the delivery seq before it is sent (a crash mid-send still counts it).

@@ -227,36 +227,49 @@ static void test_add_validation(void)
     };
     output_t o;
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        const char *args[] = {"webhook", "add",      "--org",
-                              "hooks",   "--url",    refused[i][0],
-                              "--events", "stock.changed", NULL};
+        const char *args[] = {"webhook",     "add",      "--org",         "hooks", "--url",
+                              refused[i][0], "--events", "stock.changed", NULL};
         ctl(&o, args);
         CHECK_INT(o.status, 1);
         if (strstr(o.err, refused[i][1]) == NULL)
             FAIL("%s: '%s' not in: %s", refused[i][0], refused[i][1], o.err);
         CHECK_STR(o.out, "");
     }
-    const char *unknown_event[] = {"webhook", "add", "--org", "hooks", "--url",
-                                   "http://127.0.0.1:9/hook", "--events",
-                                   "stock.changed,order.shipped", "--webhook-allow-private",
+    const char *unknown_event[] = {"webhook",
+                                   "add",
+                                   "--org",
+                                   "hooks",
+                                   "--url",
+                                   "http://127.0.0.1:9/hook",
+                                   "--events",
+                                   "stock.changed,order.shipped",
+                                   "--webhook-allow-private",
                                    NULL};
     ctl(&o, unknown_event);
     CHECK_INT(o.status, 1);
     CHECK(strstr(o.err, "unknown event 'order.shipped'") != NULL);
-    const char *twice[] = {"webhook", "add", "--org", "hooks", "--url", "http://127.0.0.1:9/",
-                           "--events", "stock.changed,stock.changed", "--webhook-allow-private",
+    const char *twice[] = {"webhook",
+                           "add",
+                           "--org",
+                           "hooks",
+                           "--url",
+                           "http://127.0.0.1:9/",
+                           "--events",
+                           "stock.changed,stock.changed",
+                           "--webhook-allow-private",
                            NULL};
     ctl(&o, twice);
     CHECK_INT(o.status, 1);
     CHECK(strstr(o.err, "given twice") != NULL);
-    const char *unknown_org[] = {"webhook", "add", "--org", "nobody", "--url",
-                                 "http://127.0.0.1:9/hook", "--events", "stock.changed",
-                                 "--webhook-allow-private", NULL};
+    const char *unknown_org[] = {"webhook",  "add",           "--org",
+                                 "nobody",   "--url",         "http://127.0.0.1:9/hook",
+                                 "--events", "stock.changed", "--webhook-allow-private",
+                                 NULL};
     ctl(&o, unknown_org);
     CHECK_INT(o.status, 1);
     CHECK(strstr(o.err, "no organization 'nobody'") != NULL);
-    const char *no_events[] = {"webhook", "add", "--org", "hooks", "--url",
-                               "http://127.0.0.1:9/hook", NULL};
+    const char *no_events[] = {
+        "webhook", "add", "--org", "hooks", "--url", "http://127.0.0.1:9/hook", NULL};
     ctl(&o, no_events);
     CHECK_INT(o.status, 1);
     CHECK(strstr(o.err, "--events is required") != NULL);
@@ -271,11 +284,16 @@ static void add_endpoint(void)
 {
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/hook", receiver_port);
-    const char *args[] = {"webhook",  "add",
-                          "--org",    "hooks",
-                          "--url",    url,
-                          "--events", "locate_list.loaded,stock.changed",
-                          "--webhook-allow-private", NULL};
+    const char *args[] = {"webhook",
+                          "add",
+                          "--org",
+                          "hooks",
+                          "--url",
+                          url,
+                          "--events",
+                          "locate_list.loaded,stock.changed",
+                          "--webhook-allow-private",
+                          NULL};
     output_t o;
     ctl(&o, args);
     CHECK_INT(o.status, 0);
@@ -285,8 +303,8 @@ static void add_endpoint(void)
         FAIL("webhook add printed: %s", o.out);
         exit(test_exit());
     }
-    secret_len = (size_t)EVP_DecodeBlock(secret_bytes, (unsigned char *)secret + 6,
-                                         (int)strlen(secret + 6));
+    secret_len =
+        (size_t)EVP_DecodeBlock(secret_bytes, (unsigned char *)secret + 6, (int)strlen(secret + 6));
     secret_len -= strstr(secret, "=") != NULL; /* EVP_DecodeBlock counts padding as bytes */
     CHECK_INT(secret_len, 32);
     /* The secret is never shown again. */
@@ -305,10 +323,12 @@ static char key[WL_KEY_TOKEN_SIZE];
 static void load_list(const service_t *service, const char *name, char id[64])
 {
     char body[256];
-    snprintf(body, sizeof(body), "{\"name\":\"%s\",\"codes\":[\"SKU-1\",\"4000000000001\","
-             "\"NOPE\"]}", name);
-    http_response_t res = e2e_request(service->port, "POST", "/api/v1/locate-lists", key,
-                                      "application/json", body);
+    snprintf(body, sizeof(body),
+             "{\"name\":\"%s\",\"codes\":[\"SKU-1\",\"4000000000001\","
+             "\"NOPE\"]}",
+             name);
+    http_response_t res =
+        e2e_request(service->port, "POST", "/api/v1/locate-lists", key, "application/json", body);
     CHECK_INT(res.status, 201);
     snprintf(id, 64, "%s", e2e_str(res.json, "id", NULL) ? e2e_str(res.json, "id", NULL) : "");
     http_response_free(&res);
@@ -318,8 +338,8 @@ static void load_list(const service_t *service, const char *name, char id[64])
              "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
              "Connect-Protocol-Version: 1\r\n",
              key);
-    http_request(service->port, "POST", "/walklist.v1.ScannerService/LoadLocateList", headers,
-                 body, strlen(body), &res);
+    http_request(service->port, "POST", "/walklist.v1.ScannerService/LoadLocateList", headers, body,
+                 strlen(body), &res);
     CHECK_INT(res.status, 200);
     if (res.status != 200)
         fprintf(stderr, "load %s: %s\n", name, res.body);
@@ -336,18 +356,24 @@ static void import_stock(int on_hand)
     fixture_import(db, org_id, "stock", csv);
 }
 
-#define PENDING                                                                                    \
-    "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'"
+#define PENDING "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'"
 
 static void start_walklistd(service_t *service, const char *allow_private, const char *workers)
 {
-    const char *args[] = {"--webhook-workers",   workers,
-                          "--webhook-allow-private", allow_private,
-                          "--webhook-poll-ms",   "50",
-                          "--webhook-retry-base-ms", "100",
-                          "--webhook-retry-max-ms", "400",
-                          "--webhook-connect-timeout-ms", "300",
-                          "--webhook-timeout-ms", "700",
+    const char *args[] = {"--webhook-workers",
+                          workers,
+                          "--webhook-allow-private",
+                          allow_private,
+                          "--webhook-poll-ms",
+                          "50",
+                          "--webhook-retry-base-ms",
+                          "100",
+                          "--webhook-retry-max-ms",
+                          "400",
+                          "--webhook-connect-timeout-ms",
+                          "300",
+                          "--webhook-timeout-ms",
+                          "700",
                           NULL};
     service_start(service, conninfo, args);
 }
@@ -391,11 +417,11 @@ int main(void)
      * sent, the refusal is recorded and counted. */
     receiver_start();
     start_walklistd(&service, "0", "1");
-    CHECK(wait_count("SELECT count(*) FROM webhook_deliveries WHERE last_error LIKE 'refused:%'",
-                     1, 10) >= 1);
+    CHECK(wait_count("SELECT count(*) FROM webhook_deliveries WHERE last_error LIKE 'refused:%'", 1,
+                     10) >= 1);
     http_response_t res = e2e_request(service.port, "GET", "/metrics", NULL, NULL, NULL);
-    CHECK(strstr(res.body ? res.body : "", "walklist_webhook_attempts_total{result=\"refused\"} ")
-          != NULL);
+    CHECK(strstr(res.body ? res.body : "",
+                 "walklist_webhook_attempts_total{result=\"refused\"} ") != NULL);
     CHECK(strstr(res.body ? res.body : "",
                  "walklist_webhook_attempts_total{result=\"refused\"} 0\n") == NULL);
     http_response_free(&res);
@@ -416,8 +442,7 @@ int main(void)
     size_t before = wait_received(0, 0);
     CHECK(wait_received(before + 1, 10) >= before + 1);
     receiver_set_mode("ok");
-    CHECK_INT(wait_count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'pending'", 5,
-                         20),
+    CHECK_INT(wait_count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'pending'", 5, 20),
               5);
     CHECK_INT(count(PENDING), 0);
     /* The three imports were one delivery. */
@@ -433,8 +458,7 @@ int main(void)
     waitpid(service.pid, NULL, 0);
     receiver_set_mode("ok");
     start_walklistd(&service, "1", "1");
-    CHECK_INT(wait_count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'pending'", 6,
-                         20),
+    CHECK_INT(wait_count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'pending'", 6, 20),
               6);
 
     /* Every event arrived, signed, in order; duplicates carry the same id and body. */
@@ -478,14 +502,15 @@ int main(void)
     json_array_foreach(all, i, request)
     {
         const char *id = e2e_str(request, "id", NULL);
-        third_received += id != NULL && strcmp(id, json_string_value(json_array_get(order, 3))) == 0;
+        third_received +=
+            id != NULL && strcmp(id, json_string_value(json_array_get(order, 3))) == 0;
     }
     CHECK(third_received >= 2);
 
     /* What the events say. */
-    json_t *first = json_loads(json_string_value(json_object_get(
-                                   bodies, json_string_value(json_array_get(order, 0)))),
-                               0, NULL);
+    json_t *first = json_loads(
+        json_string_value(json_object_get(bodies, json_string_value(json_array_get(order, 0)))), 0,
+        NULL);
     CHECK_STR(e2e_str(first, "type", NULL), "locate_list.loaded");
     json_t *data = json_object_get(first, "data");
     CHECK_STR(e2e_str(data, "id", NULL), list_ids[0]);
@@ -495,9 +520,9 @@ int main(void)
     CHECK_INT(json_integer_value(json_object_get(data, "ambiguous")), 1);
     CHECK_INT(json_integer_value(json_object_get(data, "notFound")), 1);
     json_decref(first);
-    json_t *stock = json_loads(json_string_value(json_object_get(
-                                   bodies, json_string_value(json_array_get(order, 1)))),
-                               0, NULL);
+    json_t *stock = json_loads(
+        json_string_value(json_object_get(bodies, json_string_value(json_array_get(order, 1)))), 0,
+        NULL);
     CHECK_STR(e2e_str(stock, "type", NULL), "stock.changed");
     data = json_object_get(stock, "data");
     CHECK_INT(json_integer_value(json_object_get(data, "changes")), 3);
@@ -524,8 +549,8 @@ int main(void)
 
     /* walklistctl shows the deliveries. */
     output_t o;
-    const char *deliveries[] = {"webhook", "deliveries", "--org", "hooks", "--endpoint",
-                                endpoint_id, NULL};
+    const char *deliveries[] = {"webhook",    "deliveries", "--org", "hooks",
+                                "--endpoint", endpoint_id,  NULL};
     ctl(&o, deliveries);
     CHECK_INT(o.status, 0);
     CHECK(strncmp(o.out, "EVENT\tTYPE\tENDPOINT\tSTATE\tATTEMPTS", 34) == 0);
@@ -544,15 +569,24 @@ int main(void)
     /* An endpoint failing for longer than --webhook-disable-after-s is disabled; events are no
      * longer written for it. */
     receiver_stop();
-    const char *disable_args[] = {"--webhook-allow-private", "1", "--webhook-poll-ms", "50",
-                                  "--webhook-retry-base-ms", "200", "--webhook-retry-max-ms",
-                                  "200", "--webhook-connect-timeout-ms", "300",
-                                  "--webhook-disable-after-s", "1", NULL};
+    const char *disable_args[] = {"--webhook-allow-private",
+                                  "1",
+                                  "--webhook-poll-ms",
+                                  "50",
+                                  "--webhook-retry-base-ms",
+                                  "200",
+                                  "--webhook-retry-max-ms",
+                                  "200",
+                                  "--webhook-connect-timeout-ms",
+                                  "300",
+                                  "--webhook-disable-after-s",
+                                  "1",
+                                  NULL};
     service_start(&service, conninfo, disable_args);
     load_list(&service, "fourth", list_ids[2]);
-    CHECK_INT(wait_count("SELECT count(*) FROM webhook_endpoints WHERE disabled_at IS NOT NULL",
-                         1, 15),
-              1);
+    CHECK_INT(
+        wait_count("SELECT count(*) FROM webhook_endpoints WHERE disabled_at IS NOT NULL", 1, 15),
+        1);
     ctl(&o, (const char *[]){"webhook", "list", "--org", "hooks", NULL});
     CHECK(strstr(o.out, "\tdisabled ") != NULL);
     long long events_before = count("SELECT count(*) FROM webhook_events");
