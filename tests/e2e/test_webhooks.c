@@ -212,70 +212,46 @@ static char endpoint_id[64];
 /* webhook add refuses what it must, and then nothing is written. */
 static void test_add_validation(void)
 {
-    static const char *const refused[][2] = {
-        {"ftp://example.com/hook", "http:// or https://"},
-        {"not a url", "url"},
-        {"http://user:pw@example.com/hook", "user name or password"},
-        {"http://127.0.0.1:9/hook", "loopback"},
-        {"http://[::1]/hook", "loopback"},
-        {"http://[::ffff:127.0.0.1]/hook", "loopback"},
-        {"http://10.1.2.3/hook", "private"},
-        {"http://169.254.169.254/latest", "link-local"},
-        {"http://0.0.0.0/hook", "unspecified"},
-        {"http://[ff02::1]/hook", "multicast"},
-        {"http://localhost/hook", "loopback"},
+    static const struct {
+        const char *org, *url, *events;
+        bool allow_private;
+        const char *expected; /* in the message */
+    } refused[] = {
+        {"hooks", "ftp://example.com/hook", "stock.changed", false, "http:// or https://"},
+        {"hooks", "not a url", "stock.changed", false, "url"},
+        {"hooks", "http://user:pw@example.com/hook", "stock.changed", false, "user name"},
+        {"hooks", "http://127.0.0.1:9/hook", "stock.changed", false, "loopback"},
+        {"hooks", "http://[::1]/hook", "stock.changed", false, "loopback"},
+        {"hooks", "http://[::ffff:127.0.0.1]/hook", "stock.changed", false, "loopback"},
+        {"hooks", "http://10.1.2.3/hook", "stock.changed", false, "private"},
+        {"hooks", "http://169.254.169.254/latest", "stock.changed", false, "link-local"},
+        {"hooks", "http://0.0.0.0/hook", "stock.changed", false, "unspecified"},
+        {"hooks", "http://[ff02::1]/hook", "stock.changed", false, "multicast"},
+        {"hooks", "http://localhost/hook", "stock.changed", false, "loopback"},
+        {"hooks", "http://127.0.0.1:9/", "stock.changed,order.shipped", true,
+         "unknown event 'order.shipped'"},
+        {"hooks", "http://127.0.0.1:9/", "stock.changed,stock.changed", true, "given twice"},
+        {"hooks", "http://127.0.0.1:9/", NULL, true, "--events is required"},
+        {"nobody", "http://127.0.0.1:9/", "stock.changed", true, "no organization 'nobody'"},
     };
     output_t o;
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        const char *args[] = {"webhook",     "add",      "--org",         "hooks", "--url",
-                              refused[i][0], "--events", "stock.changed", NULL};
+        const char *args[10] = {"webhook", "add", "--org", refused[i].org, "--url", refused[i].url};
+        int argc = 6;
+        if (refused[i].events != NULL) {
+            args[argc++] = "--events";
+            args[argc++] = refused[i].events;
+        }
+        if (refused[i].allow_private)
+            args[argc++] = "--webhook-allow-private";
         ctl(&o, args);
         CHECK_INT(o.status, 1);
-        if (strstr(o.err, refused[i][1]) == NULL)
-            FAIL("%s: '%s' not in: %s", refused[i][0], refused[i][1], o.err);
+        if (strstr(o.err, refused[i].expected) == NULL)
+            FAIL("%s: '%s' not in: %s", refused[i].url, refused[i].expected, o.err);
         CHECK_STR(o.out, "");
     }
-    const char *unknown_event[] = {"webhook",
-                                   "add",
-                                   "--org",
-                                   "hooks",
-                                   "--url",
-                                   "http://127.0.0.1:9/hook",
-                                   "--events",
-                                   "stock.changed,order.shipped",
-                                   "--webhook-allow-private",
-                                   NULL};
-    ctl(&o, unknown_event);
-    CHECK_INT(o.status, 1);
-    CHECK(strstr(o.err, "unknown event 'order.shipped'") != NULL);
-    const char *twice[] = {"webhook",
-                           "add",
-                           "--org",
-                           "hooks",
-                           "--url",
-                           "http://127.0.0.1:9/",
-                           "--events",
-                           "stock.changed,stock.changed",
-                           "--webhook-allow-private",
-                           NULL};
-    ctl(&o, twice);
-    CHECK_INT(o.status, 1);
-    CHECK(strstr(o.err, "given twice") != NULL);
-    const char *unknown_org[] = {"webhook",  "add",           "--org",
-                                 "nobody",   "--url",         "http://127.0.0.1:9/hook",
-                                 "--events", "stock.changed", "--webhook-allow-private",
-                                 NULL};
-    ctl(&o, unknown_org);
-    CHECK_INT(o.status, 1);
-    CHECK(strstr(o.err, "no organization 'nobody'") != NULL);
-    const char *no_events[] = {
-        "webhook", "add", "--org", "hooks", "--url", "http://127.0.0.1:9/hook", NULL};
-    ctl(&o, no_events);
-    CHECK_INT(o.status, 1);
-    CHECK(strstr(o.err, "--events is required") != NULL);
     CHECK_INT(count("SELECT count(*) FROM webhook_endpoints"), 0);
-    const char *remove_unknown[] = {"webhook", "remove", "whe_nothing", "--org", "hooks", NULL};
-    ctl(&o, remove_unknown);
+    ctl(&o, (const char *[]){"webhook", "remove", "whe_nothing", "--org", "hooks", NULL});
     CHECK_INT(o.status, 1);
     CHECK(strstr(o.err, "no webhook endpoint") != NULL);
 }
@@ -358,7 +334,9 @@ static void import_stock(int on_hand)
 
 #define PENDING "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'"
 
-static void start_walklistd(service_t *service, const char *allow_private, const char *workers)
+/* A walklistd with short webhook timings, and one more flag with its value (or NULL, NULL). */
+static void start_walklistd(service_t *service, const char *allow_private, const char *workers,
+                            const char *more_flag, const char *more_value)
 {
     const char *args[] = {"--webhook-workers",
                           workers,
@@ -374,6 +352,8 @@ static void start_walklistd(service_t *service, const char *allow_private, const
                           "300",
                           "--webhook-timeout-ms",
                           "700",
+                          more_flag,
+                          more_value,
                           NULL};
     service_start(service, conninfo, args);
 }
@@ -403,7 +383,7 @@ int main(void)
     /* Events written while no process delivers wait in the outbox: a list loaded, a burst of
      * three imports, another list loaded. */
     service_t service;
-    start_walklistd(&service, "1", "0");
+    start_walklistd(&service, "1", "0", NULL, NULL);
     load_list(&service, "first", list_ids[0]);
     import_stock(5);
     import_stock(6);
@@ -416,7 +396,7 @@ int main(void)
     /* A walklistd without --webhook-allow-private refuses the loopback receiver: nothing is
      * sent, the refusal is recorded and counted. */
     receiver_start();
-    start_walklistd(&service, "0", "1");
+    start_walklistd(&service, "0", "1", NULL, NULL);
     CHECK(wait_count("SELECT count(*) FROM webhook_deliveries WHERE last_error LIKE 'refused:%'", 1,
                      10) >= 1);
     http_response_t res = e2e_request(service.port, "GET", "/metrics", NULL, NULL, NULL);
@@ -430,7 +410,7 @@ int main(void)
     receiver_stop();
 
     /* Receiver down: attempts fail and are retried. */
-    start_walklistd(&service, "1", "1");
+    start_walklistd(&service, "1", "1", NULL, NULL);
     CHECK(wait_count("SELECT max(attempts) FROM webhook_deliveries", 3, 10) >= 3);
     CHECK_INT(count(PENDING), 5);
     /* Up, answering 500s; then too slowly; then well. */
@@ -457,7 +437,7 @@ int main(void)
     kill(service.pid, SIGKILL);
     waitpid(service.pid, NULL, 0);
     receiver_set_mode("ok");
-    start_walklistd(&service, "1", "1");
+    start_walklistd(&service, "1", "1", NULL, NULL);
     CHECK_INT(wait_count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'pending'", 6, 20),
               6);
 
@@ -569,20 +549,7 @@ int main(void)
     /* An endpoint failing for longer than --webhook-disable-after-s is disabled; events are no
      * longer written for it. */
     receiver_stop();
-    const char *disable_args[] = {"--webhook-allow-private",
-                                  "1",
-                                  "--webhook-poll-ms",
-                                  "50",
-                                  "--webhook-retry-base-ms",
-                                  "200",
-                                  "--webhook-retry-max-ms",
-                                  "200",
-                                  "--webhook-connect-timeout-ms",
-                                  "300",
-                                  "--webhook-disable-after-s",
-                                  "1",
-                                  NULL};
-    service_start(&service, conninfo, disable_args);
+    start_walklistd(&service, "1", "1", "--webhook-disable-after-s", "1");
     load_list(&service, "fourth", list_ids[2]);
     CHECK_INT(
         wait_count("SELECT count(*) FROM webhook_endpoints WHERE disabled_at IS NOT NULL", 1, 15),
