@@ -317,8 +317,10 @@ static int attempt_head(worker_t *w, const wl_webhook_due_t *endpoint,
         .retry_ms = now + retry_delay_ms(&hooks->config, attempts),
         .disable_ms = now - (int64_t)hooks->config.disable_after_s * 1000,
     };
+    /* Cut short by the stop, not failed by the endpoint: nothing is held against it, and the
+     * delivery is due at once for whichever process comes next (the attempt counted). */
     if (atomic_load(&hooks->stopping) && !sent.delivered)
-        outcome.retry_ms = now; /* given up by the stop, not by the endpoint: due at once */
+        return 0;
     bool disabled = false;
     rc = wl_webhooks_record(w->conn, endpoint, head->seq, &outcome, now, &disabled, err);
     if (rc != 0)
@@ -347,6 +349,7 @@ static int serve_endpoint(worker_t *w, const wl_webhook_due_t *endpoint, wl_erro
     wl_arena_init(&arena, 0);
     wl_webhook_lease_t lease = {0};
     int attempted = 0, rc = 0;
+    bool leased = false;
     while (attempted < SESSION_MAX && !atomic_load(&hooks->stopping)) {
         /* Taken, then renewed before each attempt: an attempt always has a whole lease. */
         int64_t now = wall_ms();
@@ -354,6 +357,7 @@ static int serve_endpoint(worker_t *w, const wl_webhook_due_t *endpoint, wl_erro
                                &lease, err);
         if (rc <= 0)
             break;
+        leased = true;
         wl_webhook_pending_t *pending = NULL;
         int count = 0;
         rc = wl_webhooks_pending(w->conn, endpoint, PENDING_BATCH, &arena, &pending, &count, err);
@@ -365,10 +369,11 @@ static int serve_endpoint(worker_t *w, const wl_webhook_due_t *endpoint, wl_erro
             break;
     }
     explicit_bzero(lease.secret, sizeof(lease.secret));
-    wl_error_t ignored;
-    wl_error_init(&ignored);
-    if (rc >= 0 && wl_webhooks_release(w->conn, endpoint, w->owner, &ignored) != 0)
-        rc = ignored.code; /* the lease runs out by itself */
+    if (leased && rc >= 0) {
+        int released = wl_webhooks_release(w->conn, endpoint, w->owner, err);
+        if (released != 0)
+            rc = released; /* the lease runs out by itself */
+    }
     wl_arena_dispose(&arena);
     return rc < 0 ? rc : attempted > 0;
 }

@@ -256,26 +256,28 @@ static void test_add_validation(void)
     CHECK(strstr(o.err, "no webhook endpoint") != NULL);
 }
 
+/* Adds an endpoint of the receiver at path for events: its id into id, what walklistctl
+ * printed into o. */
+static void add_endpoint_at(const char *path, const char *events, char id[64], output_t *o)
+{
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u%s", receiver_port, path);
+    ctl(o, (const char *[]){"webhook", "add", "--org", "hooks", "--url", url, "--events", events,
+                            "--webhook-allow-private", NULL});
+    CHECK_INT(o->status, 0);
+    if (sscanf(o->out, "%63s", id) != 1)
+        id[0] = '\0';
+}
+
 static void add_endpoint(void)
 {
     char url[64];
     snprintf(url, sizeof(url), "http://127.0.0.1:%u/hook", receiver_port);
-    const char *args[] = {"webhook",
-                          "add",
-                          "--org",
-                          "hooks",
-                          "--url",
-                          url,
-                          "--events",
-                          "locate_list.loaded,stock.changed",
-                          "--webhook-allow-private",
-                          NULL};
     output_t o;
-    ctl(&o, args);
-    CHECK_INT(o.status, 0);
+    add_endpoint_at("/hook", "locate_list.loaded,stock.changed", endpoint_id, &o);
     char secret[128] = "";
-    if (sscanf(o.out, "%63s %127s", endpoint_id, secret) != 2 ||
-        strncmp(endpoint_id, "whe_", 4) != 0 || strncmp(secret, "whsec_", 6) != 0) {
+    if (sscanf(o.out, "%*s %127s", secret) != 1 || strncmp(endpoint_id, "whe_", 4) != 0 ||
+        strncmp(secret, "whsec_", 6) != 0) {
         FAIL("webhook add printed: %s", o.out);
         exit(test_exit());
     }
@@ -359,6 +361,74 @@ static void start_walklistd(service_t *service, const char *allow_private, const
 }
 
 static char list_ids[3][64];
+
+/*
+ * Two walklistd processes of three workers each on one database, two endpoints, six events
+ * each: never two requests to one endpoint at once (the leases), each endpoint's events in
+ * order, each once (no attempt failed).
+ */
+static void test_processes_share_endpoints(void)
+{
+    char ids[2][64];
+    output_t o;
+    const char *paths[] = {"/a", "/b"};
+    receiver_set_mode("ok");
+    receiver_start();
+    for (int e = 0; e < 2; e++)
+        add_endpoint_at(paths[e], "locate_list.loaded", ids[e], &o);
+    service_t writer, deliverers[2];
+    start_walklistd(&writer, "1", "0", NULL, NULL);
+    char list_id[64];
+    for (int i = 0; i < 6; i++)
+        load_list(&writer, "shared", list_id);
+    service_stop(&writer);
+    CHECK_INT(count(PENDING), 12);
+    receiver_set_mode("slow 0.1");
+    for (int p = 0; p < 2; p++)
+        start_walklistd(&deliverers[p], "1", "3", NULL, NULL);
+    CHECK_INT(
+        wait_count("SELECT count(*) FROM webhook_deliveries WHERE state = 'delivered'", 12, 20),
+        12);
+    for (int p = 0; p < 2; p++)
+        service_stop(&deliverers[p]);
+
+    char done_log[80];
+    snprintf(done_log, sizeof(done_log), "%s.done", receiver_log);
+    for (int e = 0; e < 2; e++) {
+        /* The endpoint's events, in the order they were written. */
+        char sql[512];
+        snprintf(sql, sizeof(sql),
+                 "SELECT v.id FROM webhook_deliveries d JOIN webhook_events v"
+                 " ON v.org_id = d.org_id AND v.seq = d.seq WHERE d.endpoint_id = '%s'"
+                 " ORDER BY d.seq",
+                 ids[e]);
+        PGresult *expected = PQexec(db, sql);
+        CHECK_INT(PQntuples(expected), 6);
+        FILE *f = fopen(done_log, "r");
+        char line[1024];
+        int seen = 0;
+        double last_end = 0;
+        while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+            json_t *done = json_loads(line, 0, NULL);
+            if (strcmp(e2e_str(done, "path", NULL) ? e2e_str(done, "path", NULL) : "", paths[e]) ==
+                0) {
+                double start = json_real_value(json_object_get(done, "start"));
+                if (start < last_end)
+                    FAIL("%s: a request started %.3f s before the previous one ended", paths[e],
+                         last_end - start);
+                last_end = json_real_value(json_object_get(done, "end"));
+                if (seen < PQntuples(expected))
+                    CHECK_STR(e2e_str(done, "id", NULL), PQgetvalue(expected, seen, 0));
+                seen++;
+            }
+            json_decref(done);
+        }
+        if (f != NULL)
+            fclose(f);
+        CHECK_INT(seen, 6);
+        PQclear(expected);
+    }
+}
 
 int main(void)
 {
@@ -567,8 +637,13 @@ int main(void)
     CHECK_INT(count("SELECT count(*) FROM webhook_endpoints"), 0);
     CHECK_INT(count("SELECT count(*) FROM webhook_deliveries"), 0);
 
+    test_processes_share_endpoints();
+    receiver_stop();
     unlink(receiver_log);
     unlink(receiver_mode);
+    char done_log[80];
+    snprintf(done_log, sizeof(done_log), "%s.done", receiver_log);
+    unlink(done_log);
     PQfinish(db);
     return test_exit();
 }

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A webhook receiver for e2e.test_webhooks: answers POSTs as the mode file says, and logs
 every request it gets (before answering) as one JSON line: its webhook-id, -timestamp and
--signature headers, the body, the mode it answered in.
+-signature headers, the body, the mode it answered in. Once it has answered, it adds a line
+to LOG.done: the id, the path, and when it started and finished (seconds, monotonic), to
+check that two requests to one endpoint never overlap.
 
     webhook_receiver.py PORT LOG MODE_FILE
 
@@ -17,6 +19,16 @@ port, log_path, mode_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
+        started = time.monotonic()
+        try:
+            self.answer()
+        except OSError:  # walklistd gave up on the request (a timeout, SIGKILL)
+            pass
+        with open(log_path + ".done", "a") as done:
+            done.write(json.dumps({"id": self.headers.get("webhook-id"), "path": self.path,
+                                   "start": started, "end": time.monotonic()}) + "\n")
+
+    def answer(self):
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length).decode("utf-8", "replace")
         try:
