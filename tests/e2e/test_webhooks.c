@@ -360,6 +360,32 @@ static void start_walklistd(service_t *service, const char *allow_private, const
     service_start(service, conninfo, args);
 }
 
+/* A change that does not commit has no event: a second load of a list (400), an import
+ * refused for a bad line. */
+static void reload_and_bad_import(const service_t *service, const char *loaded_id)
+{
+    long long before = count("SELECT count(*) FROM webhook_events");
+    char body[96], headers[256];
+    snprintf(body, sizeof(body), "{\"id\":\"%s\"}", loaded_id);
+    snprintf(headers, sizeof(headers),
+             "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+             "Connect-Protocol-Version: 1\r\n",
+             key);
+    http_response_t res;
+    http_request(service->port, "POST", "/walklist.v1.ScannerService/LoadLocateList", headers, body,
+                 strlen(body), &res);
+    CHECK_INT(res.status, 400);
+    http_response_free(&res);
+    FILE *bad = fopen("webhooks-bad-stock.csv", "w");
+    fputs("sku,warehouse,on_hand\nSKU-1,WH1,9\nSKU-2,WH1,-1\n", bad);
+    fclose(bad);
+    output_t o;
+    ctl(&o, (const char *[]){"import", "stock", "webhooks-bad-stock.csv", "--org", "hooks", NULL});
+    CHECK_INT(o.status, 1);
+    unlink("webhooks-bad-stock.csv");
+    CHECK_INT(count("SELECT count(*) FROM webhook_events"), before);
+}
+
 static char list_ids[3][64];
 
 /*
@@ -459,6 +485,7 @@ int main(void)
     import_stock(6);
     import_stock(7);
     load_list(&service, "second", list_ids[1]);
+    reload_and_bad_import(&service, list_ids[1]);
     service_stop(&service);
     CHECK_INT(count("SELECT count(*) FROM webhook_events"), 5);
     CHECK_INT(count(PENDING), 5);

@@ -20,13 +20,15 @@ port, log_path, mode_path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         started = time.monotonic()
+        self.answering = started
         try:
             self.answer()
         except OSError:  # walklistd gave up on the request (a timeout, SIGKILL)
             pass
+        # "end" is when the answer began to go out: the client cannot have had it before.
         with open(log_path + ".done", "a") as done:
             done.write(json.dumps({"id": self.headers.get("webhook-id"), "path": self.path,
-                                   "start": started, "end": time.monotonic()}) + "\n")
+                                   "start": started, "end": self.answering}) + "\n")
 
     def answer(self):
         length = int(self.headers.get("Content-Length", "0"))
@@ -46,6 +48,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "mode": mode[0] if mode else "ok",
             }) + "\n")
         if mode and mode[0] == "500":
+            self.answering = time.monotonic()
             self.send_response(500)
             self.send_header("Content-Length", "5")
             self.end_headers()
@@ -53,10 +56,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if mode and mode[0] == "slow":
             time.sleep(float(mode[1]))
+            self.answering = time.monotonic()
             self.send_response(200)
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        self.answering = time.monotonic()
         self.send_response(204)
         self.end_headers()
 
