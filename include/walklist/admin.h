@@ -145,6 +145,14 @@ int wl_admin_webhook_list(wl_admin_t *admin, int64_t org_id,
 int wl_admin_webhook_remove(wl_admin_t *admin, int64_t org_id, const char *id,
                             wl_error_t *err) WL_CHECK_RESULT;
 
+/**
+ * Enables a disabled endpoint of the organization again (it counts as healthy: a failing time
+ * starts at its next failure); its pending deliveries are attempted again, the events written
+ * while it was disabled are not. WL_ENOTFOUND when it has none of that id.
+ */
+int wl_admin_webhook_enable(wl_admin_t *admin, int64_t org_id, const char *id,
+                            wl_error_t *err) WL_CHECK_RESULT;
+
 /** A delivery (an event for an endpoint) as listed; strings valid during the callback only,
  * times like wl_admin_webhook_t's. */
 typedef struct {

@@ -325,6 +325,17 @@ static int cmd_webhook_remove(wl_admin_t *admin, const args_t *args, wl_error_t 
     return rc;
 }
 
+static int cmd_webhook_enable(wl_admin_t *admin, const args_t *args, wl_error_t *err)
+{
+    int64_t org_id = 0;
+    int rc = need_org(admin, args, &org_id, err);
+    if (rc == 0)
+        rc = wl_admin_webhook_enable(admin, org_id, args->positional[2], err);
+    if (rc == 0)
+        fprintf(stderr, "walklistctl: webhook endpoint %s enabled\n", args->positional[2]);
+    return rc;
+}
+
 static const char *or_dash(const char *text)
 {
     return text != NULL && text[0] != '\0' ? text : "-";
@@ -684,6 +695,14 @@ static const command_t commands[] = {
      NULL,
      true,
      cmd_webhook_remove},
+    {{"webhook", "enable"},
+     1,
+     "webhook enable ID --org SLUG",
+     "enable a webhook endpoint that was disabled for failing too long",
+     "  Its pending deliveries are attempted again; events written while it was disabled were\n"
+     "  not recorded for it (a receiver catches up with GET /api/v1/stock-export and the lists).\n",
+     true,
+     cmd_webhook_enable},
     {{"webhook", "deliveries"},
      0,
      "webhook deliveries --org SLUG [--endpoint ID] [--limit N]",

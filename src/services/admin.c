@@ -168,6 +168,11 @@ int wl_admin_webhook_remove(wl_admin_t *admin, int64_t org_id, const char *id, w
     return wl_webhooks_endpoint_remove(admin->conn, org_id, id, err);
 }
 
+int wl_admin_webhook_enable(wl_admin_t *admin, int64_t org_id, const char *id, wl_error_t *err)
+{
+    return wl_webhooks_endpoint_enable(admin->conn, org_id, id, err);
+}
+
 int wl_admin_webhook_deliveries(wl_admin_t *admin, int64_t org_id, const char *endpoint_id,
                                 int limit,
                                 void (*each)(const wl_admin_webhook_delivery_t *delivery,

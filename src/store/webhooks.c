@@ -97,6 +97,22 @@ int wl_webhooks_endpoint_remove(PGconn *conn, int64_t org_id, const char *id, wl
     return rc;
 }
 
+int wl_webhooks_endpoint_enable(PGconn *conn, int64_t org_id, const char *id, wl_error_t *err)
+{
+    char org[24];
+    format_id(org_id, org);
+    const char *params[] = {org, id};
+    PGresult *res = NULL;
+    int rc = wl_db_exec(conn,
+                        "UPDATE webhook_endpoints SET disabled_at = NULL, failing_since = NULL,"
+                        " retry_at = NULL WHERE org_id = $1 AND id = $2 RETURNING id",
+                        2, params, &res, err);
+    if (rc == 0 && PQntuples(res) != 1)
+        rc = wl_error_set(err, WL_ENOTFOUND, "no webhook endpoint '%s' in this organization", id);
+    PQclear(res);
+    return rc;
+}
+
 // clang-format off
 static const char delivery_list_sql[] =
     "SELECT d.endpoint_id, coalesce(d.webhook_id, v.id), v.type, d.state, d.attempts,"

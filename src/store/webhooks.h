@@ -38,6 +38,11 @@ int wl_webhooks_endpoint_list(PGconn *conn, int64_t org_id,
 int wl_webhooks_endpoint_remove(PGconn *conn, int64_t org_id, const char *id,
                                 wl_error_t *err) WL_CHECK_RESULT;
 
+/** Enables a disabled endpoint again, as healthy; WL_ENOTFOUND when the organization has none
+ * of that id. */
+int wl_webhooks_endpoint_enable(PGconn *conn, int64_t org_id, const char *id,
+                                wl_error_t *err) WL_CHECK_RESULT;
+
 /** Calls each for the organization's most recent deliveries (of one endpoint unless
  * endpoint_id is NULL), newest event first, at most limit. */
 int wl_webhooks_delivery_list(PGconn *conn, int64_t org_id, const char *endpoint_id, int limit,

@@ -334,7 +334,8 @@ static void import_stock(int on_hand)
     fixture_import(db, org_id, "stock", csv);
 }
 
-#define PENDING "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'"
+#define PENDING_IS_ZERO "SELECT (count(*) = 0)::int FROM webhook_deliveries WHERE state = 'pending'"
+#define PENDING         "SELECT count(*) FROM webhook_deliveries WHERE state = 'pending'"
 
 /* A walklistd with short webhook timings, and one more flag with its value (or NULL, NULL). */
 static void start_walklistd(service_t *service, const char *allow_private, const char *workers,
@@ -657,6 +658,17 @@ int main(void)
     load_list(&service, "fifth", list_ids[2]);
     CHECK_INT(count("SELECT count(*) FROM webhook_events"), events_before);
     service_stop(&service);
+    /* Enabled again, its pending delivery goes out. */
+    ctl(&o, (const char *[]){"webhook", "enable", endpoint_id, "--org", "hooks", NULL});
+    CHECK_INT(o.status, 0);
+    ctl(&o, (const char *[]){"webhook", "list", "--org", "hooks", NULL});
+    CHECK(strstr(o.out, "\tactive\t") != NULL);
+    receiver_set_mode("ok");
+    receiver_start();
+    start_walklistd(&service, "1", "1", NULL, NULL);
+    CHECK_INT(wait_count(PENDING_IS_ZERO, 1, 10), 1);
+    service_stop(&service);
+    receiver_stop();
 
     /* Removing the endpoint removes its deliveries. */
     ctl(&o, (const char *[]){"webhook", "remove", endpoint_id, "--org", "hooks", NULL});
