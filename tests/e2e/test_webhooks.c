@@ -311,13 +311,7 @@ static void load_list(const service_t *service, const char *name, char id[64])
     snprintf(id, 64, "%s", e2e_str(res.json, "id", NULL) ? e2e_str(res.json, "id", NULL) : "");
     http_response_free(&res);
     snprintf(body, sizeof(body), "{\"id\":\"%s\"}", id);
-    char headers[256];
-    snprintf(headers, sizeof(headers),
-             "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
-             "Connect-Protocol-Version: 1\r\n",
-             key);
-    http_request(service->port, "POST", "/walklist.v1.ScannerService/LoadLocateList", headers, body,
-                 strlen(body), &res);
+    res = e2e_connect_json(service->port, "walklist.v1.ScannerService/LoadLocateList", key, body);
     CHECK_INT(res.status, 200);
     if (res.status != 200)
         fprintf(stderr, "load %s: %s\n", name, res.body);
@@ -366,15 +360,10 @@ static void start_walklistd(service_t *service, const char *allow_private, const
 static void reload_and_bad_import(const service_t *service, const char *loaded_id)
 {
     long long before = count("SELECT count(*) FROM webhook_events");
-    char body[96], headers[256];
+    char body[96];
     snprintf(body, sizeof(body), "{\"id\":\"%s\"}", loaded_id);
-    snprintf(headers, sizeof(headers),
-             "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
-             "Connect-Protocol-Version: 1\r\n",
-             key);
-    http_response_t res;
-    http_request(service->port, "POST", "/walklist.v1.ScannerService/LoadLocateList", headers, body,
-                 strlen(body), &res);
+    http_response_t res =
+        e2e_connect_json(service->port, "walklist.v1.ScannerService/LoadLocateList", key, body);
     CHECK_INT(res.status, 400);
     http_response_free(&res);
     FILE *bad = fopen("webhooks-bad-stock.csv", "w");
