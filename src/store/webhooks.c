@@ -16,6 +16,12 @@ static void format_id(int64_t value, char out[24])
     snprintf(out, 24, "%lld", (long long)value);
 }
 
+/* A column's text, NULL for SQL NULL; valid as long as res. */
+static const char *text_or_null(const PGresult *res, int row, int col)
+{
+    return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
+}
+
 int wl_webhooks_endpoint_add(PGconn *conn, int64_t org_id, const char *url, const char *events,
                              char id[WL_WEBHOOK_ID_SIZE],
                              unsigned char secret[WL_WEBHOOK_SECRET_SIZE], wl_error_t *err)
@@ -61,8 +67,8 @@ int wl_webhooks_endpoint_list(PGconn *conn, int64_t org_id,
             .url = PQgetvalue(res, i, 1),
             .events = PQgetvalue(res, i, 2),
             .created_at = PQgetvalue(res, i, 3),
-            .failing_since = PQgetisnull(res, i, 4) ? NULL : PQgetvalue(res, i, 4),
-            .disabled_at = PQgetisnull(res, i, 5) ? NULL : PQgetvalue(res, i, 5),
+            .failing_since = text_or_null(res, i, 4),
+            .disabled_at = text_or_null(res, i, 5),
             .pending = wl_db_int64(res, i, 6),
         };
         each(&info, data);
@@ -144,10 +150,10 @@ int wl_webhooks_delivery_list(PGconn *conn, int64_t org_id, const char *endpoint
             .type = PQgetvalue(res, i, 2),
             .state = PQgetvalue(res, i, 3),
             .attempts = wl_db_int64(res, i, 4),
-            .last_status = PQgetisnull(res, i, 5) ? NULL : PQgetvalue(res, i, 5),
-            .last_error = PQgetisnull(res, i, 6) ? NULL : PQgetvalue(res, i, 6),
+            .last_status = text_or_null(res, i, 5),
+            .last_error = text_or_null(res, i, 6),
             .next_attempt_at = pending ? PQgetvalue(res, i, 7) : NULL,
-            .delivered_at = PQgetisnull(res, i, 8) ? NULL : PQgetvalue(res, i, 8),
+            .delivered_at = text_or_null(res, i, 8),
             .created_at = PQgetvalue(res, i, 9),
         };
         each(&info, data);
@@ -273,10 +279,9 @@ static const char pending_sql[] =
 
 static const char *nullable(wl_arena_t *arena, const PGresult *res, int row, int col, bool *ok)
 {
-    if (PQgetisnull(res, row, col))
-        return NULL;
-    const char *copy = wl_arena_strdup(arena, PQgetvalue(res, row, col));
-    *ok = *ok && copy != NULL;
+    const char *text = text_or_null(res, row, col);
+    const char *copy = text != NULL ? wl_arena_strdup(arena, text) : NULL;
+    *ok = *ok && (text == NULL || copy != NULL);
     return copy;
 }
 
