@@ -3,7 +3,8 @@
  * (tests/support/webhook_receiver.py): walklistctl webhook add refuses what it must and
  * writes nothing then; events written while no process delivers wait in the outbox; a
  * delivery to a loopback address is refused by a walklistd without --webhook-allow-private;
- * then the receiver is down, answers 500, answers too slowly, walklistd is killed (SIGKILL)
+ * then the receiver is down, answers 500, redirects (never followed), answers too slowly,
+ * walklistd is killed (SIGKILL)
  * while an attempt waits for its answer and another one takes over: every event arrives,
  * signed (checked with the secret webhook add printed), in order, duplicates only as
  * documented (the same webhook-id and body again), stock.changed events of one burst
@@ -505,8 +506,13 @@ int main(void)
     receiver_start();
     CHECK(wait_received(2, 10) >= 2);
     CHECK_INT(count("SELECT count(*) FROM webhook_deliveries WHERE last_status = 500"), 1);
-    receiver_set_mode("slow 2");
+    /* A redirect is a failed attempt, never followed. */
+    receiver_set_mode("302");
     size_t before = wait_received(0, 0);
+    CHECK(wait_received(before + 1, 10) >= before + 1);
+    CHECK(wait_count("SELECT count(*) FROM webhook_deliveries WHERE last_status = 302", 1, 5) >= 1);
+    receiver_set_mode("slow 2");
+    before = wait_received(0, 0);
     CHECK(wait_received(before + 1, 10) >= before + 1);
     receiver_set_mode("ok");
     CHECK_INT(wait_count("SELECT count(*) FROM webhook_deliveries WHERE state <> 'pending'", 5, 20),
@@ -540,6 +546,7 @@ int main(void)
         if (!signature_valid(request))
             FAIL("a bad signature: %s", json_dumps(request, 0));
         CHECK_STR(e2e_str(request, "contentType", NULL), "application/json");
+        CHECK_STR(e2e_str(request, "path", NULL), "/hook"); /* never /elsewhere */
         if (id == NULL || body == NULL)
             continue;
         json_t *seen = json_object_get(bodies, id);

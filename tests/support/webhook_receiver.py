@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """A webhook receiver for e2e.test_webhooks: answers POSTs as the mode file says, and logs
 every request it gets (before answering) as one JSON line: its webhook-id, -timestamp and
--signature headers, the body, the mode it answered in. Once it has answered, it adds a line
+-signature headers, its path, the body, the mode it answered in. Once it has answered, it adds a line
 to LOG.done: the id, the path, and when it started and finished (seconds, monotonic), to
 check that two requests to one endpoint never overlap.
 
     webhook_receiver.py PORT LOG MODE_FILE
 
-MODE_FILE holds "ok" (204), "500" (500 with a body), or "slow SECONDS" (200 after a sleep);
-it is read for every request, so the test switches modes while the receiver runs."""
+MODE_FILE holds "ok" (204), "500" (500 with a body), "302" (a redirect to /elsewhere), or
+"slow SECONDS" (200 after a sleep); it is read for every request, so the test switches modes
+while the receiver runs."""
 import http.server
 import json
 import sys
@@ -41,6 +42,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with open(log_path, "a") as log:
             log.write(json.dumps({
                 "id": self.headers.get("webhook-id"),
+                "path": self.path,
                 "timestamp": self.headers.get("webhook-timestamp"),
                 "signature": self.headers.get("webhook-signature"),
                 "contentType": self.headers.get("Content-Type"),
@@ -53,6 +55,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", "5")
             self.end_headers()
             self.wfile.write(b"oops\n")
+            return
+        if mode and mode[0] == "302":
+            self.answering = time.monotonic()
+            self.send_response(302)
+            self.send_header("Location", "/elsewhere")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return
         if mode and mode[0] == "slow":
             time.sleep(float(mode[1]))
