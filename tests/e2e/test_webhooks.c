@@ -1,15 +1,16 @@
 /*
  * Webhooks end to end, against the test cluster, real walklistd processes and a real receiver
  * (tests/support/webhook_receiver.py): walklistctl webhook add refuses what it must and
- * writes nothing then; events written while no process delivers wait in the outbox; a
- * delivery to a loopback address is refused by a walklistd without --webhook-allow-private;
- * then the receiver is down, answers 500, redirects (never followed), answers too slowly,
- * walklistd is killed (SIGKILL)
- * while an attempt waits for its answer and another one takes over: every event arrives,
- * signed (checked with the secret webhook add printed), in order, duplicates only as
- * documented (the same webhook-id and body again), stock.changed events of one burst
- * coalesced, and their cursors work with ?since=. Last, an endpoint failing for longer than
- * --webhook-disable-after-s is disabled.
+ * writes nothing then; events written while no process delivers wait in the outbox, and a
+ * change that does not commit has none; a delivery to a loopback address is refused by a
+ * walklistd without --webhook-allow-private; then the receiver is down, answers 500,
+ * redirects (never followed), answers too slowly, and walklistd is killed (SIGKILL) while an
+ * attempt waits for its answer and another one takes over: every event arrives, signed
+ * (checked with the secret webhook add printed), in order, duplicates only as documented (the
+ * same webhook-id and body again), stock.changed events of one burst coalesced, and their
+ * cursors work with ?since=. Then an endpoint failing for longer than
+ * --webhook-disable-after-s is disabled, and enabled again; last, two processes share two
+ * endpoints without ever sending two requests to one at once.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
