@@ -105,17 +105,30 @@ int wl_webhooks_endpoint_remove(PGconn *conn, int64_t org_id, const char *id, wl
 
 int wl_webhooks_endpoint_enable(PGconn *conn, int64_t org_id, const char *id, wl_error_t *err)
 {
-    char org[24];
+    char org[24], now[64];
     format_id(org_id, org);
-    const char *params[] = {org, id};
+    wl_db_format_timestamp(wl_db_wall_clock_ms(), now);
+    const char *params[] = {org, id, now};
     PGresult *res = NULL;
-    int rc = wl_db_exec(conn,
+    int rc = wl_db_begin(conn, err);
+    if (rc == 0)
+        rc = wl_db_exec(conn,
                         "UPDATE webhook_endpoints SET disabled_at = NULL, failing_since = NULL,"
                         " retry_at = NULL WHERE org_id = $1 AND id = $2 RETURNING id",
                         2, params, &res, err);
     if (rc == 0 && PQntuples(res) != 1)
         rc = wl_error_set(err, WL_ENOTFOUND, "no webhook endpoint '%s' in this organization", id);
     PQclear(res);
+    /* Its pending deliveries are due now, not at the end of their last backoff. */
+    if (rc == 0)
+        rc = wl_db_exec(conn,
+                        "UPDATE webhook_deliveries SET next_attempt_at = $3"
+                        " WHERE org_id = $1 AND endpoint_id = $2 AND state = 'pending'",
+                        3, params, NULL, err);
+    if (rc == 0)
+        rc = wl_db_commit(conn, err);
+    if (rc != 0)
+        wl_db_rollback(conn);
     return rc;
 }
 
