@@ -77,33 +77,13 @@ int wl_webhooks_endpoint_list(PGconn *conn, int64_t org_id,
     return 0;
 }
 
-int wl_webhooks_endpoint_remove(PGconn *conn, int64_t org_id, const char *id, wl_error_t *err)
-{
-    char org[24];
-    format_id(org_id, org);
-    const char *params[] = {org, id};
-    PGresult *res = NULL;
-    int rc = wl_db_begin(conn, err);
-    if (rc == 0)
-        rc = wl_db_exec(conn,
-                        "DELETE FROM webhook_endpoints WHERE org_id = $1 AND id = $2"
-                        " RETURNING id",
-                        2, params, &res, err);
-    if (rc == 0 && PQntuples(res) != 1)
-        rc = wl_error_set(err, WL_ENOTFOUND, "no webhook endpoint '%s' in this organization", id);
-    PQclear(res);
-    if (rc == 0)
-        rc = wl_db_exec(conn,
-                        "DELETE FROM webhook_deliveries WHERE org_id = $1 AND endpoint_id = $2", 2,
-                        params, NULL, err);
-    if (rc == 0)
-        rc = wl_db_commit(conn, err);
-    if (rc != 0)
-        wl_db_rollback(conn);
-    return rc;
-}
-
-int wl_webhooks_endpoint_enable(PGconn *conn, int64_t org_id, const char *id, wl_error_t *err)
+/*
+ * One endpoint's row and then its deliveries, in one transaction: endpoint_sql ($1 org, $2 id,
+ * RETURNING a row when the endpoint is there, else WL_ENOTFOUND), then deliveries_sql with the
+ * first deliveries_params of ($1 org, $2 id, $3 now).
+ */
+static int change_endpoint(PGconn *conn, int64_t org_id, const char *id, const char *endpoint_sql,
+                           const char *deliveries_sql, int deliveries_params, wl_error_t *err)
 {
     char org[24], now[64];
     format_id(org_id, org);
@@ -112,24 +92,36 @@ int wl_webhooks_endpoint_enable(PGconn *conn, int64_t org_id, const char *id, wl
     PGresult *res = NULL;
     int rc = wl_db_begin(conn, err);
     if (rc == 0)
-        rc = wl_db_exec(conn,
-                        "UPDATE webhook_endpoints SET disabled_at = NULL, failing_since = NULL,"
-                        " retry_at = NULL WHERE org_id = $1 AND id = $2 RETURNING id",
-                        2, params, &res, err);
+        rc = wl_db_exec(conn, endpoint_sql, 2, params, &res, err);
     if (rc == 0 && PQntuples(res) != 1)
         rc = wl_error_set(err, WL_ENOTFOUND, "no webhook endpoint '%s' in this organization", id);
     PQclear(res);
-    /* Its pending deliveries are due now, not at the end of their last backoff. */
     if (rc == 0)
-        rc = wl_db_exec(conn,
-                        "UPDATE webhook_deliveries SET next_attempt_at = $3"
-                        " WHERE org_id = $1 AND endpoint_id = $2 AND state = 'pending'",
-                        3, params, NULL, err);
+        rc = wl_db_exec(conn, deliveries_sql, deliveries_params, params, NULL, err);
     if (rc == 0)
         rc = wl_db_commit(conn, err);
     if (rc != 0)
         wl_db_rollback(conn);
     return rc;
+}
+
+int wl_webhooks_endpoint_remove(PGconn *conn, int64_t org_id, const char *id, wl_error_t *err)
+{
+    return change_endpoint(
+        conn, org_id, id,
+        "DELETE FROM webhook_endpoints WHERE org_id = $1 AND id = $2 RETURNING id",
+        "DELETE FROM webhook_deliveries WHERE org_id = $1 AND endpoint_id = $2", 2, err);
+}
+
+int wl_webhooks_endpoint_enable(PGconn *conn, int64_t org_id, const char *id, wl_error_t *err)
+{
+    /* Its pending deliveries are due now, not at the end of their last backoff. */
+    return change_endpoint(conn, org_id, id,
+                           "UPDATE webhook_endpoints SET disabled_at = NULL, failing_since = NULL,"
+                           " retry_at = NULL WHERE org_id = $1 AND id = $2 RETURNING id",
+                           "UPDATE webhook_deliveries SET next_attempt_at = $3"
+                           " WHERE org_id = $1 AND endpoint_id = $2 AND state = 'pending'",
+                           3, err);
 }
 
 // clang-format off
