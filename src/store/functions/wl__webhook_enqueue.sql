@@ -22,8 +22,10 @@ BEGIN
     v_id := 'msg_' || replace(gen_random_uuid()::text, '-', '');
     INSERT INTO webhook_events (org_id, seq, id, type, created_at, data)
         VALUES (p_org, v_seq, v_id, p_type, p_at, p_data);
+    -- The target's org_id from the source's: Citus pushes the INSERT .. SELECT down to the
+    -- organization's shards.
     INSERT INTO webhook_deliveries (org_id, endpoint_id, seq, next_attempt_at)
-        SELECT p_org, e.id, v_seq, p_at FROM webhook_endpoints e
+        SELECT e.org_id, e.id, v_seq, p_at FROM webhook_endpoints e
          WHERE e.org_id = p_org AND e.disabled_at IS NULL AND p_type = ANY (e.events);
     RETURN v_seq;
 END;
