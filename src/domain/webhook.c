@@ -90,7 +90,7 @@ int wl_webhook_url_parse(const char *url, wl_webhook_target_t *out, wl_error_t *
     if (parsed == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     int rc = 0;
-    char scheme[8], port[8], zone[2];
+    char scheme[8], port[8];
     if (curl_url_set(parsed, CURLUPART_URL, url, 0) != CURLUE_OK ||
         !url_part(parsed, CURLUPART_SCHEME, 0, scheme, sizeof(scheme)))
         rc = wl_error_add_violation(err, "url", "is not a URL libcurl can read");
@@ -98,8 +98,7 @@ int wl_webhook_url_parse(const char *url, wl_webhook_target_t *out, wl_error_t *
         rc = wl_error_add_violation(err, "url", "must not hold a user name or password");
     else if (url_has(parsed, CURLUPART_FRAGMENT))
         rc = wl_error_add_violation(err, "url", "must not have a fragment (#...)");
-    else if (url_part(parsed, CURLUPART_ZONEID, 0, zone, sizeof(zone)) ||
-             url_has(parsed, CURLUPART_ZONEID))
+    else if (url_has(parsed, CURLUPART_ZONEID))
         rc = wl_error_add_violation(err, "url", "must not name an IPv6 zone");
     else if (!url_part(parsed, CURLUPART_HOST, 0, out->host, sizeof(out->host)) ||
              out->host[0] == '\0')
