@@ -142,6 +142,17 @@ int main(int argc, char **argv)
         .key_cache_ttl_ms = config.key_cache_ttl_ms > 0 ? config.key_cache_ttl_ms : -1,
         .rate_lease_ms = config.rate_lease_ms > 0 ? config.rate_lease_ms : -1,
         .commit_groups = config.commit_groups > 0 ? config.commit_groups : -1,
+        .webhooks =
+            {
+                .workers = config.webhook_workers,
+                .poll_ms = config.webhook_poll_ms,
+                .connect_timeout_ms = config.webhook_connect_timeout_ms,
+                .timeout_ms = config.webhook_timeout_ms,
+                .retry_base_ms = config.webhook_retry_base_ms,
+                .retry_max_ms = config.webhook_retry_max_ms,
+                .disable_after_s = config.webhook_disable_after_s,
+                .allow_private = strcmp(config.webhook_allow_private, "1") == 0,
+            },
     };
     if (wl_core_create(&core_config, &core, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);

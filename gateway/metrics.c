@@ -273,6 +273,25 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *aren
         access.key_watch_listening ? 1 : 0, (unsigned long long)access.rate_local,
         (unsigned long long)access.rate_round_trips, (unsigned long long)access.rate_refills,
         (unsigned long long)admission_commits, (unsigned long long)admission_requests);
+    wl_core_webhook_stats_t webhooks;
+    wl_core_webhook_stats(core, &webhooks);
+    fprintf(out,
+            "# HELP walklist_webhook_attempts_total Webhook delivery attempts of this process, by "
+            "result (refused: the host resolved to an address deliveries may not go to).\n"
+            "# TYPE walklist_webhook_attempts_total counter\n"
+            "walklist_webhook_attempts_total{result=\"delivered\"} %llu\n"
+            "walklist_webhook_attempts_total{result=\"failed\"} %llu\n"
+            "walklist_webhook_attempts_total{result=\"refused\"} %llu\n"
+            "# HELP walklist_webhook_endpoints_disabled_total Webhook endpoints this process "
+            "disabled after failing for too long.\n"
+            "# TYPE walklist_webhook_endpoints_disabled_total counter\n"
+            "walklist_webhook_endpoints_disabled_total %llu\n"
+            "# HELP walklist_webhook_workers Webhook delivery threads of this process.\n"
+            "# TYPE walklist_webhook_workers gauge\n"
+            "walklist_webhook_workers %d\n",
+            (unsigned long long)webhooks.delivered, (unsigned long long)webhooks.failed,
+            (unsigned long long)webhooks.refused, (unsigned long long)webhooks.disabled,
+            webhooks.workers);
     if (fclose(out) != 0) {
         free(text);
         return NULL;

@@ -18,7 +18,7 @@ WL_PACKAGES=(
   build-essential cmake pkg-config
   protobuf-c-compiler libprotobuf-c-dev protobuf-compiler libprotobuf-dev
   nanopb libnanopb-dev python3-protobuf
-  libmicrohttpd-dev libjansson-dev libpq-dev libssl-dev zlib1g-dev
+  libmicrohttpd-dev libjansson-dev libpq-dev libssl-dev zlib1g-dev libcurl4-openssl-dev
   curl openssl postgresql git
   iproute2 iptables clang-format
   libgrpc-dev python3-grpcio python3-grpc-tools

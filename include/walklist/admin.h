@@ -106,6 +106,76 @@ int wl_admin_key_list(wl_admin_t *admin, int64_t org_id,
 /** Revokes the key of a prefix; WL_ENOTFOUND when there is none. Revoking twice is fine. */
 int wl_admin_key_revoke(wl_admin_t *admin, const char *prefix, wl_error_t *err) WL_CHECK_RESULT;
 
+/* A webhook endpoint's id ("whe_" and 22 characters) and its signing secret ("whsec_" and
+ * base64 of 32 bytes), with their NULs. */
+#define WL_ADMIN_WEBHOOK_ID_SIZE     27
+#define WL_ADMIN_WEBHOOK_SECRET_SIZE 51
+
+/**
+ * Adds a webhook endpoint of the organization (README, "Webhooks"): url is an http:// or
+ * https:// URL without credentials whose host, unless allow_private, resolves to public
+ * addresses only (none private, loopback, link-local, multicast or unspecified); events is a
+ * comma-separated list of event names (locate_list.loaded, stock.changed). WL_EINVAL with a
+ * violation of "url" or "events", nothing written, otherwise. id and secret receive the
+ * endpoint's id and signing secret: the secret is shown once, and only deliveries use it.
+ */
+int wl_admin_webhook_add(wl_admin_t *admin, int64_t org_id, const char *url, const char *events,
+                         bool allow_private, char id[WL_ADMIN_WEBHOOK_ID_SIZE],
+                         char secret[WL_ADMIN_WEBHOOK_SECRET_SIZE],
+                         wl_error_t *err) WL_CHECK_RESULT;
+
+/** A webhook endpoint as listed (never its secret); strings valid during the callback only. */
+typedef struct {
+    const char *id;
+    const char *url;
+    const char *events;        /* "a,b" */
+    const char *created_at;    /* UTC, "2024-05-01T12:00:00Z" */
+    const char *failing_since; /* like created_at; NULL while healthy */
+    const char *disabled_at;   /* like created_at; NULL while enabled */
+    int64_t pending;           /* deliveries not yet done */
+} wl_admin_webhook_t;
+
+/** Calls each(endpoint, data) for every webhook endpoint of the organization, oldest first. */
+int wl_admin_webhook_list(wl_admin_t *admin, int64_t org_id,
+                          void (*each)(const wl_admin_webhook_t *endpoint, void *data), void *data,
+                          wl_error_t *err) WL_CHECK_RESULT;
+
+/** Removes an endpoint of the organization with its deliveries; WL_ENOTFOUND when it has
+ * none of that id. */
+int wl_admin_webhook_remove(wl_admin_t *admin, int64_t org_id, const char *id,
+                            wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * Enables a disabled endpoint of the organization again (it counts as healthy: a failing time
+ * starts at its next failure); its pending deliveries are attempted again, the events written
+ * while it was disabled are not. WL_ENOTFOUND when it has none of that id.
+ */
+int wl_admin_webhook_enable(wl_admin_t *admin, int64_t org_id, const char *id,
+                            wl_error_t *err) WL_CHECK_RESULT;
+
+/** A delivery (an event for an endpoint) as listed; strings valid during the callback only,
+ * times like wl_admin_webhook_t's. */
+typedef struct {
+    const char *endpoint_id;
+    const char *event_id; /* the webhook-id header of its attempts */
+    const char *type;
+    const char *state; /* pending, delivered, or coalesced (sent within an earlier one) */
+    int64_t attempts;
+    const char *last_status;     /* the last answer's HTTP status; NULL: none came */
+    const char *last_error;      /* why the last attempt failed; NULL when none did */
+    const char *next_attempt_at; /* NULL unless pending */
+    const char *delivered_at;    /* NULL unless delivered */
+    const char *created_at;      /* the event's time */
+} wl_admin_webhook_delivery_t;
+
+/** Calls each for the organization's latest deliveries (of one endpoint unless endpoint_id is
+ * NULL), newest event first, at most limit. */
+int wl_admin_webhook_deliveries(wl_admin_t *admin, int64_t org_id, const char *endpoint_id,
+                                int limit,
+                                void (*each)(const wl_admin_webhook_delivery_t *delivery,
+                                             void *data),
+                                void *data, wl_error_t *err) WL_CHECK_RESULT;
+
 /* The kinds of inventory data, in the order they import (later kinds refer to earlier ones). */
 #define WL_ADMIN_KIND_COUNT 6
 

@@ -1,6 +1,7 @@
-/* walklistctl: migrations, organizations, API keys, CSV imports and demo data from the command line
- * happen here. */
+/* walklistctl: migrations, organizations, API keys, webhooks, CSV imports and demo data from the
+ * command line happen here. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,14 @@ typedef struct {
     const char *skus;
     const char *seed;
     const char *csv_dir;
+    const char *url;
+    const char *events;
+    const char *endpoint;
+    const char *limit;
     const char *positional[MAX_POSITIONAL];
     int positional_count;
     bool help;
+    bool allow_private; /* --webhook-allow-private */
 } args_t;
 
 /* --- CSV formats: the in-product reference (walklistctl formats, import KIND --help) -------- */
@@ -256,6 +262,114 @@ static int cmd_key_revoke(wl_admin_t *admin, const args_t *args, wl_error_t *err
     int rc = wl_admin_key_revoke(admin, args->positional[2], err);
     if (rc == 0)
         fprintf(stderr, "walklistctl: key %s revoked\n", args->positional[2]);
+    return rc;
+}
+
+static int cmd_webhook_add(wl_admin_t *admin, const args_t *args, wl_error_t *err)
+{
+    int64_t org_id = 0;
+    int rc = need_org(admin, args, &org_id, err);
+    if (rc == 0 && args->url == NULL)
+        rc = wl_error_set(err, WL_EINVAL, "--url URL is required");
+    if (rc == 0 && args->events == NULL)
+        rc = wl_error_set(err, WL_EINVAL,
+                          "--events is required (e.g. locate_list.loaded,stock.changed)");
+    char id[WL_ADMIN_WEBHOOK_ID_SIZE], secret[WL_ADMIN_WEBHOOK_SECRET_SIZE];
+    if (rc == 0)
+        rc = wl_admin_webhook_add(admin, org_id, args->url, args->events, args->allow_private, id,
+                                  secret, err);
+    if (rc == 0) {
+        printf("%s\t%s\n", id, secret);
+        fprintf(stderr,
+                "walklistctl: webhook endpoint %s added; its signing secret is shown "
+                "this once\n",
+                id);
+        explicit_bzero(secret, sizeof(secret));
+    }
+    return rc;
+}
+
+static void print_webhook(const wl_admin_webhook_t *endpoint, void *data)
+{
+    (void)data;
+    char state[64];
+    if (endpoint->disabled_at != NULL)
+        snprintf(state, sizeof(state), "disabled %s", endpoint->disabled_at);
+    else if (endpoint->failing_since != NULL)
+        snprintf(state, sizeof(state), "failing since %s", endpoint->failing_since);
+    else
+        snprintf(state, sizeof(state), "active");
+    printf("%s\t%s\t%s\t%s\t%lld\t%s\n", endpoint->id, endpoint->events, endpoint->created_at,
+           state, (long long)endpoint->pending, endpoint->url);
+}
+
+static int cmd_webhook_list(wl_admin_t *admin, const args_t *args, wl_error_t *err)
+{
+    int64_t org_id = 0;
+    int rc = need_org(admin, args, &org_id, err);
+    if (rc == 0) {
+        printf("ID\tEVENTS\tCREATED\tSTATE\tPENDING\tURL\n");
+        rc = wl_admin_webhook_list(admin, org_id, print_webhook, NULL, err);
+    }
+    return rc;
+}
+
+static int cmd_webhook_remove(wl_admin_t *admin, const args_t *args, wl_error_t *err)
+{
+    int64_t org_id = 0;
+    int rc = need_org(admin, args, &org_id, err);
+    if (rc == 0)
+        rc = wl_admin_webhook_remove(admin, org_id, args->positional[2], err);
+    if (rc == 0)
+        fprintf(stderr, "walklistctl: webhook endpoint %s removed\n", args->positional[2]);
+    return rc;
+}
+
+static int cmd_webhook_enable(wl_admin_t *admin, const args_t *args, wl_error_t *err)
+{
+    int64_t org_id = 0;
+    int rc = need_org(admin, args, &org_id, err);
+    if (rc == 0)
+        rc = wl_admin_webhook_enable(admin, org_id, args->positional[2], err);
+    if (rc == 0)
+        fprintf(stderr, "walklistctl: webhook endpoint %s enabled\n", args->positional[2]);
+    return rc;
+}
+
+static const char *or_dash(const char *text)
+{
+    return text != NULL && text[0] != '\0' ? text : "-";
+}
+
+static void print_delivery(const wl_admin_webhook_delivery_t *delivery, void *data)
+{
+    (void)data;
+    printf("%s\t%s\t%s\t%s\t%lld\t%s\t%s\t%s\t%s\t%s\n", delivery->event_id, delivery->type,
+           delivery->endpoint_id, delivery->state, (long long)delivery->attempts,
+           or_dash(delivery->last_status), or_dash(delivery->last_error),
+           or_dash(delivery->next_attempt_at), or_dash(delivery->delivered_at),
+           delivery->created_at);
+}
+
+/* Enough for "what happened lately"; --limit shows more. */
+#define DELIVERIES_SHOWN 50
+
+static int parse_count(const char *text, const char *name, uint64_t max, uint64_t *out,
+                       wl_error_t *err);
+
+static int cmd_webhook_deliveries(wl_admin_t *admin, const args_t *args, wl_error_t *err)
+{
+    int64_t org_id = 0;
+    uint64_t limit = DELIVERIES_SHOWN;
+    int rc = need_org(admin, args, &org_id, err);
+    if (rc == 0 && args->limit != NULL)
+        rc = parse_count(args->limit, "--limit", 100000, &limit, err);
+    if (rc == 0) {
+        printf("EVENT\tTYPE\tENDPOINT\tSTATE\tATTEMPTS\tLAST STATUS\tLAST ERROR\t"
+               "NEXT ATTEMPT\tDELIVERED\tCREATED\n");
+        rc = wl_admin_webhook_deliveries(admin, org_id, args->endpoint, (int)limit, print_delivery,
+                                         NULL, err);
+    }
     return rc;
 }
 
@@ -555,6 +669,49 @@ static const command_t commands[] = {
      NULL,
      true,
      cmd_key_revoke},
+    {{"webhook", "add"},
+     0,
+     "webhook add --org SLUG --url URL --events a,b [--webhook-allow-private]",
+     "add a webhook endpoint; prints its id and signing secret (once) on stdout",
+     "  Events: locate_list.loaded, stock.changed. URL: http:// or https://, no credentials.\n"
+     "  A host resolving to a private, loopback, link-local, multicast or unspecified address\n"
+     "  is refused unless --webhook-allow-private (walklistd checks again at each delivery,\n"
+     "  with its own --webhook-allow-private). Output: ID<TAB>SECRET; the secret (whsec_...)\n"
+     "  verifies signatures (README, Webhooks) and is never shown again.\n",
+     true,
+     cmd_webhook_add},
+    {{"webhook", "list"},
+     0,
+     "webhook list --org SLUG",
+     "list an organization's webhook endpoints (never secrets)",
+     "  Columns: id, events, created, state (active, failing since, disabled), pending\n"
+     "  deliveries, URL.\n",
+     true,
+     cmd_webhook_list},
+    {{"webhook", "remove"},
+     1,
+     "webhook remove ID --org SLUG",
+     "remove a webhook endpoint and its deliveries",
+     NULL,
+     true,
+     cmd_webhook_remove},
+    {{"webhook", "enable"},
+     1,
+     "webhook enable ID --org SLUG",
+     "enable a webhook endpoint that was disabled for failing too long",
+     "  Its pending deliveries are attempted again; events written while it was disabled were\n"
+     "  not recorded for it (a receiver catches up with GET /api/v1/stock-export and the lists).\n",
+     true,
+     cmd_webhook_enable},
+    {{"webhook", "deliveries"},
+     0,
+     "webhook deliveries --org SLUG [--endpoint ID] [--limit N]",
+     "recent webhook deliveries, newest event first (50 unless --limit)",
+     "  Columns: event id (the webhook-id header), type, endpoint, state (pending, delivered,\n"
+     "  coalesced: sent within an earlier stock.changed), attempts, last HTTP status, last\n"
+     "  error, next attempt, delivered at, event time; - when empty.\n",
+     true,
+     cmd_webhook_deliveries},
     {{"import", NULL},
      2,
      "import KIND FILE.csv --org SLUG",
@@ -619,7 +776,18 @@ static int parse_args(int argc, char **argv, args_t *args)
             target = &args->seed;
         else if (strcmp(argv[i], "--csv") == 0)
             target = &args->csv_dir;
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+        else if (strcmp(argv[i], "--url") == 0)
+            target = &args->url;
+        else if (strcmp(argv[i], "--events") == 0)
+            target = &args->events;
+        else if (strcmp(argv[i], "--endpoint") == 0)
+            target = &args->endpoint;
+        else if (strcmp(argv[i], "--limit") == 0)
+            target = &args->limit;
+        else if (strcmp(argv[i], "--webhook-allow-private") == 0) {
+            args->allow_private = true;
+            continue;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             args->help = true;
             continue;
         } else if (strcmp(argv[i], "--version") == 0) {

@@ -11,9 +11,13 @@
 #include "store/keys.h"
 #include "store/migrate.h"
 #include "store/orgs.h"
+#include "store/webhooks.h"
+#include "services/webhooks.h"
 
 /* The public sizes are written out so that walklist/admin.h needs no store header. */
 _Static_assert(WL_ADMIN_KEY_TOKEN_SIZE == WL_KEY_TOKEN_SIZE, "key token size");
+_Static_assert(WL_ADMIN_WEBHOOK_ID_SIZE == WL_WEBHOOK_ID_SIZE, "webhook id size");
+_Static_assert(WL_ADMIN_WEBHOOK_SECRET_SIZE == WL_WEBHOOK_SECRET_TEXT_SIZE, "webhook secret size");
 _Static_assert(WL_ADMIN_KIND_COUNT == sizeof(wl_generate_kinds) / sizeof(wl_generate_kinds[0]),
                "inventory kinds");
 
@@ -133,6 +137,49 @@ int wl_admin_key_list(wl_admin_t *admin, int64_t org_id,
 int wl_admin_key_revoke(wl_admin_t *admin, const char *prefix, wl_error_t *err)
 {
     return wl_keys_revoke(admin->conn, prefix, err);
+}
+
+int wl_admin_webhook_add(wl_admin_t *admin, int64_t org_id, const char *url, const char *events,
+                         bool allow_private, char id[WL_ADMIN_WEBHOOK_ID_SIZE],
+                         char secret[WL_ADMIN_WEBHOOK_SECRET_SIZE], wl_error_t *err)
+{
+    size_t event_count = 0;
+    int rc = wl_webhook_events_check(events, &event_count, err);
+    if (rc == 0)
+        rc = wl__webhook_target_check(url, allow_private, err);
+    unsigned char bytes[WL_WEBHOOK_SECRET_SIZE];
+    if (rc == 0)
+        rc = wl_webhooks_endpoint_add(admin->conn, org_id, url, events, id, bytes, err);
+    if (rc == 0)
+        wl_webhook_secret_format(bytes, secret);
+    explicit_bzero(bytes, sizeof(bytes));
+    return rc;
+}
+
+int wl_admin_webhook_list(wl_admin_t *admin, int64_t org_id,
+                          void (*each)(const wl_admin_webhook_t *endpoint, void *data), void *data,
+                          wl_error_t *err)
+{
+    return wl_webhooks_endpoint_list(admin->conn, org_id, each, data, err);
+}
+
+int wl_admin_webhook_remove(wl_admin_t *admin, int64_t org_id, const char *id, wl_error_t *err)
+{
+    return wl_webhooks_endpoint_remove(admin->conn, org_id, id, err);
+}
+
+int wl_admin_webhook_enable(wl_admin_t *admin, int64_t org_id, const char *id, wl_error_t *err)
+{
+    return wl_webhooks_endpoint_enable(admin->conn, org_id, id, err);
+}
+
+int wl_admin_webhook_deliveries(wl_admin_t *admin, int64_t org_id, const char *endpoint_id,
+                                int limit,
+                                void (*each)(const wl_admin_webhook_delivery_t *delivery,
+                                             void *data),
+                                void *data, wl_error_t *err)
+{
+    return wl_webhooks_delivery_list(admin->conn, org_id, endpoint_id, limit, each, data, err);
 }
 
 const char *wl_admin_kind_name(size_t i)

@@ -13,6 +13,7 @@
 #include "services/admissions.h"
 #include "services/rate_lease.h"
 #include "services/registry.h"
+#include "services/webhooks.h"
 #include "store/pool.h"
 #include "store/secrets.h"
 #include "walklist/core.h"
@@ -42,6 +43,7 @@ struct wl_core {
     wl_key_cache_t *keys; /* NULL: every key checked in the database */
     wl_rate_leases_t *leases;
     wl_admissions_t *admissions;
+    wl_webhooks_t *webhooks;    /* NULL: this process delivers no webhooks */
     pthread_mutex_t hook_lock;  /* the hook may be set while requests are served */
     pthread_mutex_t ready_lock; /* the readiness check, at most one a second */
     int64_t ready_checked_ms;   /* monotonic; 0: never */
@@ -80,6 +82,17 @@ void wl__core_export_may_have_changed(wl_core_t *core, int64_t org_id);
 
 /** The pool for stock reads: the replica's when configured, else the primary's. */
 wl_pool_t *wl__core_read_pool(wl_core_t *core);
+
+/* Cursors are about 80 characters (a version of up to 19 digits and a MAC, base64url). */
+#define WL_EXPORT_CURSOR_MAX 160
+
+/**
+ * The export cursor of an organization's export version (what ExportStock answers as
+ * "cursor", and ?since= takes), into out. Reads the page-token secret on conn on the process's
+ * first use (it may create it: not inside a read-only transaction).
+ */
+int wl__export_cursor_seal(wl_core_t *core, PGconn *conn, int64_t org_id, int64_t version,
+                           char out[WL_EXPORT_CURSOR_MAX], wl_error_t *err) WL_CHECK_RESULT;
 
 /** Timestamp message for milliseconds since the epoch, from the call's arena (NULL on ENOMEM). */
 Google__Protobuf__Timestamp *wl__timestamp_from_ms(wl_arena_t *arena, int64_t ms);

@@ -13,9 +13,6 @@
 #include "store/stock.h"
 #include "walklist/utf8.h"
 
-/* Cursors are about 80 characters (a version of up to 19 digits and a MAC, base64url). */
-#define WL_EXPORT_CURSOR_MAX 160
-
 struct wl_export_cursor {
     wl_core_t *core;
     PGconn *conn; /* borrowed from the pool until close */
@@ -65,21 +62,24 @@ static void cursor_scope(int64_t org_id, char org[24], wl_span_t scope[2])
     scope[1] = wl_span_str(org);
 }
 
-static int seal_cursor(wl_export_cursor_t *cursor, const unsigned char secret[WL_SECRET_SIZE],
-                       int64_t org_id, wl_error_t *err)
+int wl__export_cursor_seal(wl_core_t *core, PGconn *conn, int64_t org_id, int64_t version,
+                           char out[WL_EXPORT_CURSOR_MAX], wl_error_t *err)
 {
-    int rc;
-    char org[24], version[24];
+    unsigned char secret[WL_SECRET_SIZE];
+    int rc = page_secret(core, conn, secret, err);
+    if (rc != 0)
+        return rc;
+    char org[24], version_text[24];
     wl_span_t scope[2];
     cursor_scope(org_id, org, scope);
-    snprintf(version, sizeof(version), "%lld", (long long)cursor->export.version);
-    const wl_span_t keys[] = {wl_span_str(version)};
+    snprintf(version_text, sizeof(version_text), "%lld", (long long)version);
+    const wl_span_t keys[] = {wl_span_str(version_text)};
     wl_arena_t arena;
     wl_arena_init(&arena, 0);
     char *token = NULL;
     rc = wl_page_token_encode(secret, scope, 2, keys, 1, &arena, &token);
-    if (rc == 0 && strlen(token) < sizeof(cursor->token))
-        strcpy(cursor->token, token);
+    if (rc == 0 && strlen(token) < WL_EXPORT_CURSOR_MAX)
+        strcpy(out, token);
     else
         rc = wl_error_set(err, WL_EINTERNAL, "cannot seal the export cursor");
     wl_arena_dispose(&arena);
@@ -99,13 +99,15 @@ static int export_open(wl_core_t *core, const wl_principal_t *principal, int64_t
     cursor->core = core;
     unsigned char secret[WL_SECRET_SIZE];
     rc = wl_pool_acquire(wl__core_read_pool(core), &cursor->conn, err);
-    /* Before the read-only snapshot: the process's first use may create the secret. */
+    /* Before the read-only snapshot: the process's first use may create the secret (sealing
+     * the cursor then finds it in memory). */
     if (rc == 0)
         rc = page_secret(core, cursor->conn, secret, err);
     if (rc == 0)
         rc = wl_stock_export_begin(&cursor->export, cursor->conn, principal->org_id, since, err);
     if (rc == 0)
-        rc = seal_cursor(cursor, secret, principal->org_id, err);
+        rc = wl__export_cursor_seal(core, cursor->conn, principal->org_id, cursor->export.version,
+                                    cursor->token, err);
     if (rc != 0) {
         wl_export_cursor_close(cursor);
         return rc;

@@ -12,10 +12,23 @@ static const char *const reference_tables[] = {"organizations", "api_keys", "ser
 
 /* Sharded by org_id and colocated with the first: an organization's rows of every table live
  * in shards of the same node. */
-static const char *const tenant_tables[] = {
-    "warehouses",     "locations",        "products",           "product_eans",    "stock",
-    "location_stock", "reservations",     "stock_availability", "export_versions", "export_changes",
-    "locate_lists",   "idempotency_keys", "rate_limits"};
+static const char *const tenant_tables[] = {"warehouses",
+                                            "locations",
+                                            "products",
+                                            "product_eans",
+                                            "stock",
+                                            "location_stock",
+                                            "reservations",
+                                            "stock_availability",
+                                            "export_versions",
+                                            "export_changes",
+                                            "locate_lists",
+                                            "idempotency_keys",
+                                            "rate_limits",
+                                            "webhook_endpoints",
+                                            "webhook_sequences",
+                                            "webhook_events",
+                                            "webhook_deliveries"};
 
 /* Where walklistd and walklistctl keep what must be in one place: the applied migrations. */
 static const char *const coordinator_tables[] = {"schema_migrations"};

@@ -6,6 +6,7 @@
 
 #include "store/db.h"
 #include "store/lists.h"
+#include "store/webhooks.h"
 
 #define MS_OF(column) "floor(extract(epoch FROM " column ") * 1000)::bigint"
 
@@ -199,6 +200,22 @@ static int find_stops(PGconn *conn, const char *org, const wl_resolution_t *reso
     return 0;
 }
 
+/* The load's locate_list.loaded webhook event, in its transaction: it exists exactly when the
+ * load commits. */
+static int announce(PGconn *conn, int64_t org_id, const char *id, const wl_loaded_list_t *loaded,
+                    wl_error_t *err)
+{
+    int64_t counts[5] = {0};
+    for (size_t i = 0; i < loaded->resolution.code_count; i++) {
+        unsigned outcome = (unsigned)loaded->resolution.codes[i].outcome;
+        counts[outcome < 5 ? outcome : 0]++;
+    }
+    return wl_webhooks_enqueue_list_loaded(conn, org_id, id, loaded->name, loaded->loaded_ms,
+                                           counts[WL_CODE_SKU] + counts[WL_CODE_EAN],
+                                           counts[WL_CODE_AMBIGUOUS], counts[WL_CODE_NOT_FOUND],
+                                           err);
+}
+
 int wl_scanner_load_begin(PGconn *conn, int64_t org_id, const char *id, wl_arena_t *arena,
                           wl_loaded_list_t *out, wl_error_t *err)
 {
@@ -223,6 +240,8 @@ int wl_scanner_load_begin(PGconn *conn, int64_t org_id, const char *id, wl_arena
         else if (rc != 0)
             rc = wl_error_set(err, WL_EINTERNAL, "a stop of a product not in the walk");
     }
+    if (rc == 0)
+        rc = announce(conn, org_id, id, out, err);
     if (rc != 0)
         wl_db_rollback(conn);
     return rc;

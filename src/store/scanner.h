@@ -36,8 +36,9 @@ typedef struct {
 /**
  * Loads a pending list of the organization, in a transaction left open on conn: moves the
  * list from pending to loaded (recording loaded_at), resolves its codes (domain/resolve.h)
- * against the products, EANs and rack assignments, and builds its walk into out. The caller
- * then builds its answer from out and ends the load with wl_scanner_load_commit, or with
+ * against the products, EANs and rack assignments, builds its walk into out, and writes its
+ * locate_list.loaded webhook event (store/webhooks.h), so the event commits with the load. The
+ * caller then builds its answer from out and ends the load with wl_scanner_load_commit, or with
  * wl_scanner_load_abandon when it cannot answer (the list stays pending): the load and the
  * answer succeed together or not at all. Exactly one of several concurrent callers wins; the
  * others wait for it and get WL_EPRECONDITION (as does any later caller). WL_ENOTFOUND when the

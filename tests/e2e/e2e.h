@@ -34,6 +34,23 @@ static inline http_response_t e2e_request(uint16_t port, const char *method, con
     return res;
 }
 
+/** A Connect call with a JSON body (procedure like "walklist.v1.StockService/ExportStock"), with
+ * key; the caller frees. */
+static inline http_response_t e2e_connect_json(uint16_t port, const char *procedure,
+                                               const char *key, const char *body)
+{
+    char target[256], headers[1024];
+    snprintf(target, sizeof(target), "/%s", procedure);
+    snprintf(headers, sizeof(headers),
+             "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+             "Connect-Protocol-Version: 1\r\n",
+             key);
+    http_response_t res;
+    if (http_request(port, "POST", target, headers, body, strlen(body), &res) != 0)
+        fprintf(stderr, "POST %s failed\n", target);
+    return res;
+}
+
 static inline const char *e2e_str(json_t *json, const char *path_a, const char *path_b)
 {
     json_t *v = json_object_get(json, path_a);

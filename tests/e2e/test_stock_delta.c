@@ -58,16 +58,7 @@ static void ctl_import(const char *kind, const char *csv, const char *env)
 /* A Connect JSON call of procedure with key; the caller frees. */
 static http_response_t connect_post(const char *procedure, const char *key, const char *body)
 {
-    char target[128], headers[512];
-    snprintf(target, sizeof(target), "/%s", procedure);
-    snprintf(headers, sizeof(headers),
-             "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
-             "Connect-Protocol-Version: 1\r\n",
-             key);
-    http_response_t res;
-    if (http_request(port, "POST", target, headers, body, strlen(body), &res) != 0)
-        FAIL("POST %s failed", target);
-    return res;
+    return e2e_connect_json(port, procedure, key, body);
 }
 
 static void connect_call(const char *method, const char *body)

@@ -12,6 +12,12 @@
 -- what the write's changes would have. Changes older than walklist.export_history_hours
 -- (a setting, default 24; ALTER DATABASE .. SET walklist.export_history_hours = '48') are
 -- deleted here, one index probe when there are none: an idle organization keeps its last.
+--
+-- The change is also a stock.changed webhook event (wl__webhook_enqueue: one index probe when
+-- the organization has no endpoint for it), in this transaction, holding the export versions
+-- before and after it (turned into cursors at delivery) and whether the history restarted.
+-- Under the inventory lock, so an organization's stock.changed events chain: each one's
+-- "from" is the previous one's "to".
 CREATE OR REPLACE FUNCTION wl__export_bump(p_org bigint, p_reset boolean) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -20,7 +26,10 @@ DECLARE
     v_hours numeric := 24;
     v_cutoff bigint;
     v_pruned bigint;
+    v_before bigint;
+    v_at timestamptz := clock_timestamp();
 BEGIN
+    SELECT version INTO v_before FROM export_versions WHERE org_id = p_org;
     INSERT INTO export_versions AS v (org_id, version, changed_at)
     VALUES (p_org, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint, clock_timestamp())
     ON CONFLICT (org_id) DO UPDATE
@@ -47,6 +56,8 @@ BEGIN
              WHERE org_id = p_org;
         END IF;
     END IF;
+    PERFORM wl__webhook_enqueue(p_org, 'stock.changed',
+        jsonb_build_object('from', coalesce(v_before, 0), 'to', v_version, 'reset', p_reset), v_at);
     PERFORM pg_notify('wl_export_changed', p_org::text);
     RETURN v_version;
 END;
