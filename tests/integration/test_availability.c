@@ -95,6 +95,25 @@ static void csv_add(csv_t *csv, const char *format, ...)
 }
 
 /*
+ * A new organization with the warehouses and locations of the two CSV files and products
+ * SKU-00000 .. SKU-<n - 1> without EANs, then the product rows of more, written in csv.
+ */
+static int64_t catalogue_org(PGconn *conn, const char *slug, const char *warehouses,
+                             const char *locations, csv_t *csv, int n, const char *more)
+{
+    int64_t org = fixture_org(conn, slug);
+    fixture_import(conn, org, "warehouses", warehouses);
+    fixture_import(conn, org, "locations", locations);
+    csv->len = 0;
+    csv_add(csv, "sku,name,eans\n");
+    for (int i = 0; i < n; i++)
+        csv_add(csv, "SKU-%05d,Product %d,\n", i, i);
+    csv_add(csv, "%s", more);
+    fixture_import(conn, org, "products", csv->text);
+    return org;
+}
+
+/*
  * A catalogue past the refresh's bulk threshold (5,000 rows), imported kind by kind: each
  * large file takes the whole-organization path and replaces the rows, and must leave what the
  * rules give; small later batches take the row-by-row path. Supplier stock, staging bins,
@@ -198,17 +217,12 @@ static void test_bulk_paths(PGconn *conn)
 static void test_first_rows_each_part(PGconn *conn)
 {
     enum { N = 9000 };
-    int64_t org = fixture_org(conn, "racks-first");
-    fixture_import(conn, org, "warehouses",
-                   "code,name,kind\nW1,One,own\nW2,Two,own\nSUP,Supplier,supplier\n");
-    fixture_import(conn, org, "locations",
-                   "warehouse,code,staging\nW1,A-2,false\nW1,A-10,false\nW1,DOCK,true\n"
-                   "W2,B-1,false\nSUP,S-1,false\n");
     csv_t csv = {0};
-    csv_add(&csv, "sku,name,eans\n");
-    for (int i = 0; i < N; i++)
-        csv_add(&csv, "SKU-%05d,Product %d,\n", i, i);
-    fixture_import(conn, org, "products", csv.text);
+    int64_t org = catalogue_org(
+        conn, "racks-first", "code,name,kind\nW1,One,own\nW2,Two,own\nSUP,Supplier,supplier\n",
+        "warehouse,code,staging\nW1,A-2,false\nW1,A-10,false\nW1,DOCK,true\n"
+        "W2,B-1,false\nSUP,S-1,false\n",
+        &csv, N, "");
 
     csv.len = 0;
     csv_add(&csv, "sku,warehouse,location,quantity\n");
@@ -309,19 +323,13 @@ static const char *location_of(PGconn *conn, int64_t org, const char *sku, char 
 static void test_small_writes(PGconn *conn)
 {
     enum { N = 7000 };
-    int64_t org = fixture_org(conn, "small-writes");
-    fixture_import(conn, org, "warehouses",
-                   "code,name,kind\nW1,One,own\nW2,Two,own\nW3,Three,own\n"
-                   "SUP,Supplier,supplier\n");
-    fixture_import(conn, org, "locations",
-                   "warehouse,code,staging\nW1,A-2,false\nW1,A-10,false\nW1,DOCK,true\n"
-                   "W2,B-1,false\nW3,C-1,false\nSUP,S-1,false\n");
     csv_t csv = {0};
-    csv_add(&csv, "sku,name,eans\n");
-    for (int i = 0; i < N; i++)
-        csv_add(&csv, "SKU-%05d,Product %d,\n", i, i);
-    csv_add(&csv, "SKU-X,Racked only,\n");
-    fixture_import(conn, org, "products", csv.text);
+    int64_t org = catalogue_org(conn, "small-writes",
+                                "code,name,kind\nW1,One,own\nW2,Two,own\nW3,Three,own\n"
+                                "SUP,Supplier,supplier\n",
+                                "warehouse,code,staging\nW1,A-2,false\nW1,A-10,false\n"
+                                "W1,DOCK,true\nW2,B-1,false\nW3,C-1,false\nSUP,S-1,false\n",
+                                &csv, N, "SKU-X,Racked only,\n");
     csv.len = 0;
     csv_add(&csv, "sku,warehouse,on_hand\n");
     for (int i = 0; i < N; i++)
