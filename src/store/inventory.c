@@ -987,9 +987,9 @@ static int check_refusals(wl_inventory_batch_t *batch, const char *sql, wl_error
 }
 
 /*
- * Above this many rows a batch is planned for bulk: the staged rows get statistics, and joins
- * are hash joins. Inside the batch's transaction the tables' statistics describe them before
- * the batch (often empty, after a first import of a big file), and nested loops planned on
+ * Above this many rows a batch is planned for bulk: the tables it wrote get fresh statistics,
+ * and joins are hash joins. Inside the batch's transaction the tables' statistics describe them
+ * before the batch (often empty, after a first import of a big file), and nested loops planned on
  * such estimates go quadratic.
  */
 #define BULK_ROWS 5000
