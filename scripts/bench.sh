@@ -8,6 +8,10 @@
 #   scripts/bench.sh                 100,000 and 1,000,000 SKUs (about 15 minutes on 2 cores)
 #   scripts/bench.sh --quick         2,000 and 10,000 SKUs, short runs (about a minute)
 #   scripts/bench.sh --tiny          300 and 1,000 SKUs, 1 s runs: keeps the script working (ctest)
+#   scripts/bench.sh --writes        only the small writes (issue 19): the generated catalogue of
+#                                    each size, then one bin's staging flag and a 5-row file of
+#                                    each import kind, WRITE_REPS times each (median); prints the
+#                                    table, and writes it only with --out FILE (a few minutes)
 #   options: --no-install (use what is there), --no-build (use the binaries in the build dir),
 #            --out FILE, --keep (leave the cluster running), --skip-if-missing (exit 77 when
 #            wrk or pgbench is missing, for ctest)
@@ -19,17 +23,19 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$WL_ROOT"
 
-QUICK=0 TINY=0 INSTALL=1 BUILD_IT=1 KEEP=0 SKIP_IF_MISSING=0 OUT=$WL_ROOT/BENCHMARKS.md
+QUICK=0 TINY=0 WRITES=0 INSTALL=1 BUILD_IT=1 KEEP=0 SKIP_IF_MISSING=0 OUT=$WL_ROOT/BENCHMARKS.md
+OUT_GIVEN=0
 while (($#)); do
   case $1 in
   --quick) QUICK=1 ;;
+  --writes) WRITES=1 ;;
   --tiny) TINY=1 ;;
   --no-install) INSTALL=0 ;;
   --no-build) BUILD_IT=0 ;;
   --skip-if-missing) SKIP_IF_MISSING=1 ;;
   --keep) KEEP=1 ;;
-  --out) OUT=$2; shift ;;
-  *) die "unknown option $1 (--quick, --tiny, --no-install, --no-build, --out FILE, --keep)" ;;
+  --out) OUT=$2 OUT_GIVEN=1; shift ;;
+  *) die "unknown option $1 (--quick, --tiny, --writes, --no-install, --no-build, --out FILE, --keep)" ;;
   esac
   shift
 done
@@ -46,6 +52,8 @@ else
 fi
 CONNECTIONS=64
 SEED=42
+# Repetitions of each small write (bench_writes); its row shows the median.
+WRITE_REPS=${WALKLIST_BENCH_WRITE_REPS:-7}
 BENCH_DIR=$WL_ROOT/scripts/bench
 export WALKLIST_BUILD_DIR=${WALKLIST_BUILD_DIR:-build-release}
 BUILD=$(build_dir)
@@ -189,7 +197,7 @@ run_wrk() {
 # Before a measured walk-list run (and the floor): no checkpoint left to run in the middle of
 # it, so that every run of the same work starts from the same state of the server.
 settle() {
-  ((SETTLE_RECORDED++)) || COMMANDS+=("psql -c CHECKPOINT   (before the floor and each specified-limit row)")
+  ((SETTLE_RECORDED++)) || COMMANDS+=("psql -c CHECKPOINT   (before the floor, each specified-limit row and the small writes)")
   sql -c CHECKPOINT >/dev/null
 }
 
@@ -357,6 +365,111 @@ bench_delta() {
   read -r code seconds bytes <<<"$curl_out"
   [[ $code == 200 ]] || die "delta export answered $code"
   row "delta export, 1,000 changed SKUs in $size SKUs" "$seconds s, $bytes bytes" "-" "-" "-"
+}
+
+# Small writes into the generated catalogue of SIZE SKUs (issue 19: a write costs what it
+# changes): one bin's staging flag, and a 5-row file of each import kind, each imported with
+# walklistctl WRITE_REPS times, alternating two versions of the file so that every import
+# changes what it names. Each row: the median wall time of the import (process start and
+# connection included), min and max, and the export rows the last import changed.
+bench_writes() {
+  local size=$1 org_id dir=$WORK/writes-$1
+  org_id=$(sql -c "SELECT org_id FROM organizations WHERE slug = 'cat-$size'")
+  mkdir -p "$dir"
+  q() { sql -c "$1"; }
+  # The own, non-staging bins holding the most SKUs: the first is the flipped one.
+  local -a bins
+  mapfile -t bins < <(q "SELECT ls.warehouse || ',' || ls.location FROM location_stock ls
+      JOIN warehouses w ON w.org_id = ls.org_id AND w.code = ls.warehouse AND w.kind = 'own'
+      JOIN locations l ON l.org_id = ls.org_id AND l.warehouse = ls.warehouse
+       AND l.code = ls.location AND NOT l.staging
+      WHERE ls.org_id = $org_id AND ls.warehouse = 'WH-NORTH'
+      GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 6")
+  printf 'warehouse,code,staging\n%s,true\n' "${bins[0]}" >"$dir/bin-a.csv"
+  printf 'warehouse,code,staging\n%s,false\n' "${bins[0]}" >"$dir/bin-b.csv"
+  { echo 'warehouse,code,staging'; printf '%s,true\n' "${bins[@]:1:5}"; } >"$dir/locations-a.csv"
+  { echo 'warehouse,code,staging'; printf '%s,false\n' "${bins[@]:1:5}"; } >"$dir/locations-b.csv"
+  # Warehouses: the four renamed, and a fifth holding 5 SKUs whose kind flips (own, supplier).
+  "$BUILD/bin/walklistctl" import warehouses /dev/stdin --org "cat-$size" --database-url "$DB" \
+    >/dev/null 2>&1 <<<$'code,name,kind\nWH-BENCH,Bench shelf,supplier'
+  { echo 'sku,warehouse,on_hand'
+    q "SELECT sku || ',WH-BENCH,' || (10 + n) FROM (SELECT sku, row_number() OVER (ORDER BY sku) n
+         FROM products WHERE org_id = $org_id ORDER BY sku OFFSET $((size * 4 / 10)) LIMIT 5) p"
+  } >"$dir/bench-stock.csv"
+  "$BUILD/bin/walklistctl" import stock "$dir/bench-stock.csv" --org "cat-$size" \
+    --database-url "$DB" >/dev/null 2>&1
+  local v
+  for v in a b; do
+    { echo 'code,name,kind'
+      q "SELECT code || ',' || split_part(name, ' (', 1) || ' ($v)' || ',' || kind FROM warehouses
+          WHERE org_id = $org_id AND code <> 'WH-BENCH' ORDER BY code"
+      echo "WH-BENCH,Bench shelf,$([[ $v == a ]] && echo own || echo supplier)"
+    } >"$dir/warehouses-$v.csv"
+    { echo 'sku,name,eans'
+      q "SELECT sku || ',Product ' || sku || ' ($v),' || '41' || lpad(n::text, 10, '0')
+                || CASE WHEN '$v' = 'a' THEN '|42' || lpad(n::text, 10, '0') ELSE '' END
+           FROM (SELECT sku, row_number() OVER (ORDER BY sku) n FROM products
+                  WHERE org_id = $org_id ORDER BY sku OFFSET $((size * 3 / 10)) LIMIT 5) p"
+    } >"$dir/products-$v.csv"
+    { echo 'sku,warehouse,on_hand'
+      q "SELECT s.sku || ',' || s.warehouse || ',' || (s.on_hand + ('$v' = 'a')::int)
+           FROM stock s JOIN warehouses w ON w.org_id = s.org_id AND w.code = s.warehouse
+            AND w.kind = 'own' WHERE s.org_id = $org_id
+          ORDER BY s.sku, s.warehouse OFFSET $((size * 5 / 10)) LIMIT 5"
+    } >"$dir/stock-$v.csv"
+    { echo 'sku,warehouse,location,quantity'
+      q "SELECT sku || ',' || warehouse || ',' || location || ','
+                || CASE WHEN '$v' = 'a' THEN quantity + 200 ELSE quantity END
+           FROM location_stock WHERE org_id = $org_id
+          ORDER BY sku, warehouse, location OFFSET $((size * 6 / 10)) LIMIT 5"
+    } >"$dir/location-stock-$v.csv"
+    { echo 'ref,sku,warehouse,quantity,status'
+      q "SELECT ref || ',' || sku || ',' || warehouse || ',' || (quantity + ('$v' = 'a')::int)
+                || ',' || status
+           FROM reservations WHERE org_id = $org_id AND status = 'active'
+          ORDER BY ref OFFSET $((size / 10)) LIMIT 5"
+    } >"$dir/reservations-$v.csv"
+  done
+  COMMANDS+=("walklistctl import KIND FILE --org cat-$size   ($WRITE_REPS times each, the two versions of each file alternating: one bin's staging flag; 5 rows of each kind, see bench_writes)")
+  # The catalogue's load leaves gigabytes of WAL: its checkpoint, not the writes, would set
+  # their commit times.
+  settle
+
+  local label kind file times i start end version changed median low high
+  for label in "bin:locations:bin" "locations:locations:locations" "warehouses:warehouses:warehouses" \
+    "products:products:products" "stock:stock:stock" "location-stock:location-stock:location-stock" \
+    "reservations:reservations:reservations"; do
+    IFS=: read -r label kind file <<<"$label"
+    times=$dir/$label.times
+    : >"$times"
+    for ((i = 0; i < WRITE_REPS; i++)); do
+      local variant=a
+      ((i % 2)) && variant=b
+      version=$(q "SELECT coalesce(max(version), 0) FROM export_versions WHERE org_id = $org_id")
+      start=$EPOCHREALTIME
+      "$BUILD/bin/walklistctl" import "$kind" "$dir/$file-$variant.csv" --org "cat-$size" \
+        --database-url "$DB" >/dev/null 2>>"$WORK/writes.log" ||
+        die "walklistctl import $kind $file-$variant.csv failed: $(tail -n 2 "$WORK/writes.log")"
+      end=$EPOCHREALTIME
+      echo "$(elapsed "$start" "$end")" >>"$times"
+    done
+    changed=$(q "SELECT count(*) FROM export_changes WHERE org_id = $org_id AND version > $version")
+    read -r median low high <<<"$(sort -n "$times" |
+      awk '{ v[NR] = $1 * 1000 } END { printf "%.1f %.1f %.1f\n", v[int((NR + 1) / 2)], v[1], v[NR] }')"
+    case $label in
+    bin) label="one bin's staging flag (${bins[0]/,/ }), locations file of 1 row" ;;
+    warehouses) label="warehouses file of 5 rows (4 renamed, one 5-SKU warehouse own <-> supplier)" ;;
+    *) label="$label file of 5 rows" ;;
+    esac
+    row "small write, $label, $size SKUs" "median $median ms (min $low, max $high; $WRITE_REPS imports)" \
+      "-" "-" "export rows changed by the last: $changed; walklistctl wall time, start and connection included"
+    WRITE_MEDIANS+=("$size|$label|$median")
+    # An odd number of imports leaves the first version: the second puts the catalogue back.
+    if ((WRITE_REPS % 2)); then
+      "$BUILD/bin/walklistctl" import "$kind" "$dir/$file-b.csv" --org "cat-$size" \
+        --database-url "$DB" >/dev/null 2>>"$WORK/writes.log"
+    fi
+  done
 }
 
 bench_create() {
@@ -555,6 +668,17 @@ to_mb() {
   }'
 }
 
+# The small writes' target (issue 19) at the largest size: each under 50 ms.
+write_targets() {
+  local entry size label median
+  for entry in "${WRITE_MEDIANS[@]}"; do
+    IFS='|' read -r size label median <<<"$entry"
+    [[ $size == "${SIZES[-1]}" ]] || continue
+    printf '| %s, %s SKUs, under 50 ms | %s ms | %s |\n' "$label" "$size" "$median" \
+      "$(verdict "$median" 49.99 max)"
+  done
+}
+
 targets() {
   local large=${SIZES[-1]} full_mb
   full_mb=$(to_mb "${FULL_BODY[$large]:-}")
@@ -580,6 +704,7 @@ targets() {
     "${GENERATE_SECONDS[$large]}" "$(verdict "${GENERATE_SECONDS[$large]}" 120 max)"
   printf '| import of the %s-SKU catalogue under 60 s | %s s | %s |\n' "$large" \
     "${IMPORT_SECONDS[$large]}" "$(verdict "${IMPORT_SECONDS[$large]}" 60 max)"
+  write_targets
 }
 
 write_report() {
@@ -590,7 +715,7 @@ write_report() {
   {
     printf '# Benchmarks\n\n'
     printf 'Written by `scripts/bench.sh%s` on %s (commit %s, plus the working tree).\n\n' \
-      "$( ((TINY)) && echo ' --tiny'; ((QUICK)) && echo ' --quick')" \
+      "$( ((TINY)) && echo ' --tiny'; ((QUICK)) && echo ' --quick'; ((WRITES)) && echo ' --writes')" \
       "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit"
     printf 'Machine: %s cores (%s), %s memory, load average before the run: %s.\n' "$cores" \
       "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)" "$mem" "$LOAD_BEFORE"
@@ -605,8 +730,14 @@ write_report() {
 
     printf '| measurement | walklistd | floor | ratio | notes |\n|---|---|---|---|---|\n'
     printf '%s\n' "${ROWS[@]}"
-    targets
-    if [[ -f $BENCH_DIR/analysis.md ]]; then
+    if ((WRITES)); then
+      printf '\n## Targets (measured in this run, largest size %s SKUs)\n\n' "${SIZES[-1]}"
+      printf '| target | measured | verdict |\n|---|---|---|\n'
+      write_targets
+    else
+      targets
+    fi
+    if ((!WRITES)) && [[ -f $BENCH_DIR/analysis.md ]]; then
       printf '\n'
       cat "$BENCH_DIR/analysis.md"
     fi
@@ -640,13 +771,30 @@ main() {
   start_postgres
   declare -gA GENERATE_SECONDS=() IMPORT_SECONDS=() EXPORT_RATIO=() RSS_GROWTH=() FULL_BODY=() NOT_MODIFIED=() KEY=()
   declare -gA SPEC_CREATE_RATIO=() SPEC_CREATE_P99=() SPEC_CREATE_BAD=() SPEC_304_RPS=()
+  declare -ga WRITE_MEDIANS=()
   FLOOR_RPS= FLOOR_P99= FLOOR_LAT=
   local size
+  if ((WRITES)); then
+    for size in "${SIZES[@]}"; do
+      log "small writes, catalogue of $size SKUs"
+      "$BUILD/bin/walklistctl" org create "cat-$size" --database-url "$DB" 2>/dev/null
+      record "$BUILD/bin/walklistctl" generate --org "cat-$size" --skus "$size" --seed "$SEED" \
+        --database-url "$DB" 2>>"$WORK/generate.log"
+      COMMANDS+=("psql -c 'VACUUM ANALYZE'")
+      sql -c 'VACUUM ANALYZE' >/dev/null
+      bench_writes "$size"
+    done
+    ((OUT_GIVEN)) || OUT=$WORK/writes.md
+    write_report
+    cat "$OUT"
+    return
+  fi
   for size in "${SIZES[@]}"; do
     log "catalogue of $size SKUs"
     load_catalogue "$size"
     bench_export "$size"
     bench_delta "$size"
+    bench_writes "$size"
   done
   log "walk lists"
   bench_create

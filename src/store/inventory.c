@@ -54,6 +54,11 @@ typedef struct {
      * itself (the upsert does not change it), without copying them into a table first. */
     const char *affected_skus;
     bool affected_are_staged;
+    /* When set, runs first ($1: organization) and gives one row whose values affected_skus
+     * reads as $2, $3, ...: the keys (warehouse codes, bins) whose change changes export rows,
+     * as arrays, so that affected_skus is planned on their number. A NULL first value: the
+     * batch changes no export row, and neither affected_skus nor the refresh runs. */
+    const char *affected_keys;
     /* What of those rows the batch can change (wl_refresh_availability_from):
      * "qty", "location" or "all". */
     const char *refresh_parts;
@@ -140,12 +145,17 @@ static const kind_t kinds[] = {
             .column_count = 3,
             .staging_columns = "code text COLLATE \"C\", name text, kind text",
             .key_columns = "code",
+            /* Only a warehouse whose kind changes changes export rows (a new one has no
+             * stock yet), and only its SKUs, found by the warehouse's indexes (0005). */
+            .affected_keys = "SELECT array_agg(w.code) FROM warehouses w"
+                             " JOIN (SELECT code, kind FROM import_rows) i ON i.code = w.code"
+                             " WHERE w.org_id = $1 AND w.kind <> i.kind",
             .affected_skus = "SELECT sku FROM stock WHERE org_id = $1"
-                             " AND warehouse IN (SELECT code FROM import_rows)"
+                             " AND warehouse = ANY ($2::text[])"
                              " UNION SELECT sku FROM location_stock WHERE org_id = $1"
-                             " AND warehouse IN (SELECT code FROM import_rows)"
+                             " AND warehouse = ANY ($2::text[])"
                              " UNION SELECT sku FROM reservations WHERE org_id = $1"
-                             " AND warehouse IN (SELECT code FROM import_rows)",
+                             " AND status = 'active' AND warehouse = ANY ($2::text[])",
             .refresh_parts = "all",
             .upsert = {"INSERT INTO warehouses (org_id, code, name, kind)"
                        " SELECT $1, code, name, kind FROM import_rows"
@@ -161,9 +171,15 @@ static const kind_t kinds[] = {
             .key_columns = "warehouse, code",
             .sort_key_of = "code",
             .checks = {CHECK_WAREHOUSE},
-            .affected_skus = "SELECT sku FROM location_stock ls"
-                             " JOIN (SELECT warehouse, code FROM import_rows) i"
-                             " ON ls.warehouse = i.warehouse AND ls.location = i.code"
+            /* Only a bin whose staging flag changes changes export rows (a new one holds
+             * nothing yet), and only its SKUs, found by location_stock_bin (0005). */
+            .affected_keys = "SELECT array_agg(l.warehouse), array_agg(l.code) FROM locations l"
+                             " JOIN (SELECT warehouse, code, staging FROM import_rows) i"
+                             " ON l.warehouse = i.warehouse AND l.code = i.code"
+                             " WHERE l.org_id = $1 AND l.staging <> i.staging",
+            .affected_skus = "SELECT ls.sku FROM unnest($2::text[], $3::text[])"
+                             " AS b(warehouse, code) JOIN location_stock ls"
+                             " ON ls.warehouse = b.warehouse AND ls.location = b.code"
                              " WHERE ls.org_id = $1",
             .refresh_parts = "all",
             .upsert = {"UPDATE locations l SET staging = i.staging"
@@ -971,9 +987,9 @@ static int check_refusals(wl_inventory_batch_t *batch, const char *sql, wl_error
 }
 
 /*
- * Above this many rows a batch is planned for bulk: the staged rows get statistics, and joins
- * are hash joins. Inside the batch's transaction the tables' statistics describe them before
- * the batch (often empty, after a first import of a big file), and nested loops planned on
+ * Above this many rows a batch is planned for bulk: the tables it wrote get fresh statistics,
+ * and joins are hash joins. Inside the batch's transaction the tables' statistics describe them
+ * before the batch (often empty, after a first import of a big file), and nested loops planned on
  * such estimates go quadratic.
  */
 #define BULK_ROWS 5000
@@ -994,8 +1010,14 @@ static int lock_organization(wl_inventory_batch_t *batch, wl_error_t *err)
 
 static int plan_for_bulk(wl_inventory_batch_t *batch, wl_error_t *err)
 {
+    /* A small batch's staged rows get statistics too, for what they cost (under a
+     * millisecond): a table never analyzed is estimated from its pages, 610 rows for the one
+     * page of 5 rows, and joins planned for that many hashed the organization's products or
+     * rack assignments, a scan that grows with the catalogue (27 ms for 5 products of
+     * 100,000), where one index probe per staged row finds them. */
     if (batch->rows <= BULK_ROWS)
-        return 0;
+        return batch->direct ? 0
+                             : wl_db_exec(batch->conn, "ANALYZE import_rows", 0, NULL, NULL, err);
     /* A direct batch's rows are in its table, whose statistics the kind's ANALYZE makes. */
     const char *analyze = batch->direct ? KIND(batch)->analyze : "ANALYZE import_rows";
     int rc = analyze != NULL ? wl_db_exec(batch->conn, analyze, 0, NULL, NULL, err) : 0;
@@ -1047,6 +1069,41 @@ static int direct_check(wl_inventory_batch_t *batch, const char *sql, bool *fail
         *failed = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
         PQclear(res);
     }
+    return rc;
+}
+
+#define MAX_AFFECTED_KEYS 2
+
+/*
+ * Stages the SKUs whose export rows the batch changes (the kind's affected_skus, read before
+ * the upsert) in import_affected; *refresh is false when the batch changes none.
+ */
+static int stage_affected(wl_inventory_batch_t *batch, bool *refresh, wl_error_t *err)
+{
+    const kind_t *kind = KIND(batch);
+    const char *params[1 + MAX_AFFECTED_KEYS] = {batch->org};
+    int nparams = strstr(kind->affected_skus, "$1") ? 1 : 0;
+    PGresult *keys = NULL;
+    int rc = 0;
+    *refresh = true;
+    if (kind->affected_keys != NULL) {
+        rc = wl_db_exec(batch->conn, kind->affected_keys, 1, params, &keys, err);
+        if (rc != 0)
+            return rc;
+        *refresh = PQntuples(keys) == 1 && !PQgetisnull(keys, 0, 0);
+        nparams = 1 + PQnfields(keys);
+        if (nparams > 1 + MAX_AFFECTED_KEYS)
+            rc = wl_error_set(err, WL_EINTERNAL, "too many affected keys");
+        for (int i = 0; rc == 0 && *refresh && i < PQnfields(keys); i++)
+            params[1 + i] = PQgetvalue(keys, 0, i);
+    }
+    if (rc == 0 && *refresh) {
+        char sql[1024];
+        snprintf(sql, sizeof(sql), "CREATE TEMP TABLE import_affected ON COMMIT DROP AS %s",
+                 kind->affected_skus);
+        rc = wl_db_exec(batch->conn, sql, nparams, params, NULL, err);
+    }
+    PQclear(keys);
     return rc;
 }
 
@@ -1116,16 +1173,12 @@ static int finish_direct(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *
         rc = plan_for_bulk(batch, err);
     for (size_t i = 0; !refused && rc == 0 && i < MAX_CHECKS && kind->checks[i] != NULL; i++)
         rc = direct_check(batch, kind->checks[i], &refused, err);
-    bool staged = kind->affected_are_staged, overflow = false;
+    bool staged = kind->affected_are_staged, overflow = false, refresh = true;
     if (!refused && rc == 0 && kind->first_refresh != NULL)
         rc = refresh_export(batch, kind->first_refresh, 1, params, &overflow, err);
-    else if (!refused && rc == 0 && kind->affected_skus != NULL && !staged) {
-        char sql[1024];
-        snprintf(sql, sizeof(sql), "CREATE TEMP TABLE import_affected ON COMMIT DROP AS %s",
-                 kind->affected_skus);
-        rc = wl_db_exec(batch->conn, sql, strstr(sql, "$1") ? 1 : 0, params, NULL, err);
-    }
-    if (!refused && rc == 0 && kind->first_refresh == NULL &&
+    else if (!refused && rc == 0 && kind->affected_skus != NULL && !staged)
+        rc = stage_affected(batch, &refresh, err);
+    if (!refused && rc == 0 && kind->first_refresh == NULL && refresh &&
         (kind->affected_skus != NULL || staged)) {
         const char *refresh_params[] = {batch->org, kind->refresh_parts,
                                         staged ? "pg_temp.import_rows" : "pg_temp.import_affected"};
@@ -1170,19 +1223,16 @@ int wl_inventory_batch_finish(wl_inventory_batch_t *batch, size_t *rows, wl_erro
         rc = wl_db_exec(batch->conn, kind->lock, 1, params, NULL, err);
     if (rc == 0)
         rc = check_refusals(batch, kind->refusals_before, err);
-    if (rc == 0 && kind->affected_skus != NULL && !kind->affected_are_staged) {
-        char sql[1024];
-        snprintf(sql, sizeof(sql), "CREATE TEMP TABLE import_affected ON COMMIT DROP AS %s",
-                 kind->affected_skus);
-        rc = wl_db_exec(batch->conn, sql, strstr(sql, "$1") ? 1 : 0, params, NULL, err);
-    }
+    bool refresh = true;
+    if (rc == 0 && kind->affected_skus != NULL && !kind->affected_are_staged)
+        rc = stage_affected(batch, &refresh, err);
     for (size_t i = 0; rc == 0 && i < MAX_UPSERTS && kind->upsert[i] != NULL; i++)
         rc = wl_db_exec(batch->conn, kind->upsert[i], 1, params, NULL, err);
     if (rc == 0)
         rc = check_refusals(batch, kind->refusals_after, err);
     if (rc == 0 && kind->analyze != NULL && batch->rows > BULK_ROWS)
         rc = wl_db_exec(batch->conn, kind->analyze, 0, NULL, NULL, err);
-    if (rc == 0 && (kind->affected_skus != NULL || kind->affected_are_staged)) {
+    if (rc == 0 && refresh && (kind->affected_skus != NULL || kind->affected_are_staged)) {
         const char *refresh_params[] = {batch->org, kind->refresh_parts,
                                         kind->affected_are_staged ? "pg_temp.import_rows"
                                                                   : "pg_temp.import_affected"};

@@ -95,6 +95,25 @@ static void csv_add(csv_t *csv, const char *format, ...)
 }
 
 /*
+ * A new organization with the warehouses and locations of the two CSV files and products
+ * SKU-00000 .. SKU-<n - 1> without EANs, then the product rows of more, written in csv.
+ */
+static int64_t catalogue_org(PGconn *conn, const char *slug, const char *warehouses,
+                             const char *locations, csv_t *csv, int n, const char *more)
+{
+    int64_t org = fixture_org(conn, slug);
+    fixture_import(conn, org, "warehouses", warehouses);
+    fixture_import(conn, org, "locations", locations);
+    csv->len = 0;
+    csv_add(csv, "sku,name,eans\n");
+    for (int i = 0; i < n; i++)
+        csv_add(csv, "SKU-%05d,Product %d,\n", i, i);
+    csv_add(csv, "%s", more);
+    fixture_import(conn, org, "products", csv->text);
+    return org;
+}
+
+/*
  * A catalogue past the refresh's bulk threshold (5,000 rows), imported kind by kind: each
  * large file takes the whole-organization path and replaces the rows, and must leave what the
  * rules give; small later batches take the row-by-row path. Supplier stock, staging bins,
@@ -198,17 +217,12 @@ static void test_bulk_paths(PGconn *conn)
 static void test_first_rows_each_part(PGconn *conn)
 {
     enum { N = 9000 };
-    int64_t org = fixture_org(conn, "racks-first");
-    fixture_import(conn, org, "warehouses",
-                   "code,name,kind\nW1,One,own\nW2,Two,own\nSUP,Supplier,supplier\n");
-    fixture_import(conn, org, "locations",
-                   "warehouse,code,staging\nW1,A-2,false\nW1,A-10,false\nW1,DOCK,true\n"
-                   "W2,B-1,false\nSUP,S-1,false\n");
     csv_t csv = {0};
-    csv_add(&csv, "sku,name,eans\n");
-    for (int i = 0; i < N; i++)
-        csv_add(&csv, "SKU-%05d,Product %d,\n", i, i);
-    fixture_import(conn, org, "products", csv.text);
+    int64_t org = catalogue_org(
+        conn, "racks-first", "code,name,kind\nW1,One,own\nW2,Two,own\nSUP,Supplier,supplier\n",
+        "warehouse,code,staging\nW1,A-2,false\nW1,A-10,false\nW1,DOCK,true\n"
+        "W2,B-1,false\nSUP,S-1,false\n",
+        &csv, N, "");
 
     csv.len = 0;
     csv_add(&csv, "sku,warehouse,location,quantity\n");
@@ -243,6 +257,166 @@ static void test_first_rows_each_part(PGconn *conn)
     fixture_import(conn, org, "stock", csv.text);
     CHECK_INT(mismatches(conn, org), 0);
     free(csv.text);
+}
+
+/*
+ * Imports csv as kind into org and checks what the refresh by key
+ * (wl__refresh_availability_skus) left: the export equals the rules' recomputation, and the
+ * write recorded one export_changes row for each export row it changed, none for the others,
+ * all under one version. Returns the number of export rows the write changed.
+ */
+static long long checked_write(PGconn *conn, int64_t org, const char *kind, const char *csv)
+{
+    char sql[1024];
+    long long version = export_version(conn, org);
+    testdb_exec(conn, "DROP TABLE IF EXISTS export_before");
+    snprintf(sql, sizeof(sql),
+             "CREATE TEMP TABLE export_before AS SELECT sku, qty, location"
+             " FROM stock_availability WHERE org_id = %lld",
+             (long long)org);
+    testdb_exec(conn, sql);
+    fixture_import(conn, org, kind, csv);
+    CHECK_INT(mismatches(conn, org), 0);
+    snprintf(sql, sizeof(sql),
+             "WITH after AS (SELECT sku, qty, location FROM stock_availability"
+             "  WHERE org_id = %1$lld),"
+             " changed AS (SELECT sku FROM (SELECT * FROM export_before EXCEPT"
+             "  SELECT * FROM after) a UNION SELECT sku FROM (SELECT * FROM after EXCEPT"
+             "  SELECT * FROM export_before) b),"
+             " recorded AS (SELECT sku FROM export_changes WHERE org_id = %1$lld"
+             "  AND version > %2$lld)"
+             " SELECT (SELECT count(*) FROM (SELECT sku FROM changed EXCEPT"
+             "  SELECT sku FROM recorded) m) + (SELECT count(*) FROM (SELECT sku FROM recorded"
+             "  EXCEPT SELECT sku FROM changed) e)"
+             " + (SELECT count(*) - count(DISTINCT sku) FROM recorded)"
+             " + (SELECT count(DISTINCT version) FILTER (WHERE version > %2$lld) > 1"
+             "  FROM export_changes WHERE org_id = %1$lld)::int",
+             (long long)org, version);
+    CHECK_INT(testdb_count(conn, sql), 0);
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM export_changes WHERE org_id = %lld AND version > %lld",
+             (long long)org, version);
+    long long changed = testdb_count(conn, sql);
+    /* The version moves exactly when an export row changed. */
+    CHECK(changed > 0 ? export_version(conn, org) > version : export_version(conn, org) == version);
+    return changed;
+}
+
+static const char *location_of(PGconn *conn, int64_t org, const char *sku, char *buf, size_t size)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT coalesce(location, '(null)') FROM stock_availability"
+             " WHERE org_id = %lld AND sku = '%s'",
+             (long long)org, sku);
+    return testdb_value(conn, sql, buf, size);
+}
+
+/*
+ * Small writes into an organization with more export rows than the refresh's bulk threshold:
+ * each recomputes only the SKUs its bins, warehouses or rows hold (wl__refresh_availability_skus)
+ * and must leave what a recomputation from scratch gives, with the change log naming exactly
+ * the rows that changed. A bin's staging flag (a SKU's primary rack moves to its next bin, and
+ * back), a warehouse own <-> supplier, and writes that change no export row (a new bin, a
+ * renamed warehouse, a new one, a flag set to what it was): no refresh, no version.
+ */
+static void test_small_writes(PGconn *conn)
+{
+    enum { N = 7000 };
+    csv_t csv = {0};
+    int64_t org = catalogue_org(conn, "small-writes",
+                                "code,name,kind\nW1,One,own\nW2,Two,own\nW3,Three,own\n"
+                                "SUP,Supplier,supplier\n",
+                                "warehouse,code,staging\nW1,A-2,false\nW1,A-10,false\n"
+                                "W1,DOCK,true\nW2,B-1,false\nW3,C-1,false\nSUP,S-1,false\n"
+                                "W1,\"Q,\"\"{\\} 1\",false\n",
+                                &csv, N, "SKU-X,Racked only,\n");
+    csv.len = 0;
+    csv_add(&csv, "sku,warehouse,on_hand\n");
+    for (int i = 0; i < N; i++)
+        csv_add(&csv, "SKU-%05d,%s,%d\n", i, i % 4 == 3 ? "SUP" : "W1", 1 + i % 17);
+    /* W3 holds a few SKUs only: its kind flips them alone. */
+    for (int i = 0; i < N; i += 1000)
+        csv_add(&csv, "SKU-%05d,W3,%d\n", i, 5);
+    fixture_import(conn, org, "stock", csv.text);
+    csv.len = 0;
+    csv_add(&csv, "sku,warehouse,location,quantity\n");
+    for (int i = 0; i < N; i++) {
+        csv_add(&csv, "SKU-%05d,W1,A-2,%d\n", i, i % 3);
+        if (i % 50 == 0)
+            csv_add(&csv, "SKU-%05d,W1,A-10,%d\n", i, 3);
+    }
+    csv_add(&csv, "SKU-00007,W2,B-1,1\nSKU-00007,W1,DOCK,90\nSKU-01000,W3,C-1,9\n"
+                  "SKU-X,W3,C-1,0\nSKU-00009,W1,\"Q,\"\"{\\} 1\",40\n");
+    fixture_import(conn, org, "location-stock", csv.text);
+    csv.len = 0;
+    csv_add(&csv, "ref,sku,warehouse,quantity,status\n");
+    for (int i = 0; i < N; i += 500)
+        csv_add(&csv, "R-%05d,SKU-%05d,%s,%d,active\n", i, i, i % 1000 ? "W1" : "W3", 2);
+    fixture_import(conn, org, "reservations", csv.text);
+    free(csv.text);
+    CHECK_INT(mismatches(conn, org), 0);
+
+    char location[64];
+    CHECK_STR(location_of(conn, org, "SKU-00050", location, sizeof(location)), "A-10");
+    /* A-10 becomes staging: the primary rack of its SKUs but SKU-01000 (C-1 holds more)
+     * moves to A-2; and back. */
+    CHECK_INT(checked_write(conn, org, "locations", "warehouse,code,staging\nW1,A-10,true\n"),
+              N / 50 - 1);
+    CHECK_STR(location_of(conn, org, "SKU-00050", location, sizeof(location)), "A-2");
+    CHECK_INT(checked_write(conn, org, "locations", "warehouse,code,staging\nW1,A-10,false\n"),
+              N / 50 - 1);
+    CHECK_STR(location_of(conn, org, "SKU-00050", location, sizeof(location)), "A-10");
+    /* SKU-00007: A-2 (1) beats B-1 (1) in natural bin order; DOCK (90) once it is a rack. */
+    CHECK_STR(location_of(conn, org, "SKU-00007", location, sizeof(location)), "A-2");
+    CHECK_INT(checked_write(conn, org, "locations", "warehouse,code,staging\nW1,DOCK,false\n"), 1);
+    CHECK_STR(location_of(conn, org, "SKU-00007", location, sizeof(location)), "DOCK");
+    CHECK_INT(checked_write(conn, org, "locations", "warehouse,code,staging\nW1,DOCK,true\n"), 1);
+    CHECK_STR(location_of(conn, org, "SKU-00007", location, sizeof(location)), "A-2");
+    /* C-1 staging: SKU-X, racked there only, leaves the export; SKU-01000 moves to A-10. */
+    CHECK_INT(checked_write(conn, org, "locations", "warehouse,code,staging\nW3,C-1,true\n"), 2);
+    CHECK_STR(location_of(conn, org, "SKU-01000", location, sizeof(location)), "A-10");
+    CHECK_STR(location_of(conn, org, "SKU-X", location, sizeof(location)), "");
+    CHECK_INT(checked_write(conn, org, "locations", "warehouse,code,staging\nW3,C-1,false\n"), 2);
+    CHECK_STR(location_of(conn, org, "SKU-X", location, sizeof(location)), "C-1");
+    /* A bin code that array literals quote (the changed bins reach the SKU query as arrays). */
+    CHECK_STR(location_of(conn, org, "SKU-00009", location, sizeof(location)), "Q,\"{\\} 1");
+    CHECK_INT(
+        checked_write(conn, org, "locations", "warehouse,code,staging\nW1,\"Q,\"\"{\\} 1\",true\n"),
+        1);
+    CHECK_STR(location_of(conn, org, "SKU-00009", location, sizeof(location)), "A-2");
+    /* Nothing an export row shows: a new bin, a bin's flag as it was. */
+    CHECK_INT(checked_write(conn, org, "locations",
+                            "warehouse,code,staging\nW1,A-3,false\nW1,A-10,false\n"),
+              0);
+
+    /* W3 becomes a supplier: its 7 stocked SKUs lose its stock and reservations, SKU-01000
+     * its rack C-1, SKU-X its only rack. */
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT qty FROM stock_availability WHERE org_id = %lld AND sku = 'SKU-01000'",
+             (long long)org);
+    CHECK_INT(testdb_count(conn, sql), 15 + 5 - 2);
+    CHECK_STR(location_of(conn, org, "SKU-01000", location, sizeof(location)), "C-1");
+    CHECK_INT(checked_write(conn, org, "warehouses", "code,name,kind\nW3,Three,supplier\n"), 8);
+    CHECK_INT(testdb_count(conn, sql), 15);
+    CHECK_STR(location_of(conn, org, "SKU-01000", location, sizeof(location)), "A-10");
+    CHECK_STR(location_of(conn, org, "SKU-X", location, sizeof(location)), "");
+    CHECK_INT(checked_write(conn, org, "warehouses", "code,name,kind\nW3,Three,own\n"), 8);
+    CHECK_INT(testdb_count(conn, sql), 15 + 5 - 2);
+    CHECK_STR(location_of(conn, org, "SKU-X", location, sizeof(location)), "C-1");
+    /* Renamed, and a new warehouse: no export row changes. */
+    CHECK_INT(checked_write(conn, org, "warehouses",
+                            "code,name,kind\nW1,First,own\nW2,Second,own\nW9,New,own\n"),
+              0);
+    /* The small writes of the other kinds. */
+    CHECK_INT(checked_write(conn, org, "stock", "sku,warehouse,on_hand\nSKU-00002,W1,40\n"), 1);
+    CHECK_INT(checked_write(conn, org, "location-stock",
+                            "sku,warehouse,location,quantity\nSKU-00003,W2,B-1,5\n"),
+              1);
+    CHECK_INT(checked_write(conn, org, "reservations",
+                            "ref,sku,warehouse,quantity,status\nR-00500,SKU-00500,W1,2,released\n"),
+              1);
 }
 
 int main(void)
@@ -288,6 +462,7 @@ int main(void)
     CHECK_INT(testdb_count(a, sql), 95);
     test_bulk_paths(a);
     test_first_rows_each_part(a);
+    test_small_writes(a);
     PQfinish(a);
     PQfinish(b);
     return test_exit();

@@ -12,8 +12,10 @@
 -- whose values change are written, and only then does the export version move
 -- (wl__export_bump), with the changed SKUs recorded for the delta export (export_changes).
 --
--- At catalogue scale (BENCHMARKS.md, "Generate and import"; a file of a 1,000,000-SKU
--- catalogue touches most of the organization's export rows):
+-- Up to 5,000 affected rows (a bin's staging flag, a small file, an InventoryService call) the
+-- SKUs go to wl__refresh_availability_skus, which finds each one's rows by key: the cost
+-- follows the SKUs, not the catalogue. At catalogue scale (BENCHMARKS.md, "Generate and
+-- import"; a file of a 1,000,000-SKU catalogue touches most of the organization's export rows):
 -- * p_parts says what the writing batch can change, and only that is computed: 'qty' (stock,
 --   reservations: on hand and reserved), 'location' (rack assignments: the primary location),
 --   or 'all' (warehouse kinds, staging flags, anything else). A part that is not computed is
@@ -63,25 +65,30 @@ DECLARE
     v_computed text;
     v_version bigint;
     v_reset boolean := false;
+    v_sku_list text[];
 BEGIN
     IF p_parts NOT IN ('all', 'qty', 'location') THEN
         RAISE EXCEPTION 'wl_refresh_availability_from: unknown parts %', p_parts;
     END IF;
     PERFORM pg_advisory_xact_lock(2002872684, (p_org % 2147483647)::integer);
     EXECUTE format('SELECT count(*) FROM %s', p_skus) INTO v_affected;
+    IF v_affected <= 5000 THEN
+        -- A few SKUs: each found by its keys (wl__refresh_availability_skus), every part
+        -- computed, which costs the same per SKU as taking a part from its export row.
+        EXECUTE format('SELECT array_agg(sku) FROM %s', p_skus) INTO v_sku_list;
+        RETURN coalesce(wl__refresh_availability_skus(p_org, v_sku_list), 0);
+    END IF;
     -- Only compared with twice the affected rows (or the changed ones, fewer), so counted no
     -- further: the rows of a freshly replaced organization are not all-visible yet, and each
     -- costs a heap visit.
     SELECT count(*) INTO v_existing
       FROM (SELECT 1 FROM stock_availability WHERE org_id = p_org LIMIT 2 * v_affected + 1) e;
-    v_whole := v_affected > 5000 AND v_affected * 2 >= v_existing;
-    IF v_affected > 5000 THEN
-        -- Inside the writing transaction the tables' statistics may still describe them
-        -- before the batch (often empty): nested loops planned on that go quadratic. The
-        -- sorts and hashes of a catalogue (about 200 MB at 1,000,000 SKUs) stay in memory.
-        PERFORM set_config('enable_nestloop', 'off', true);
-        PERFORM set_config('work_mem', '256MB', true);
-    END IF;
+    v_whole := v_affected * 2 >= v_existing;
+    -- Inside the writing transaction the tables' statistics may still describe them before
+    -- the batch (often empty): nested loops planned on that go quadratic. The sorts and hashes
+    -- of a catalogue (about 200 MB at 1,000,000 SKUs) stay in memory.
+    PERFORM set_config('enable_nestloop', 'off', true);
+    PERFORM set_config('work_mem', '256MB', true);
 
     IF v_whole THEN
         v_skus := 'products a';
@@ -96,9 +103,7 @@ BEGIN
     ELSE
         EXECUTE format('CREATE TEMP TABLE wl_availability_skus ON COMMIT DROP AS'
                        ' SELECT DISTINCT sku COLLATE "C" AS sku FROM %s', p_skus);
-        IF v_affected > 5000 THEN
-            ANALYZE pg_temp.wl_availability_skus;
-        END IF;
+        ANALYZE pg_temp.wl_availability_skus;
         v_skus := 'pg_temp.wl_availability_skus a';
     END IF;
 
