@@ -431,6 +431,15 @@ static void run_procedure(wl_grpc_server_t *server, call_t *c)
     }
     const wl_method_policy_t *policy =
         wl_core_method_policy(c->procedure->service, c->procedure->method_index);
+    /* A worker runs one unary call at a time; a stream would hold it for the stream's life.
+     * Answered before any key is read, as an unknown method is. */
+    if (policy->server_streaming) {
+        answer_error(ex, 501, WL_GRPC_UNIMPLEMENTED, WL_REASON_NOT_IMPLEMENTED,
+                     "this server-streaming method is served over Connect only (POST with "
+                     "application/connect+json or application/connect+proto), not over gRPC yet",
+                     NULL);
+        return;
+    }
     wl_span_t token;
     if (!wl_access_read_key(&server->access, ex, NULL, &token))
         return;
