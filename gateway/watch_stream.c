@@ -94,8 +94,8 @@ static void put_delta(stream_t *stream, bool heartbeat)
     wl_error_t err;
     wl_error_init(&err);
     ProtobufCMessage *message = NULL;
-    int rc = wl_core_watch_stock(stream->core, &stream->principal, stream->cursor, &arena,
-                                 &message, &err);
+    int rc = wl_core_watch_stock(stream->core, &stream->principal, stream->cursor, &arena, &message,
+                                 &err);
     if (rc != 0) {
         wl_grpc_code_t code = wl_error_grpc_code(err.code);
         char text[320];
