@@ -72,7 +72,7 @@
         "WatchStock streams get a heartbeat message after this many seconds of silence (see "      \
         "[Watching stock](#watching-stock))")                                                     \
     INT(watch_stall_s, "watch-stall-s", "WALKLIST_WATCH_STALL_S", "S", 1, 3600, 60, NULL,          \
-        "a WatchStock client that reads nothing this long while a message waits is cut off",       \
+        "a WatchStock client that takes longer than this for one message is cut off",              \
         NULL)                                                                                      \
     INT(max_connections, "max-connections", "WALKLIST_MAX_CONNECTIONS", "N", 1, 1000000, 1000,     \
         NULL, "open HTTP connections at most; further ones wait in the kernel's accept queue",     \

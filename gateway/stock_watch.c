@@ -238,6 +238,7 @@ void wl_stock_watch_sent(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher)
 {
     pthread_mutex_lock(&watch->lock);
     clock_gettime(CLOCK_MONOTONIC, &watcher->last_sent);
+    watcher->last_progress = watcher->last_sent; /* the message waits for its client from now */
     pthread_mutex_unlock(&watch->lock);
 }
 

@@ -9,7 +9,7 @@
  * - it has sent nothing for the heartbeat interval (this module's timer thread),
  * - the server stops (wl_stock_watch_stop).
  * The timer also marks a watcher stalled when it is not parked (it has a message for its
- * client) and its client has taken no bytes for the stall limit.
+ * client) and its client has not taken the whole message within the stall limit.
  *
  * Watchers are kept in one list: a change costs a pass over every watcher of the process.
  */
@@ -25,7 +25,7 @@ typedef struct wl_stock_watcher wl_stock_watcher_t;
 
 /* What a woken watcher is to do (wl_stock_watch_take), most urgent first. */
 #define WL_STOCK_WATCH_STOPPING  1u /* the server stops: end the stream */
-#define WL_STOCK_WATCH_STALLED   2u /* the client read nothing for the stall limit: end it */
+#define WL_STOCK_WATCH_STALLED   2u /* a message waited for the stall limit: end the stream */
 #define WL_STOCK_WATCH_CHANGED   4u /* the organization's export changed: read the delta */
 #define WL_STOCK_WATCH_HEARTBEAT 8u /* nothing sent for the heartbeat interval */
 
@@ -58,10 +58,11 @@ void wl_stock_watch_park(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher,
 /** What the watcher is to do now (WL_STOCK_WATCH_* bits; 0: nothing); clears CHANGED. */
 unsigned wl_stock_watch_take(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher);
 
-/** A message went to the watcher's stream: the heartbeat interval starts again. */
+/** A message went to the watcher's stream: the heartbeat interval and the stall clock start
+ * again. */
 void wl_stock_watch_sent(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher);
 
-/** The client took bytes of the stream: the stall clock starts again. */
+/** The client took the whole message: the stall clock starts again. */
 void wl_stock_watch_progress(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher);
 
 #endif

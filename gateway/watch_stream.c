@@ -99,8 +99,9 @@ static void put_delta(stream_t *stream, bool heartbeat)
     if (rc != 0) {
         wl_grpc_code_t code = wl_error_grpc_code(err.code);
         char text[320];
-        snprintf(text, sizeof(text), "%s; resume from the last cursor received",
-                 err.message[0] ? err.message : wl_grpc_code_name(code));
+        /* An expired cursor's message says what to do instead (export in full). */
+        snprintf(text, sizeof(text), "%s%s", err.message[0] ? err.message : wl_grpc_code_name(code),
+                 err.code == WL_EHISTORY ? "" : "; resume from the last cursor received");
         put_end(stream, code, wl_reason_of_error(err.code), text, NULL);
     } else if (((Walklist__V1__WatchStockResponse *)message)->n_items > 0 || heartbeat) {
         if (put_message(stream, message, &arena))
@@ -126,8 +127,8 @@ static void fill(void *state)
                 "the server is shutting down: resume from the last cursor received", NULL);
     else if (what & WL_STOCK_WATCH_STALLED)
         put_end(stream, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_STREAM_STALLED,
-                "the client read nothing for the stall limit while a message waited: resume "
-                "from the last cursor received",
+                "the client did not take the last message within the stall limit "
+                "(--watch-stall-s): resume from the last cursor received",
                 NULL);
     else if (what & (WL_STOCK_WATCH_CHANGED | WL_STOCK_WATCH_HEARTBEAT))
         put_delta(stream, (what & WL_STOCK_WATCH_HEARTBEAT) != 0);
@@ -141,9 +142,13 @@ static ssize_t read_stream(void *state, uint64_t pos, char *buf, size_t max)
         size_t n = stream->len - stream->sent < max ? stream->len - stream->sent : max;
         memcpy(buf, stream->data + stream->sent, n);
         stream->sent += n;
-        if (stream->sent == stream->len)
+        if (stream->sent == stream->len) {
             stream->len = stream->sent = 0;
-        wl_stock_watch_progress(stream->watch, stream->watcher);
+            /* The stall clock measures how long a message takes to go, not single reads: a
+             * client taking a few bytes now and then would keep a connection and its
+             * coalescing forever otherwise. */
+            wl_stock_watch_progress(stream->watch, stream->watcher);
+        }
         return (ssize_t)n;
     }
     if (stream->ended)

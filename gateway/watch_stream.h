@@ -9,7 +9,7 @@
  * is held until a change of its organization, its heartbeat, or the server's stop wakes it.
  *
  * The end-stream message carries the error that ended the stream: unavailable at shutdown,
- * resource_exhausted when the client read nothing for the stall limit while a message waited,
+ * resource_exhausted when the client did not take a whole message within the stall limit,
  * out_of_range (CURSOR_EXPIRED) or another core error when a delta could not be read. Each
  * message says to resume from the last cursor received.
  */

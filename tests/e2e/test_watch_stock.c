@@ -5,8 +5,9 @@
  * to the full export at the starting cursor give the current full export; an idle stream gets
  * heartbeats; another organization's changes never appear; idle streams hold no request
  * thread (more streams than --threads, and the server still answers at once); the binary codec
- * works; an expired cursor ends the stream with out_of_range / CURSOR_EXPIRED; SIGTERM ends
- * every stream with an end-stream message (unavailable).
+ * works; an expired cursor ends the stream with out_of_range / CURSOR_EXPIRED; a client too
+ * slow to take a message ends with resource_exhausted; SIGTERM ends every stream with an
+ * end-stream message (unavailable).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -26,6 +27,10 @@
 
 #define THREADS 2
 #define STREAMS 6 /* more than THREADS: idle streams must hold none */
+#define STALL_S 2
+#define BIG     40000 /* SKUs of the slow consumer's organization: about 4 MB as one delta */
+#define CHANGED 4900  /* of them changed in one write (5000 and more replace the history) */
+#define WRITES  10    /* such writes, over every SKU */
 
 static service_t service;
 static PGconn *db;
@@ -33,6 +38,7 @@ static uint16_t port;
 static const char *conninfo;
 static char key_read[WL_KEY_TOKEN_SIZE], key_write[WL_KEY_TOKEN_SIZE];
 static char key_other_read[WL_KEY_TOKEN_SIZE], key_other_write[WL_KEY_TOKEN_SIZE];
+static int receive_buffer; /* SO_RCVBUF of the next stream's socket; 0: the system's */
 
 /* --- A streaming client: the chunked body de-chunked, then split into envelopes. --------- */
 
@@ -44,15 +50,15 @@ typedef struct {
     char *body; /* de-chunked bytes not yet taken as envelopes */
     size_t body_len, body_cap;
     bool chunks_done;
-    bool binary; /* application/connect+proto */
+    bool binary;  /* application/connect+proto */
     bool chunked; /* else Content-Length (an error answered before the stream started) */
     size_t remaining;
 } watch_t;
 
 typedef struct {
-    int flags; /* -1: nothing came in time, or the stream broke */
-    json_t *json;                           /* JSON codec or the end-stream message */
-    Walklist__V1__WatchStockResponse *msg;  /* binary codec */
+    int flags;                             /* -1: nothing came in time, or the stream broke */
+    json_t *json;                          /* JSON codec or the end-stream message */
+    Walklist__V1__WatchStockResponse *msg; /* binary codec */
 } envelope_t;
 
 static void append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
@@ -131,6 +137,8 @@ static bool watch_open(watch_t *w, const char *key, const char *since, bool bina
     memset(w, 0, sizeof(*w));
     w->binary = binary;
     w->fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (receive_buffer > 0)
+        setsockopt(w->fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
     struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(w->fd, (struct sockaddr *)&addr, sizeof(addr)) != 0) {
@@ -336,7 +344,8 @@ static void setup(void)
     int64_t other = fixture_org(db, "watch-other");
     fixture_key(db, other, "stock:read", key_other_read);
     fixture_key(db, other, "inventory:write", key_other_write);
-    const char *warehouses = "{\"warehouses\":[{\"code\":\"W\",\"name\":\"Main\",\"kind\":\"own\"}]}";
+    const char *warehouses =
+        "{\"warehouses\":[{\"code\":\"W\",\"name\":\"Main\",\"kind\":\"own\"}]}";
     const char *products = "{\"products\":[{\"sku\":\"P00\",\"name\":\"a\"},{\"sku\":\"P01\","
                            "\"name\":\"b\"},{\"sku\":\"P02\",\"name\":\"c\"},{\"sku\":\"P03\","
                            "\"name\":\"d\"},{\"sku\":\"Q00\",\"name\":\"q\"}]}";
@@ -486,8 +495,7 @@ static void test_idle_streams_hold_no_thread(watch_t streams[STREAMS])
                 CHECK_INT(e.msg->items[0]->qty, 44);
                 seen = true;
             } else if (!binary && json_array_size(json_object_get(e.json, "items")) == 1) {
-                CHECK_STR(e2e_str(json_array_get(json_object_get(e.json, "items"), 0), "sku",
-                                  NULL),
+                CHECK_STR(e2e_str(json_array_get(json_object_get(e.json, "items"), 0), "sku", NULL),
                           "P00");
                 seen = true;
             }
@@ -547,6 +555,64 @@ static void test_refusals_and_expired_cursor(void)
     }
 }
 
+/* A client too slow to take one message within --watch-stall-s: once it reads again, the rest
+ * of that message, then the end-stream message (resource_exhausted, STREAM_STALLED). */
+static void test_slow_consumer(void)
+{
+    int64_t org = fixture_org(db, "watch-big");
+    char key[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "stock:read", key);
+    fixture_import(db, org, "warehouses", "code,name,kind\nW,Main,own\n");
+    /* The catalogue first (a first fill starts the history anew), then writes of CHANGED SKUs
+     * each, fewer than 5000 so that each is recorded as a delta: with SKUs of 60 characters,
+     * more than the socket's buffers hold while the client reads nothing. */
+    size_t size = 96 * (size_t)BIG;
+    char *products = malloc(size), *stock = malloc(size);
+    size_t p = (size_t)snprintf(products, size, "sku,name,eans\n");
+    size_t q = (size_t)snprintf(stock, size, "sku,warehouse,on_hand\n");
+    for (int i = 0; i < BIG; i++) {
+        p += (size_t)snprintf(products + p, size - p, "%054d-%05d,Big %d,\n", 0, i, i);
+        q += (size_t)snprintf(stock + q, size - q, "%054d-%05d,W,%d\n", 0, i, 1 + i % 7);
+    }
+    fixture_import(db, org, "products", products);
+    fixture_import(db, org, "stock", stock);
+    watch_t w;
+    receive_buffer = 4096;
+    bool opened = watch_open(&w, key, "", false);
+    receive_buffer = 0;
+    if (opened) {
+        envelope_t first = watch_next(&w, 5000);
+        CHECK_INT(first.flags, 0);
+        envelope_free(&first);
+        for (int j = 0; j < WRITES; j++) {
+            q = (size_t)snprintf(stock, size, "sku,warehouse,on_hand\n");
+            for (int i = 0; i < CHANGED; i++)
+                q += (size_t)snprintf(stock + q, size - q, "%054d-%05d,W,%d\n", 0,
+                                      (j * BIG / WRITES + i) % BIG, 100 + j);
+            fixture_import(db, org, "stock", stock);
+        }
+    }
+    free(products);
+    free(stock);
+    if (!opened)
+        return;
+    sleep(2 * STALL_S); /* reading nothing */
+    size_t items = 0;
+    envelope_t e;
+    long long deadline = now_ms() + 30000;
+    for (;;) {
+        e = watch_next(&w, 10000);
+        if (e.flags != 0 || now_ms() > deadline)
+            break;
+        items += json_array_size(json_object_get(e.json, "items"));
+        envelope_free(&e);
+    }
+    CHECK(items >= CHANGED); /* the message under way is finished first */
+    check_end(&e, "resource_exhausted", "STREAM_STALLED", "resume from the last cursor");
+    envelope_free(&e);
+    watch_close(&w);
+}
+
 /* SIGTERM: every open stream ends with the end-stream message (unavailable), then the process
  * exits 0. */
 static void test_shutdown(watch_t streams[STREAMS])
@@ -574,7 +640,10 @@ int main(void)
 {
     conninfo = testdb_create("e2e_watch_stock");
     db = testdb_connect(conninfo);
-    const char *args[] = {"--threads", "2", "--watch-heartbeat-s", "1", NULL};
+    char stall[16];
+    snprintf(stall, sizeof(stall), "%d", STALL_S);
+    const char *args[] = {"--threads", "2", "--watch-heartbeat-s", "1", "--watch-stall-s",
+                          stall,       NULL};
     service_start(&service, conninfo, args);
     port = service.port;
 
@@ -584,6 +653,7 @@ int main(void)
     watch_t streams[STREAMS];
     test_idle_streams_hold_no_thread(streams);
     test_refusals_and_expired_cursor();
+    test_slow_consumer();
     test_shutdown(streams);
 
     PQfinish(db);
