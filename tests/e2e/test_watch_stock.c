@@ -3,7 +3,8 @@
  * walklistd and PostgreSQL. Changes made through the InventoryService arrive exactly once, in
  * commit order, each message being the delta export between its cursors; the messages applied
  * to the full export at the starting cursor give the current full export; an idle stream gets
- * heartbeats; another organization's changes never appear; idle streams hold no request
+ * heartbeats and counts once in the stock-export bucket; another organization's changes never
+ * appear; idle streams hold no request
  * thread (more streams than --threads, and the server still answers at once); the binary codec
  * works; an expired cursor ends the stream with out_of_range / CURSOR_EXPIRED; a client too
  * slow to take a message ends with resource_exhausted; SIGTERM ends every stream with an
@@ -278,6 +279,16 @@ static http_response_t rest_export(const char *since)
     return res;
 }
 
+/* RateLimit-Remaining of the stock-export bucket after one more export. */
+static int export_remaining(void)
+{
+    http_response_t res = rest_export(NULL);
+    char value[32] = "-1";
+    http_header(&res, "RateLimit-Remaining", value, sizeof(value));
+    http_response_free(&res);
+    return atoi(value);
+}
+
 /* Applies items to model (sku -> item), checking SKU order. */
 static void apply(json_t *model, json_t *items)
 {
@@ -433,6 +444,7 @@ static void test_changes_in_order(void)
  * organization's changes never appear in it. */
 static void test_heartbeat_and_isolation(void)
 {
+    int remaining = export_remaining();
     watch_t w;
     if (!watch_open(&w, key_read, "", false))
         return;
@@ -453,6 +465,9 @@ static void test_heartbeat_and_isolation(void)
         envelope_free(&beat);
     }
     CHECK(now_ms() - started >= 1500); /* heartbeats, not a burst */
+    /* One admission per stream, in ExportStock's bucket, whatever it sends: with the export
+     * that reads the count, two. */
+    CHECK_INT(export_remaining(), remaining - 2);
     set_stock(key_write, "P03", 33);
     envelope_t e = watch_next_items(&w, 5000);
     CHECK_INT(e.flags, 0);
@@ -518,6 +533,13 @@ static void test_refusals_and_expired_cursor(void)
         envelope_t e = watch_next(&w, 5000);
         CHECK_INT(e.flags, 2);
         CHECK_STR(e2e_str(json_object_get(e.json, "error"), "code", NULL), "unauthenticated");
+        envelope_free(&e);
+        watch_close(&w);
+    }
+    if (watch_open(&w, key_write, "", false)) { /* no stock:read */
+        envelope_t e = watch_next(&w, 5000);
+        CHECK_INT(e.flags, 2);
+        CHECK_STR(e2e_str(json_object_get(e.json, "error"), "code", NULL), "permission_denied");
         envelope_free(&e);
         watch_close(&w);
     }

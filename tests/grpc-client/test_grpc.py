@@ -428,6 +428,15 @@ class GrpcTest(unittest.TestCase):
         self.assertEqual(e.details(), "no such method")
         self.assertEqual(error_info(e), ("ENDPOINT_NOT_FOUND", {}))
 
+    def test_watch_stock_is_connect_only(self):
+        # A server stream is not served over gRPC yet: UNIMPLEMENTED before any key is read.
+        def watch(request, **kwargs):
+            return list(self.stock_stub.WatchStock(request, **kwargs))
+        e = self.assert_error(grpc.StatusCode.UNIMPLEMENTED, watch, stock_pb2.WatchStockRequest(),
+                              metadata=metadata(self.all))
+        self.assertIn("Connect", e.details())
+        self.assertEqual(error_info(e), ("NOT_IMPLEMENTED", {}))
+
     def check_invalid(self, path, call, request, counted_sql):
         """An invalid request: INVALID_ARGUMENT with the same message and field violations as
         on Connect, and nothing written."""
