@@ -1,6 +1,9 @@
 /*
  * The internal RPC transport (CONTRACT section 9): every method of every core
- * service over the Connect protocol (connectrpc.com/docs/protocol), unary, as
+ * service over the Connect protocol (connectrpc.com/docs/protocol), unary (a method whose
+ * policy says server_streaming is a Connect server stream: application/connect+proto or
+ * +json, one enveloped request message, answered 200 with enveloped messages and the
+ * end-stream message, errors included; watch_stream.h), as
  * POST /<package>.<Service>/<Method> with application/proto or application/json
  * bodies, Bearer keys, and Connect's error JSON. The procedures are the core
  * registry's service descriptors, read once at startup: a method added to a

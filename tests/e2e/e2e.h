@@ -34,12 +34,65 @@ static inline http_response_t e2e_request(uint16_t port, const char *method, con
     return res;
 }
 
+/** A Connect call with a JSON body (procedure like "walklist.v1.StockService/ExportStock"), with
+ * key; the caller frees. */
+static inline http_response_t e2e_connect_json(uint16_t port, const char *procedure,
+                                               const char *key, const char *body)
+{
+    char target[256], headers[1024];
+    snprintf(target, sizeof(target), "/%s", procedure);
+    snprintf(headers, sizeof(headers),
+             "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+             "Connect-Protocol-Version: 1\r\n",
+             key);
+    http_response_t res;
+    if (http_request(port, "POST", target, headers, body, strlen(body), &res) != 0)
+        fprintf(stderr, "POST %s failed\n", target);
+    return res;
+}
+
 static inline const char *e2e_str(json_t *json, const char *path_a, const char *path_b)
 {
     json_t *v = json_object_get(json, path_a);
     if (path_b != NULL)
         v = json_object_get(v, path_b);
     return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+/**
+ * Applies a delta export's (or a WatchStock message's) items to model, an object sku -> item:
+ * replaces each item, deletes each removed one, checking SKU order (each once) and the shape
+ * of removed items (qty 0, location null). Counts items and removed ones into the counters
+ * that are not NULL.
+ */
+static inline void e2e_apply_delta(json_t *model, json_t *items, int *items_seen, int *removed_seen)
+{
+    const char *previous = NULL;
+    size_t i;
+    json_t *item;
+    json_array_foreach(items, i, item)
+    {
+        const char *sku = e2e_str(item, "sku", NULL);
+        if (sku == NULL) {
+            FAIL("delta item without sku");
+            continue;
+        }
+        if (previous != NULL && strcmp(previous, sku) >= 0)
+            FAIL("delta items not in SKU order, or repeated: %s then %s", previous, sku);
+        previous = sku;
+        if (items_seen != NULL)
+            (*items_seen)++;
+        if (json_is_true(json_object_get(item, "removed"))) {
+            if (removed_seen != NULL)
+                (*removed_seen)++;
+            CHECK_INT(json_integer_value(json_object_get(item, "qty")), 0);
+            CHECK(json_is_null(json_object_get(item, "location")));
+            json_object_del(model, sku);
+        } else {
+            CHECK(json_object_get(item, "removed") == NULL);
+            json_object_set(model, sku, item);
+        }
+    }
 }
 
 /** True when the response carries a BadRequest violation for field. */

@@ -244,16 +244,7 @@ static envelope_t watch_next_items(watch_t *w, int timeout_ms)
 
 static http_response_t connect_post(const char *procedure, const char *key, const char *body)
 {
-    char target[128], headers[512];
-    snprintf(target, sizeof(target), "/%s", procedure);
-    snprintf(headers, sizeof(headers),
-             "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
-             "Connect-Protocol-Version: 1\r\n",
-             key);
-    http_response_t res;
-    if (http_request(port, "POST", target, headers, body, strlen(body), &res) != 0)
-        FAIL("POST %s failed", target);
-    return res;
+    return e2e_connect_json(port, procedure, key, body);
 }
 
 static void set_stock(const char *key, const char *sku, int on_hand)
@@ -289,23 +280,9 @@ static int export_remaining(void)
     return atoi(value);
 }
 
-/* Applies items to model (sku -> item), checking SKU order. */
 static void apply(json_t *model, json_t *items)
 {
-    const char *previous = NULL;
-    size_t i;
-    json_t *item;
-    json_array_foreach(items, i, item)
-    {
-        const char *sku = e2e_str(item, "sku", NULL);
-        if (previous != NULL && strcmp(previous, sku) >= 0)
-            FAIL("items not in SKU order: %s then %s", previous, sku);
-        previous = sku;
-        if (json_is_true(json_object_get(item, "removed")))
-            json_object_del(model, sku);
-        else
-            json_object_set(model, sku, item);
-    }
+    e2e_apply_delta(model, items, NULL, NULL);
 }
 
 static void check_model(json_t *model, json_t *full_items)
@@ -347,26 +324,26 @@ static void check_end(envelope_t *e, const char *code, const char *reason, const
 
 /* --- Tests -------------------------------------------------------------------------------- */
 
+/* Two organizations with the same warehouse and SKUs: "watch" and "watch-other". */
 static void setup(void)
 {
-    int64_t org = fixture_org(db, "watch");
-    fixture_key(db, org, "stock:read", key_read);
-    fixture_key(db, org, "inventory:write", key_write);
-    int64_t other = fixture_org(db, "watch-other");
-    fixture_key(db, other, "stock:read", key_other_read);
-    fixture_key(db, other, "inventory:write", key_other_write);
+    static const char *const slugs[] = {"watch", "watch-other"};
+    char *const reads[] = {key_read, key_other_read}, *const writes[] = {key_write,
+                                                                         key_other_write};
     const char *warehouses =
         "{\"warehouses\":[{\"code\":\"W\",\"name\":\"Main\",\"kind\":\"own\"}]}";
     const char *products = "{\"products\":[{\"sku\":\"P00\",\"name\":\"a\"},{\"sku\":\"P01\","
                            "\"name\":\"b\"},{\"sku\":\"P02\",\"name\":\"c\"},{\"sku\":\"P03\","
                            "\"name\":\"d\"},{\"sku\":\"Q00\",\"name\":\"q\"}]}";
     for (int i = 0; i < 2; i++) {
-        const char *key = i ? key_other_write : key_write;
+        int64_t org = fixture_org(db, slugs[i]);
+        fixture_key(db, org, "stock:read", reads[i]);
+        fixture_key(db, org, "inventory:write", writes[i]);
         http_response_t res =
-            connect_post("walklist.v1.InventoryService/UpsertWarehouses", key, warehouses);
+            connect_post("walklist.v1.InventoryService/UpsertWarehouses", writes[i], warehouses);
         CHECK_INT(res.status, 200);
         http_response_free(&res);
-        res = connect_post("walklist.v1.InventoryService/UpsertProducts", key, products);
+        res = connect_post("walklist.v1.InventoryService/UpsertProducts", writes[i], products);
         CHECK_INT(res.status, 200);
         http_response_free(&res);
     }
