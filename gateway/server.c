@@ -1037,9 +1037,9 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         }
     }
     if (config->grpc_listen != NULL && config->grpc_listen[0] != '\0') {
-        wl_grpc_config_t grpc_config = {config->grpc_listen,  config->grpc_threads,
-                                        config->tls_cert_pem, config->tls_key_pem,
-                                        server->anonymous,    server->metrics};
+        wl_grpc_config_t grpc_config = {
+            config->grpc_listen, config->grpc_threads, config->tls_cert_pem, config->tls_key_pem,
+            server->anonymous,   server->metrics,      server->watch};
         rc = wl_grpc_server_start(core, &grpc_config, &server->grpc, err);
         if (rc != 0) {
             wl_server_stop(server, 0);

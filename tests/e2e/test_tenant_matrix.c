@@ -595,9 +595,8 @@ static void test_rpc_matrix(wl_core_t *core, rpc_caller_t rpc_call, const char *
             snprintf(procedure, sizeof(procedure), "%s/%s", desc->name, desc->methods[m].name);
             unsigned scope = wl_core_method_policy(&services[i], m)->scope;
             methods_seen++;
-            /* A server stream answers in its own form (200 and an end-stream message over
-             * Connect, UNIMPLEMENTED over gRPC): e2e.test_watch_stock checks its refusals and
-             * its tenant isolation. */
+            /* A server stream answers in its own form (over Connect, 200 and an end-stream
+             * message): e2e.test_watch_stock checks its refusals and its tenant isolation. */
             if (wl_core_method_policy(&services[i], m)->server_streaming)
                 continue;
 
