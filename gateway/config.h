@@ -67,6 +67,13 @@
         "connection, a new one, a server gone silent, a row lock); see \"Database outages\"")      \
     INT(connection_timeout_s, "connection-timeout", "WALKLIST_CONNECTION_TIMEOUT", "S", 1, 3600,   \
         30, NULL, "idle HTTP connections are closed after this many seconds", NULL)                \
+    INT(watch_heartbeat_s, "watch-heartbeat-s", "WALKLIST_WATCH_HEARTBEAT_S", "S", 1, 3600, 15,    \
+        NULL, "WatchStock streams get a heartbeat message after this many seconds of silence",     \
+        "WatchStock streams get a heartbeat message after this many seconds of silence (see "      \
+        "[Watching stock](#watching-stock))")                                                     \
+    INT(watch_stall_s, "watch-stall-s", "WALKLIST_WATCH_STALL_S", "S", 1, 3600, 60, NULL,          \
+        "a WatchStock client that takes longer than this for one message is cut off",              \
+        NULL)                                                                                      \
     INT(max_connections, "max-connections", "WALKLIST_MAX_CONNECTIONS", "N", 1, 1000000, 1000,     \
         NULL, "open HTTP connections at most; further ones wait in the kernel's accept queue",     \
         NULL)                                                                                      \

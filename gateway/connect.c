@@ -1,4 +1,5 @@
-/* Serving the core's services over the Connect protocol (unary, HTTP/1.1) happens here. */
+/* Serving the core's services over the Connect protocol (unary and server streams, HTTP/1.1)
+ * happens here. */
 #include "connect.h"
 
 #include <microhttpd.h>
@@ -17,10 +18,12 @@
 #include "negotiate.h"
 #include "status_map.h"
 #include "walklist/base64.h"
+#include "watch_stream.h"
 
 /* A pending admission waits for the method (and its body) only for bodies this small. */
 #define CONNECT_DEFER_BODY_LIMIT (64u * 1024)
 #define ACCEPT_POST              "application/proto, application/json, application/json; charset=utf-8"
+#define ACCEPT_POST_STREAM       "application/connect+proto, application/connect+json"
 
 static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
                                 wl_reason_t reason, const char *message, const wl_error_t *err);
@@ -30,6 +33,7 @@ struct wl_connect {
     wl_anon_limiter_t *anonymous; /* not owned */
     wl_access_t access;
     wl_rpc_procedures_t procedures;
+    wl_stock_watch_t *watch; /* not owned: WatchStock's streams */
 };
 
 typedef enum { CODEC_PROTO, CODEC_JSON } codec_t;
@@ -38,19 +42,24 @@ typedef struct {
     const wl_rpc_procedure_t *procedure;
     codec_t codec;
     const char *content_type; /* the request's, in canonical spelling, for the reply */
-    struct timespec started;  /* CLOCK_MONOTONIC, when the request headers were in */
+    /* A server-streaming procedure: every answer, errors too, is 200 with enveloped messages
+     * ending in the end-stream message (Connect's streaming protocol). */
+    bool streaming;
+    wl_connect_t *connect;
+    struct timespec started; /* CLOCK_MONOTONIC, when the request headers were in */
     bool has_deadline;
     struct timespec deadline; /* CLOCK_MONOTONIC */
 } call_state_t;
 
-int wl_connect_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_connect_t **out,
-                      wl_error_t *err)
+int wl_connect_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_stock_watch_t *watch,
+                      wl_connect_t **out, wl_error_t *err)
 {
     wl_connect_t *connect = calloc(1, sizeof(*connect));
     if (connect == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     connect->core = core;
     connect->anonymous = anonymous;
+    connect->watch = watch;
     connect->access = (wl_access_t){core, anonymous, answer_error_status};
     int rc = wl_rpc_procedures_init(&connect->procedures, core, err);
     if (rc != 0) {
@@ -91,10 +100,8 @@ static json_t *error_detail(wl_arena_t *arena, const ProtobufCMessageDescriptor 
                      wl_json_encode(message));
 }
 
-/* Connect's Error: {"code","message","details"} with Content-Type application/json; details
- * hold the BadRequest of err's violations, when it has any, then the ErrorInfo. */
-static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
-                                wl_reason_t reason, const char *message, const wl_error_t *err)
+json_t *wl_connect_error_json(wl_arena_t *arena, wl_grpc_code_t code, const char *message,
+                              const wl_error_t *err, const wl_error_info_t *info)
 {
     message = wl_rpc_public_message(code, message, err);
     json_t *body = json_pack("{s:s, s:s, s:[]}", "code", wl_grpc_connect_name(code), "message",
@@ -102,14 +109,60 @@ static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code
     json_t *details = json_object_get(body, "details");
     size_t len = 0;
     if (err != NULL && err->violation_count > 0) {
-        uint8_t *packed = wl_rpc_bad_request(&ex->arena, err, &len);
+        uint8_t *packed = wl_rpc_bad_request(arena, err, &len);
         json_array_append_new(
-            details, error_detail(&ex->arena, &google__rpc__bad_request__descriptor, packed, len));
+            details, error_detail(arena, &google__rpc__bad_request__descriptor, packed, len));
     }
+    uint8_t *packed = wl_error_info_pack(info, arena, &len);
+    json_array_append_new(details,
+                          error_detail(arena, &google__rpc__error_info__descriptor, packed, len));
+    return body;
+}
+
+void wl_connect_envelope(char *out, uint8_t flags, const void *data, size_t len)
+{
+    out[0] = (char)flags;
+    out[1] = (char)(len >> 24);
+    out[2] = (char)(len >> 16);
+    out[3] = (char)(len >> 8);
+    out[4] = (char)len;
+    if (len > 0)
+        memcpy(out + WL_CONNECT_ENVELOPE, data, len);
+}
+
+char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len)
+{
+    json_t *end = json_pack("{s:o*, s:{}}", "error", error, "metadata");
+    char *text = end ? json_dumps(end, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(end);
+    if (text == NULL)
+        return NULL;
+    size_t text_len = strlen(text);
+    char *out = wl_arena_alloc(arena, WL_CONNECT_ENVELOPE + text_len);
+    if (out != NULL)
+        wl_connect_envelope(out, WL_CONNECT_FLAG_END_STREAM, text, text_len);
+    free(text);
+    *len = WL_CONNECT_ENVELOPE + text_len;
+    return out;
+}
+
+/* Connect's Error: {"code","message","details"} with Content-Type application/json; details
+ * hold the BadRequest of err's violations, when it has any, then the ErrorInfo. A streaming
+ * procedure's error is its stream's end message, in a 200 (the protocol's rule for streams). */
+static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
+                                wl_reason_t reason, const char *message, const wl_error_t *err)
+{
     ex->error_info.reason = reason;
-    uint8_t *packed = wl_error_info_pack(&ex->error_info, &ex->arena, &len);
-    json_array_append_new(
-        details, error_detail(&ex->arena, &google__rpc__error_info__descriptor, packed, len));
+    json_t *body = wl_connect_error_json(&ex->arena, code, message, err, &ex->error_info);
+    const call_state_t *state = ex->handler_state;
+    if (state != NULL && state->streaming && body != NULL) {
+        ex->response = wl_connect_end_stream(&ex->arena, body, &ex->response_len);
+        ex->status = 200;
+        ex->content_type = state->content_type;
+        if (ex->response != NULL)
+            return;
+        body = NULL;
+    }
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
     ex->content_type = "application/json";
@@ -157,6 +210,23 @@ static bool parse_content_type(const char *value, call_state_t *state)
                           : charset               ? "application/json; charset=utf-8"
                                                   : "application/json";
     return true;
+}
+
+/* application/connect+proto or application/connect+json (parameters ignored): the codecs of
+ * Connect streams. */
+static bool parse_stream_content_type(const char *value, call_state_t *state)
+{
+    static const char *const types[] = {"application/connect+proto", "application/connect+json"};
+    for (size_t i = 0; value != NULL && i < 2; i++) {
+        size_t len = strlen(types[i]);
+        if (strncasecmp(value, types[i], len) == 0 &&
+            (value[len] == '\0' || value[len] == ';' || value[len] == ' ')) {
+            state->codec = i == 0 ? CODEC_PROTO : CODEC_JSON;
+            state->content_type = types[i];
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Connect-Timeout-Ms: a non-negative integer of at most 10 ASCII digits, counted from start. */
@@ -208,12 +278,21 @@ static bool authenticate(wl_connect_t *connect, wl_exchange_t *ex, const wl_meth
  * timeout. Answers and returns false at the first one refused. */
 static bool accept_headers(wl_connect_t *connect, wl_exchange_t *ex, call_state_t *state)
 {
-    if (!parse_content_type(wl_exchange_header(ex, "Content-Type"), state)) {
+    const char *content_type = wl_exchange_header(ex, "Content-Type");
+    if (state->streaming ? !parse_stream_content_type(content_type, state)
+                         : !parse_content_type(content_type, state)) {
         if (!wl_access_admitted(&connect->access, ex))
             return false;
-        wl_exchange_add_header(ex, "Accept-Post", ACCEPT_POST);
+        /* The protocol answers an unknown codec 415, stream or not. */
+        bool streaming = state->streaming;
+        state->streaming = false;
+        wl_exchange_add_header(ex, "Accept-Post", streaming ? ACCEPT_POST_STREAM : ACCEPT_POST);
         answer_error_status(ex, 415, WL_GRPC_INVALID_ARGUMENT, WL_REASON_UNSUPPORTED_MEDIA_TYPE,
-                            "Content-Type must be application/proto or application/json", NULL);
+                            streaming
+                                ? "Content-Type must be application/connect+proto or "
+                                  "application/connect+json (a server-streaming procedure)"
+                                : "Content-Type must be application/proto or application/json",
+                            NULL);
         return false;
     }
     const char *version = wl_exchange_header(ex, "Connect-Protocol-Version");
@@ -262,6 +341,7 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
         answer_error(ex, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
         return;
     }
+    *state = (call_state_t){.connect = connect};
     state->started = ex->started;
     ex->handler_state = state;
     ex->arena.limit = WL_RPC_ARENA_LIMIT;
@@ -282,6 +362,8 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
     const wl_service_entry_t *service = state->procedure->service;
     const wl_method_policy_t *policy =
         wl_core_method_policy(service, state->procedure->method_index);
+    state->streaming = policy->server_streaming;
+    state->content_type = "application/connect+json"; /* until the request's is read */
     if (!authenticate(connect, ex, policy))
         return;
     /* Whatever is wrong with the request is answered once its admission let it in. */
@@ -313,9 +395,24 @@ static int decode_request(wl_exchange_t *ex, const ProtobufCMessageDescriptor *d
                           ProtobufCMessage **input, wl_error_t *err, void *data)
 {
     const call_state_t *state = data;
+    const char *body = ex->body ? ex->body : "";
+    size_t len = ex->body_len;
+    if (state->streaming) {
+        /* One enveloped message: flags 0 (not compressed), its length, the message. */
+        const unsigned char *head = (const unsigned char *)body;
+        size_t said = len >= WL_CONNECT_ENVELOPE ? (size_t)head[1] << 24 | (size_t)head[2] << 16 |
+                                                       (size_t)head[3] << 8 | head[4]
+                                                 : 0;
+        if (len < WL_CONNECT_ENVELOPE || head[0] != 0 || said != len - WL_CONNECT_ENVELOPE)
+            return wl_error_set(err, WL_EINVAL,
+                                "a stream's request is one enveloped message: flags 0 (not "
+                                "compressed), its length (4 bytes, big-endian), the message");
+        body += WL_CONNECT_ENVELOPE;
+        len -= WL_CONNECT_ENVELOPE;
+    }
     if (state->codec == CODEC_JSON)
-        return wl_json_decode(desc, ex->body ? ex->body : "", ex->body_len, &ex->arena, input, err);
-    return wl_rpc_decode_binary(desc, ex->body, ex->body_len, &ex->arena, input, err);
+        return wl_json_decode(desc, body, len, &ex->arena, input, err);
+    return wl_rpc_decode_binary(desc, body, len, &ex->arena, input, err);
 }
 
 /* The reply in the request's codec, as the 200 answer; false when it cannot be sent. */
@@ -338,6 +435,15 @@ static bool answer_reply(wl_exchange_t *ex, const ProtobufCMessage *reply, void 
     ex->response = body;
     ex->response_len = body_len;
     return true;
+}
+
+/* A stream's first message starts the stream; the rest follow as the client reads. */
+static bool start_stream(wl_exchange_t *ex, const ProtobufCMessage *first, void *data)
+{
+    const call_state_t *state = data;
+    wl_connect_t *connect = state->connect;
+    return wl_watch_stream_start(ex, connect->core, connect->watch, state->codec == CODEC_JSON,
+                                 first);
 }
 
 static bool call_expired(void *data)
@@ -364,7 +470,7 @@ void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
     }
     wl_rpc_transport_t transport = {.access = &connect->access,
                                     .decode = decode_request,
-                                    .reply = answer_reply,
+                                    .reply = state->streaming ? start_stream : answer_reply,
                                     .expired = call_expired,
                                     .answer_expired = answer_expired,
                                     .data = state};

@@ -1,6 +1,9 @@
 /*
  * The internal RPC transport (CONTRACT section 9): every method of every core
- * service over the Connect protocol (connectrpc.com/docs/protocol), unary, as
+ * service over the Connect protocol (connectrpc.com/docs/protocol), unary (a method whose
+ * policy says server_streaming is a Connect server stream: application/connect+proto or
+ * +json, one enveloped request message, answered 200 with enveloped messages and the
+ * end-stream message, errors included; watch_stream.h), as
  * POST /<package>.<Service>/<Method> with application/proto or application/json
  * bodies, Bearer keys, and Connect's error JSON. The procedures are the core
  * registry's service descriptors, read once at startup: a method added to a
@@ -39,6 +42,7 @@
 #include "anon_limit.h"
 #include "exchange.h"
 #include "rpc.h"
+#include "stock_watch.h"
 #include "walklist/core.h"
 
 /* Request bodies and replies (binary encoding) in either codec: the limits of every RPC
@@ -54,8 +58,8 @@ typedef struct wl_connect wl_connect_t;
  * routes so that both transports count against one limit; it must outlive
  * the transport.
  */
-int wl_connect_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_connect_t **out,
-                      wl_error_t *err) WL_CHECK_RESULT;
+int wl_connect_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_stock_watch_t *watch,
+                      wl_connect_t **out, wl_error_t *err) WL_CHECK_RESULT;
 void wl_connect_destroy(wl_connect_t *connect);
 
 /**
@@ -70,6 +74,27 @@ void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex);
 
 /** Answers a body that turned out longer than ex->body_limit (chunked uploads). */
 void wl_connect_body_too_large(wl_connect_t *connect, wl_exchange_t *ex);
+
+/* A stream's enveloped message: 1 flag byte, then the length as 4 bytes, big-endian. */
+#define WL_CONNECT_ENVELOPE        5
+#define WL_CONNECT_FLAG_END_STREAM 0x02
+
+/** Writes an enveloped message (flags, len, data) at out, which has len + 5 bytes. */
+void wl_connect_envelope(char *out, uint8_t flags, const void *data, size_t len);
+
+/**
+ * Connect's error JSON {"code","message","details"}: details hold the google.rpc.BadRequest of
+ * err's violations (err may be NULL), then the ErrorInfo of info. NULL when out of memory.
+ */
+json_t *wl_connect_error_json(wl_arena_t *arena, wl_grpc_code_t code, const char *message,
+                              const wl_error_t *err, const wl_error_info_t *info);
+
+/**
+ * The end-stream message {"error":..,"metadata":{}} (no "error" when error is NULL: a clean
+ * end), enveloped with flag 0x02, in arena memory (*len bytes); takes the reference to error.
+ * NULL when out of memory.
+ */
+char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len);
 
 /**
  * Parses a Connect-Timeout-Ms value (1 to 10 ASCII digits, nothing else): true with *deadline

@@ -43,6 +43,7 @@
     XX(IDEMPOTENCY_KEY_REUSED)       /* the Idempotency-Key was used for another request */        \
     XX(NOT_IMPLEMENTED)              /* the core does not implement it */                          \
     XX(CURSOR_EXPIRED)               /* a delta export's changes since the cursor are not kept */  \
+    XX(STREAM_STALLED)               /* a stream's client read nothing for too long */             \
     XX(DATABASE_UNAVAILABLE)         /* the database cannot be reached */                          \
     XX(DATABASE_TIMEOUT)             /* the database did not answer in time */                     \
     XX(SHUTTING_DOWN)                /* the server is stopping: not served, retry elsewhere */     \

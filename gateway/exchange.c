@@ -159,6 +159,13 @@ void wl_exchange_stream(wl_exchange_t *ex, unsigned status, const char *content_
     ex->stream_fill = fill;
     ex->stream_free = free_state;
     ex->stream_state = state;
+    ex->stream_park = NULL;
+}
+
+void wl_exchange_stream_parks(wl_exchange_t *ex,
+                              void (*park)(void *state, void (*wake)(void *ctx), void *ctx))
+{
+    ex->stream_park = park;
 }
 
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)

@@ -73,6 +73,8 @@ typedef struct {
     ssize_t (*stream_read)(void *state, uint64_t pos, char *buf, size_t max);
     void (*stream_fill)(void *state);
     void (*stream_free)(void *state);
+    /* A stream that may idle (wl_exchange_stream_parks): NULL for the others. */
+    void (*stream_park)(void *state, void (*wake)(void *ctx), void *ctx);
     void *stream_state;
     /* Where the request runs (offload.h): true on a thread that may wait for the database. A
      * step that would wait where it may not sets wants_database and returns unanswered; the
@@ -171,6 +173,18 @@ void wl_exchange_empty(wl_exchange_t *ex, unsigned status);
 void wl_exchange_stream(wl_exchange_t *ex, unsigned status, const char *content_type,
                         ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max),
                         void (*fill)(void *state), void (*free_state)(void *state), void *state);
+
+/* What a parking stream's read returns when it has nothing and is to idle (see below). */
+#define WL_EXCHANGE_STREAM_PARKED ((ssize_t)-101)
+
+/**
+ * Lets the stream just set (wl_exchange_stream) idle without holding any thread: when its
+ * read returns WL_EXCHANGE_STREAM_PARKED, the server suspends the connection and calls
+ * park(state, wake, ctx); the stream calls wake(ctx) once, from any thread, when it has
+ * something to do, and its fill then runs on a request thread before read is asked again.
+ */
+void wl_exchange_stream_parks(wl_exchange_t *ex,
+                              void (*park)(void *state, void (*wake)(void *ctx), void *ctx));
 
 /**
  * Sets a Google API error response for an HTTP status and gRPC code, with an ErrorInfo of

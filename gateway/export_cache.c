@@ -38,7 +38,9 @@ struct wl_export_cache {
     bool stop;
     char directory[256]; /* where body files live, unlinked */
     bool listening;      /* the watch's connection is up: announcements arrive */
-    uint64_t epoch;      /* moves whenever announcements may have been missed */
+    void (*on_change)(int64_t org_id, void *data); /* wl_export_cache_config_t's */
+    void *on_change_data;
+    uint64_t epoch; /* moves whenever announcements may have been missed */
     uint64_t generations[GENERATIONS];
     uint64_t clock; /* for least recently used */
     uint64_t body_bytes, body_limit;
@@ -137,6 +139,8 @@ static void on_changed(int64_t org_id, void *data)
     if (entry != NULL)
         drop_entry(cache, entry);
     pthread_mutex_unlock(&cache->lock);
+    if (cache->on_change != NULL)
+        cache->on_change(org_id, cache->on_change_data);
 }
 
 static void *watch_main(void *arg)
@@ -152,6 +156,11 @@ static void *watch_main(void *arg)
         pthread_mutex_lock(&cache->lock);
         bool was_listening = cache->listening;
         cache->listening = rc == 0;
+        if (was_listening != cache->listening && cache->on_change != NULL) {
+            pthread_mutex_unlock(&cache->lock);
+            cache->on_change(0, cache->on_change_data); /* announcements may have been missed */
+            pthread_mutex_lock(&cache->lock);
+        }
         if (rc != 0 && cache->trust_notify) {
             cache->epoch++;
             for (size_t i = 0; i < MAX_ENTRIES; i++)
@@ -187,6 +196,8 @@ int wl_export_cache_create(wl_core_t *core, const wl_export_cache_config_t *conf
         cache->entries[i].body[0].fd = cache->entries[i].body[1].fd = -1;
     cache->body_limit = config->body_limit_mb << 20;
     cache->trust_notify = config->trust_notify;
+    cache->on_change = config->on_change;
+    cache->on_change_data = config->on_change_data;
     const char *dir =
         config->directory != NULL && config->directory[0] ? config->directory : "/tmp";
     snprintf(cache->directory, sizeof(cache->directory), "%s", dir);

@@ -50,6 +50,13 @@ typedef struct {
      * default on); off: each request reads the version. */
     bool trust_notify;
     const char *directory; /* where body files live, unlinked (TMPDIR); NULL: /tmp */
+    /* Also told of every change the cache hears of (an announcement or this process's own
+     * write), with org_id 0 when announcements may have been missed (the watch's connection
+     * dropped or came back): the stock watchers' wake-up (stock_watch.h), so that one LISTEN
+     * connection serves both. Called without the cache's lock, on the watch thread or the
+     * writer's. NULL: none. */
+    void (*on_change)(int64_t org_id, void *data);
+    void *on_change_data;
 } wl_export_cache_config_t;
 
 /**

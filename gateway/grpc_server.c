@@ -25,6 +25,7 @@
 #include "grpc/health/v1/health.pb-c.h"
 #include "offload.h"
 #include "rpc.h"
+#include "walklist/v1/stock.pb-c.h"
 #include "walklist/log.h"
 #include "walklist/redact.h"
 
@@ -43,7 +44,14 @@ static const char error_info_type_url[] = "type.googleapis.com/google.rpc.ErrorI
 typedef struct call call_t;
 
 /* What a completion-queue event is about: each call's operations carry a tag of their own. */
-typedef enum { TAG_NEW_CALL, TAG_MESSAGE, TAG_SENT, TAG_CLOSED, TAG_SHUTDOWN } tag_kind_t;
+typedef enum {
+    TAG_NEW_CALL,
+    TAG_MESSAGE,
+    TAG_SENT,
+    TAG_STREAM_SENT, /* a message of a server stream went out (or the call ended) */
+    TAG_CLOSED,
+    TAG_SHUTDOWN
+} tag_kind_t;
 
 typedef struct {
     tag_kind_t kind;
@@ -63,10 +71,18 @@ struct call {
     atomic_bool answered;      /* our status went out */
     /* Operations in flight plus the worker that holds the call; the last one frees it. */
     atomic_int refs;
-    tag_t tag_new, tag_message, tag_sent, tag_closed;
-    wl_offload_job_t job;    /* its run on a worker */
-    struct timespec started; /* CLOCK_MONOTONIC */
-    gpr_timespec deadline;   /* GPR_CLOCK_MONOTONIC */
+    tag_t tag_new, tag_message, tag_sent, tag_closed, tag_stream_sent;
+    wl_offload_job_t job; /* its run on a worker */
+    /* A server stream (WatchStock) once its first message is made: parked in the watch
+     * registry between messages, each next one made by stream_job on a worker. The stream
+     * holds one reference to the call until its status is sent or the call is gone. */
+    bool streaming;
+    wl_stock_watcher_t *watcher;
+    wl_offload_job_t stream_job;
+    char cursor[256];
+    grpc_byte_buffer *stream_message; /* the message in flight */
+    struct timespec started;          /* CLOCK_MONOTONIC */
+    gpr_timespec deadline;            /* GPR_CLOCK_MONOTONIC */
     call_kind_t kind;
     const wl_rpc_procedure_t *procedure;
     struct sockaddr_storage peer;
@@ -98,7 +114,8 @@ struct wl_grpc_server {
     bool started; /* grpc_server_start was called: shut down before destroying */
     pthread_t queue_thread;
     bool queue_thread_started;
-    wl_offload_t *workers; /* where calls run (and wait for the database) */
+    wl_offload_t *workers;   /* where calls run (and wait for the database) */
+    wl_stock_watch_t *watch; /* WatchStock streams; not owned */
 
     pthread_mutex_t lock;
     pthread_cond_t changed; /* a call freed, shutdown noticed */
@@ -128,6 +145,8 @@ static void free_call(call_t *c)
         grpc_byte_buffer_destroy(c->request);
     if (c->reply != NULL)
         grpc_byte_buffer_destroy(c->reply);
+    if (c->stream_message != NULL)
+        grpc_byte_buffer_destroy(c->stream_message);
     if (c->call != NULL)
         grpc_call_unref(c->call);
     grpc_call_details_destroy(&c->details);
@@ -317,6 +336,17 @@ static bool answer_reply(wl_exchange_t *ex, const ProtobufCMessage *reply, void 
     return set_reply(data, reply);
 }
 
+/* A stream's first message: the unary reply's way, with the cursor kept for the next. */
+static bool answer_first(wl_exchange_t *ex, const ProtobufCMessage *reply, void *data)
+{
+    call_t *c = data;
+    const char *cursor = ((const Walklist__V1__WatchStockResponse *)reply)->cursor;
+    if (strlen(cursor) >= sizeof(c->cursor))
+        return false;
+    strcpy(c->cursor, cursor);
+    return answer_reply(ex, reply, data);
+}
+
 static bool call_expired(void *data)
 {
     call_t *c = data;
@@ -431,6 +461,7 @@ static void run_procedure(wl_grpc_server_t *server, call_t *c)
     }
     const wl_method_policy_t *policy =
         wl_core_method_policy(c->procedure->service, c->procedure->method_index);
+    c->streaming = policy->server_streaming;
     wl_span_t token;
     if (!wl_access_read_key(&server->access, ex, NULL, &token))
         return;
@@ -438,7 +469,7 @@ static void run_procedure(wl_grpc_server_t *server, call_t *c)
         return;
     wl_rpc_transport_t transport = {.access = &server->access,
                                     .decode = decode_message,
-                                    .reply = answer_reply,
+                                    .reply = c->streaming ? answer_first : answer_reply,
                                     .expired = call_expired,
                                     .answer_expired = answer_expired,
                                     .data = c};
@@ -475,6 +506,169 @@ static void run_health_check(wl_grpc_server_t *server, call_t *c)
         answer_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
 }
 
+/* --- Server streams (WatchStock) ------------------------------------------------------------ */
+
+/* Sends msg as the stream's next message (initial metadata first with the first one); false
+ * when the call is gone (msg freed): the caller ends the stream. */
+static bool stream_send(call_t *c, grpc_byte_buffer *msg, bool first)
+{
+    c->stream_message = msg;
+    grpc_op ops[2];
+    memset(ops, 0, sizeof(ops));
+    size_t n = 0;
+    if (first) {
+        wl_exchange_rate_values(&c->ex, add_rate_value, c);
+        for (size_t i = 0; i < c->ex.header_count; i++)
+            add_initial(c, c->ex.headers[i].name, c->ex.headers[i].value);
+        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[n].data.send_initial_metadata.count = c->initial_count;
+        ops[n].data.send_initial_metadata.metadata = c->initial;
+        n++;
+    }
+    ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n].data.send_message.send_message = msg;
+    n++;
+    atomic_fetch_add(&c->refs, 1);
+    if (grpc_call_start_batch(c->call, ops, n, &c->tag_stream_sent, NULL) == GRPC_CALL_OK)
+        return true;
+    atomic_fetch_sub(&c->refs, 1);
+    c->stream_message = NULL;
+    grpc_byte_buffer_destroy(msg);
+    return false;
+}
+
+/* Ends the stream: its status when still possible, then the stream's hold on the call. */
+static void stream_end(call_t *c, bool send_status)
+{
+    wl_stock_watch_remove(c->server->watch, c->watcher);
+    c->watcher = NULL;
+    if (send_status) {
+        c->status_slice = copied_slice(c->message ? c->message : "");
+        c->status_slice_set = true;
+        if (c->status_details != NULL) {
+            grpc_metadata *md = &c->trailing[c->trailing_count++];
+            memset(md, 0, sizeof(*md));
+            md->key = copied_slice("grpc-status-details-bin");
+            md->value = grpc_slice_from_copied_buffer((const char *)c->status_details,
+                                                      c->status_details_len);
+        }
+        grpc_op op;
+        memset(&op, 0, sizeof(op));
+        op.op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+        op.data.send_status_from_server.status = (grpc_status_code)c->code;
+        op.data.send_status_from_server.status_details = &c->status_slice;
+        op.data.send_status_from_server.trailing_metadata_count = c->trailing_count;
+        op.data.send_status_from_server.trailing_metadata = c->trailing;
+        atomic_fetch_add(&c->refs, 1);
+        if (grpc_call_start_batch(c->call, &op, 1, &c->tag_sent, NULL) != GRPC_CALL_OK)
+            release(c);
+    }
+    release(c); /* the stream's hold */
+}
+
+static void stream_wake(void *data);
+
+/* On a worker, when the parked stream has something to do: its next message, or its end. */
+static void stream_step(wl_offload_job_t *job)
+{
+    call_t *c = (call_t *)((char *)job - offsetof(call_t, stream_job));
+    wl_exchange_t *ex = &c->ex;
+    if (atomic_load(&c->cancelled)) {
+        stream_end(c, false);
+        return;
+    }
+    unsigned what = wl_stock_watch_take(c->server->watch, c->watcher);
+    if (what & WL_STOCK_WATCH_STOPPING) {
+        answer_error(ex, 503, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN,
+                     "the server is shutting down: resume from the last cursor received", NULL);
+        stream_end(c, true);
+        return;
+    }
+    if (what & WL_STOCK_WATCH_STALLED) {
+        answer_error(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_STREAM_STALLED,
+                     "the client did not take the last message within the stall limit "
+                     "(--watch-stall-s): resume from the last cursor received",
+                     NULL);
+        stream_end(c, true);
+        return;
+    }
+    if (!(what & (WL_STOCK_WATCH_CHANGED | WL_STOCK_WATCH_HEARTBEAT))) {
+        wl_stock_watch_park(c->server->watch, c->watcher, stream_wake, c);
+        return;
+    }
+    wl_arena_t arena;
+    wl_arena_init(&arena, WL_RPC_ARENA_LIMIT);
+    wl_error_t err;
+    wl_error_init(&err);
+    ProtobufCMessage *message = NULL;
+    int rc =
+        wl_core_watch_stock(c->server->core, &ex->principal, c->cursor, &arena, &message, &err);
+    const Walklist__V1__WatchStockResponse *reply =
+        (const Walklist__V1__WatchStockResponse *)message;
+    if (rc != 0) {
+        char text[320];
+        snprintf(text, sizeof(text), "%s%s", err.message,
+                 err.code == WL_EHISTORY ? "" : "; resume from the last cursor received");
+        answer_error(ex, 500, wl_error_grpc_code(err.code), wl_reason_of_error(err.code), text,
+                     NULL);
+        stream_end(c, true);
+    } else if (reply->n_items > 0 || (what & WL_STOCK_WATCH_HEARTBEAT)) {
+        size_t len = protobuf_c_message_get_packed_size(message);
+        grpc_slice slice = grpc_slice_malloc(len);
+        protobuf_c_message_pack(message, GRPC_SLICE_START_PTR(slice));
+        grpc_byte_buffer *msg = grpc_raw_byte_buffer_create(&slice, 1);
+        grpc_slice_unref(slice);
+        snprintf(c->cursor, sizeof(c->cursor), "%s", reply->cursor);
+        wl_stock_watch_sent(c->server->watch, c->watcher);
+        /* Sent, the call belongs to the completion queue's thread from here. */
+        if (!stream_send(c, msg, false))
+            stream_end(c, false);
+    } else {
+        wl_stock_watch_park(c->server->watch, c->watcher, stream_wake, c);
+    }
+    wl_arena_dispose(&arena);
+}
+
+static void stream_wake(void *data)
+{
+    call_t *c = data;
+    c->stream_job.run = stream_step;
+    wl_offload_submit(c->server->workers, &c->stream_job);
+}
+
+/* On the completion queue's thread: a message went out (park until the next) or the call is
+ * gone (the stream ends). */
+static void on_stream_sent(call_t *c, bool ok)
+{
+    grpc_byte_buffer_destroy(c->stream_message);
+    c->stream_message = NULL;
+    if (ok) {
+        wl_stock_watch_progress(c->server->watch, c->watcher);
+        wl_stock_watch_park(c->server->watch, c->watcher, stream_wake, c);
+    } else {
+        stream_end(c, false);
+    }
+    release(c); /* the batch's hold */
+}
+
+/* After the first message was made: the stream starts, or the call answers unary-style. */
+static bool stream_begin(call_t *c)
+{
+    if (!c->streaming || c->code != WL_GRPC_OK || c->reply == NULL)
+        return false;
+    c->watcher = wl_stock_watch_add(c->server->watch, c->ex.principal.org_id);
+    if (c->watcher == NULL) {
+        answer_error(&c->ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
+        return false;
+    }
+    atomic_fetch_add(&c->refs, 1); /* the stream's hold */
+    grpc_byte_buffer *first = c->reply;
+    c->reply = NULL;
+    if (!stream_send(c, first, true))
+        stream_end(c, false);
+    return true;
+}
+
 static void run_call(wl_grpc_server_t *server, call_t *c)
 {
     c->ex.may_wait = true; /* a worker of its own: it may wait for the database */
@@ -488,7 +682,8 @@ static void run_call(wl_grpc_server_t *server, call_t *c)
     } else {
         run_procedure(server, c);
     }
-    send_answer(c);
+    if (!stream_begin(c))
+        send_answer(c);
 }
 
 static void run_queued(wl_offload_job_t *job)
@@ -516,6 +711,7 @@ static call_t *new_call(wl_grpc_server_t *server)
     c->tag_message = (tag_t){TAG_MESSAGE, c};
     c->tag_sent = (tag_t){TAG_SENT, c};
     c->tag_closed = (tag_t){TAG_CLOSED, c};
+    c->tag_stream_sent = (tag_t){TAG_STREAM_SENT, c};
     grpc_call_details_init(&c->details);
     grpc_metadata_array_init(&c->request_metadata);
     wl_arena_init(&c->ex.arena, WL_RPC_ARENA_LIMIT);
@@ -631,6 +827,9 @@ static void *queue_main(void *data)
             atomic_store(&c->answered, event.success != 0);
             release(c);
             break;
+        case TAG_STREAM_SENT:
+            on_stream_sent(c, event.success != 0);
+            break;
         case TAG_CLOSED:
             if (c->close_cancelled)
                 atomic_store(&c->cancelled, true);
@@ -670,6 +869,7 @@ int wl_grpc_server_start(wl_core_t *core, const wl_grpc_config_t *config, wl_grp
         return wl_error_set(err, WL_ENOMEM, NULL);
     server->core = core;
     server->metrics = config->metrics;
+    server->watch = config->watch;
     server->access = (wl_access_t){core, config->anonymous, answer_error};
     server->tag_shutdown = (tag_t){TAG_SHUTDOWN, NULL};
     pthread_mutex_init(&server->lock, NULL);

@@ -1,5 +1,7 @@
 /*
- * The gRPC transport: every method of every core service, unary, over HTTP/2 with gRPC's own
+ * The gRPC transport: every method of every core service, unary (server streams for methods
+ * whose policy says so: WatchStock, parked in the watch registry between messages, holding no
+ * worker), over HTTP/2 with gRPC's own
  * C core (grpc/grpc.h, a completion queue and generic calls, grpc_server_request_call), plus
  * grpc.health.v1.Health/Check. Calls run on a fixed pool of worker threads, never on the
  * completion queue's thread, through the same procedures, access checks and unary call as the
@@ -14,6 +16,7 @@
 
 #include "anon_limit.h"
 #include "metrics.h"
+#include "stock_watch.h"
 #include "walklist/core.h"
 #include "walklist/error.h"
 
@@ -28,6 +31,7 @@ typedef struct {
     /* Shared with the HTTP transports, not owned; both must outlive the server. */
     wl_anon_limiter_t *anonymous; /* per-address limit of calls without a valid key */
     wl_metrics_t *metrics;
+    wl_stock_watch_t *watch; /* WatchStock streams' registry; must outlive the server */
 } wl_grpc_config_t;
 
 /** Binds the listener and starts serving. WL_EUNAVAILABLE when the address cannot be bound

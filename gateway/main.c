@@ -174,6 +174,8 @@ int main(int argc, char **argv)
         .listen = config.listen,
         .threads = (unsigned)config.threads,
         .connection_timeout_s = (unsigned)config.connection_timeout_s,
+        .watch_heartbeat_s = (unsigned)config.watch_heartbeat_s,
+        .watch_stall_s = (unsigned)config.watch_stall_s,
         .connection_limit = (unsigned)config.max_connections,
         .per_ip_connection_limit = (unsigned)config.max_connections_per_ip,
         .anonymous_limit = (unsigned)config.rate_anonymous,

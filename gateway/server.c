@@ -30,6 +30,7 @@
 #include "metrics.h"
 #include "offload.h"
 #include "routes.h"
+#include "stock_watch.h"
 #include "wire_guard.h"
 
 /* A request's memory: decoded messages and replies. Export replies are larger. */
@@ -54,6 +55,7 @@ struct wl_server {
     wl_connect_t *connect;           /* the Connect transport: /walklist.* paths */
     wl_grpc_server_t *grpc;          /* --grpc-listen; NULL: none */
     wl_export_cache_t *export_cache; /* NULL: none (exports read from the database) */
+    wl_stock_watch_t *watch;         /* WatchStock streams, woken through the export cache */
     wl_anon_limiter_t *anonymous; /* requests without a valid key, per address: every transport */
     const wl_cors_t *cors;        /* NULL: no cross-origin requests (cors.h) */
     wl_metrics_t *metrics;
@@ -302,6 +304,7 @@ typedef struct {
     ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max);
     void (*fill)(void *state); /* NULL: read never runs dry */
     void (*free_state)(void *state);
+    void (*park)(void *state, void (*wake)(void *ctx), void *ctx); /* NULL: never idles */
     void *state;
     uint64_t *sent; /* the request's body_sent: the request outlives every read */
     wl_offload_job_t job;
@@ -314,12 +317,27 @@ static void fill_offloaded(wl_offload_job_t *job)
     MHD_resume_connection(stream->connection);
 }
 
+/* An idle stream has something to do again: its fill runs on a request thread, then the
+ * connection resumes. */
+static void wake_parked(void *ctx)
+{
+    counted_stream_t *stream = ctx;
+    stream->job.run = fill_offloaded;
+    wl_offload_submit(stream->offload, &stream->job);
+}
+
 static ssize_t read_counted(void *cls, uint64_t pos, char *buf, size_t max)
 {
     counted_stream_t *stream = cls;
     ssize_t n = stream->read(stream->state, pos, buf, max);
     if (n > 0)
         *stream->sent = pos + (uint64_t)n;
+    if (n == WL_EXCHANGE_STREAM_PARKED && stream->park != NULL && stream->fill != NULL) {
+        /* Suspended first: the wake may come at once, from another thread. */
+        MHD_suspend_connection(stream->connection);
+        stream->park(stream->state, wake_parked, stream);
+        return 0;
+    }
     if (n != WL_EXCHANGE_STREAM_EMPTY || stream->fill == NULL)
         return n;
     /* libmicrohttpd asks again once the connection is resumed (it may not be freed while
@@ -346,8 +364,8 @@ static struct MHD_Response *stream_response(request_t *req)
         ex->stream_free(ex->stream_state);
     } else {
         *stream = (counted_stream_t){req->server->offload, ex->connection,  ex->stream_read,
-                                     ex->stream_fill,      ex->stream_free, ex->stream_state,
-                                     &req->body_sent};
+                                     ex->stream_fill,      ex->stream_free, ex->stream_park,
+                                     ex->stream_state,     &req->body_sent};
         response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE,
                                                      read_counted, stream, free_counted);
         if (response == NULL)
@@ -891,10 +909,11 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
      * forgot a number should hear so rather than get someone else's choice. */
     if (config->threads == 0 || config->connection_timeout_s == 0 ||
         config->connection_limit == 0 || config->per_ip_connection_limit == 0 ||
-        config->anonymous_limit == 0)
+        config->anonymous_limit == 0 || config->watch_heartbeat_s == 0 ||
+        config->watch_stall_s == 0)
         return wl_error_set(err, WL_EINVAL,
-                            "the server needs threads, a connection timeout, connection limits "
-                            "and an anonymous rate limit, each at least 1");
+                            "the server needs threads, a connection timeout, connection limits, "
+                            "an anonymous rate limit and watch intervals, each at least 1");
     wl_server_t *server = calloc(1, sizeof(*server));
     if (server == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
@@ -909,11 +928,16 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         return wl_error_set(err, WL_ENOMEM, NULL);
     }
     int rc = wl_linger_create(&server->linger, err);
+    if (rc == 0)
+        rc = wl_stock_watch_create(config->watch_heartbeat_s, config->watch_stall_s, &server->watch,
+                                   err);
     if (rc == 0 && config->export_cache != NULL) {
         wl_error_t cache_err;
         wl_error_init(&cache_err);
-        if (wl_export_cache_create(core, config->export_cache, &server->export_cache, &cache_err) !=
-            0)
+        wl_export_cache_config_t cache_config = *config->export_cache;
+        cache_config.on_change = wl_stock_watch_changed;
+        cache_config.on_change_data = server->watch;
+        if (wl_export_cache_create(core, &cache_config, &server->export_cache, &cache_err) != 0)
             wl_log("warn", "export cache off", "%s: every export is read from the database",
                    cache_err.message);
     }
@@ -923,7 +947,7 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
     if (rc == 0)
         rc = wl_api_create(core, server->anonymous, server->export_cache, &server->api, err);
     if (rc == 0)
-        rc = wl_connect_create(core, server->anonymous, &server->connect, err);
+        rc = wl_connect_create(core, server->anonymous, server->watch, &server->connect, err);
     if (rc == 0)
         rc = wl_offload_create(config->threads, &server->offload, err);
     if (rc == 0)
@@ -1013,9 +1037,9 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         }
     }
     if (config->grpc_listen != NULL && config->grpc_listen[0] != '\0') {
-        wl_grpc_config_t grpc_config = {config->grpc_listen,  config->grpc_threads,
-                                        config->tls_cert_pem, config->tls_key_pem,
-                                        server->anonymous,    server->metrics};
+        wl_grpc_config_t grpc_config = {
+            config->grpc_listen, config->grpc_threads, config->tls_cert_pem, config->tls_key_pem,
+            server->anonymous,   server->metrics,      server->watch};
         rc = wl_grpc_server_start(core, &grpc_config, &server->grpc, err);
         if (rc != 0) {
             wl_server_stop(server, 0);
@@ -1032,6 +1056,7 @@ Fail:
     wl_api_destroy(server->api);
     wl_anon_limiter_destroy(server->anonymous);
     wl_export_cache_destroy(server->export_cache);
+    wl_stock_watch_destroy(server->watch);
     wl_linger_destroy(server->linger);
     wl_metrics_destroy(server->metrics);
     free(server);
@@ -1092,6 +1117,8 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
     /* From here every answer closes its connection and a request that arrives on a kept-alive
      * connection is answered 503 unserved; no new connection is accepted. */
     atomic_store(&server->stopping, true);
+    /* Streams never end by themselves: each ends now with its end message (resume later). */
+    wl_stock_watch_stop(server->watch);
     wl_acceptor_stop(server->acceptor);
     wl_grpc_server_shutdown(server->grpc); /* GOAWAY; calls in flight go on */
     if (!wait_for(server, no_request_active, drain_timeout_ms)) {
@@ -1131,6 +1158,7 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
     wl_api_destroy(server->api);
     wl_anon_limiter_destroy(server->anonymous);
     wl_export_cache_destroy(server->export_cache);
+    wl_stock_watch_destroy(server->watch); /* after the cache: its last hook call */
     wl_metrics_destroy(server->metrics);
     free(server);
 }

@@ -26,6 +26,8 @@ typedef struct {
     unsigned connection_limit;        /* concurrent connections at most */
     unsigned per_ip_connection_limit; /* concurrent connections per client address */
     unsigned anonymous_limit;         /* requests per minute per address without a valid key */
+    unsigned watch_heartbeat_s;       /* WatchStock: a heartbeat after this much silence */
+    unsigned watch_stall_s; /* WatchStock: a client taking one message longer is cut off */
     /* Native TLS: both PEM texts (NUL-terminated), or both NULL for plain HTTP. They must
      * stay valid until wl_server_stop. */
     const char *tls_cert_pem; /* the certificate, then any intermediates */

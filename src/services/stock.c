@@ -263,23 +263,24 @@ void wl_export_watch_destroy(wl_export_watch_t *watch)
     free(watch);
 }
 
-static int add_export_item(wl_call_t *call, Walklist__V1__ExportStockResponse *reply,
+/* Appends a copy of row to the items of a reply (ExportStockResponse or WatchStockResponse). */
+static int add_export_item(wl_arena_t *arena, wl_error_t *err,
+                           Walklist__V1__StockExportItem ***items_io, size_t *n_items,
                            size_t *capacity, const wl_export_item_t *row)
 {
-    wl_arena_t *arena = call->arena;
-    if (reply->n_items == *capacity) {
+    if (*n_items == *capacity) {
         size_t grown = *capacity ? *capacity * 2 : 256;
         Walklist__V1__StockExportItem **items = wl_arena_alloc(arena, grown * sizeof(*items));
         if (items == NULL)
-            return wl_error_set(call->err, WL_ENOMEM, NULL);
-        if (reply->n_items > 0)
-            memcpy(items, reply->items, reply->n_items * sizeof(*items));
-        reply->items = items;
+            return wl_error_set(err, WL_ENOMEM, NULL);
+        if (*n_items > 0)
+            memcpy(items, *items_io, *n_items * sizeof(*items));
+        *items_io = items;
         *capacity = grown;
     }
     Walklist__V1__StockExportItem *item = wl_arena_alloc(arena, sizeof(*item));
     if (item == NULL)
-        return wl_error_set(call->err, WL_ENOMEM, NULL);
+        return wl_error_set(err, WL_ENOMEM, NULL);
     walklist__v1__stock_export_item__init(item);
     item->sku = wl_arena_strdup(arena, row->sku);
     item->qty = row->qty;
@@ -290,15 +291,15 @@ static int add_export_item(wl_call_t *call, Walklist__V1__ExportStockResponse *r
             item->location->value = wl_arena_strdup(arena, row->location);
         }
         if (item->location == NULL || item->location->value == NULL)
-            return wl_error_set(call->err, WL_ENOMEM, NULL);
+            return wl_error_set(err, WL_ENOMEM, NULL);
     }
     if (row->removed) {
         item->change_case = WALKLIST__V1__STOCK_EXPORT_ITEM__CHANGE_REMOVED;
         item->removed = 1;
     }
     if (item->sku == NULL)
-        return wl_error_set(call->err, WL_ENOMEM, NULL);
-    reply->items[reply->n_items++] = item;
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    (*items_io)[(*n_items)++] = item;
     return 0;
 }
 
@@ -332,12 +333,54 @@ static int export_stock(wl_call_t *call, const Walklist__V1__ExportStockRequest 
     size_t capacity = 0;
     wl_export_item_t item;
     while (rc == 0 && (rc = wl_export_cursor_next(cursor, &item, call->err)) == 1)
-        rc = add_export_item(call, reply, &capacity, &item);
+        rc = add_export_item(call->arena, call->err, &reply->items, &reply->n_items, &capacity,
+                             &item);
     wl_export_cursor_close(cursor);
     if (rc != 0)
         return rc;
     *out = reply;
     return 0;
+}
+
+int wl_core_watch_stock(wl_core_t *core, const wl_principal_t *principal, const char *since_text,
+                        wl_arena_t *arena, ProtobufCMessage **out, wl_error_t *err)
+{
+    Walklist__V1__WatchStockResponse *reply = wl_arena_alloc(arena, sizeof(*reply));
+    if (reply == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    walklist__v1__watch_stock_response__init(reply);
+    wl_export_cursor_t *cursor = NULL;
+    int64_t since = -1;
+    int rc = 0;
+    if (since_text[0] != '\0')
+        rc = wl_core_export_since(core, principal, since_text, "since", &since, err);
+    /* Without a cursor the full export is opened for its snapshot's cursor only: no row is
+     * read. */
+    if (rc == 0)
+        rc = wl_core_export_open_since(core, principal, since, &cursor, err);
+    if (rc == 0 && (reply->cursor = wl_arena_strdup(arena, wl_export_cursor_token(cursor))) == NULL)
+        rc = wl_error_set(err, WL_ENOMEM, NULL);
+    size_t capacity = 0;
+    wl_export_item_t item;
+    while (rc == 0 && since >= 0 && (rc = wl_export_cursor_next(cursor, &item, err)) == 1)
+        rc = add_export_item(arena, err, &reply->items, &reply->n_items, &capacity, &item);
+    wl_export_cursor_close(cursor);
+    if (rc != 0)
+        return rc;
+    *out = &reply->base;
+    return 0;
+}
+
+/* The stream's first message; the transport asks for the next ones (wl_core_watch_stock). */
+static int watch_stock(wl_call_t *call, const Walklist__V1__WatchStockRequest *input,
+                       Walklist__V1__WatchStockResponse **out)
+{
+    ProtobufCMessage *reply = NULL;
+    int rc = wl_core_watch_stock(call->core, call->principal, input->since, call->arena, &reply,
+                                 call->err);
+    if (rc == 0)
+        *out = (Walklist__V1__WatchStockResponse *)reply;
+    return rc;
 }
 
 #define PAGE_SIZE_DEFAULT 100
@@ -501,6 +544,7 @@ static int list_stock(wl_call_t *call, const Walklist__V1__ListStockRequest *inp
 }
 
 WL_METHOD_RUN(export_stock, Walklist__V1__ExportStockRequest, Walklist__V1__ExportStockResponse)
+WL_METHOD_RUN(watch_stock, Walklist__V1__WatchStockRequest, Walklist__V1__WatchStockResponse)
 WL_METHOD_RUN(list_stock, Walklist__V1__ListStockRequest, Walklist__V1__ListStockResponse)
 
 static const wl_method_t methods[] = {
@@ -510,6 +554,11 @@ static const wl_method_t methods[] = {
     {.name = "ListStock",
      .run = list_stock_run,
      .policy = {.scope = WL_SCOPE_STOCK_READ, .rate_bucket = "shared"}},
+    {.name = "WatchStock",
+     .run = watch_stock_run,
+     .policy = {.scope = WL_SCOPE_STOCK_READ,
+                .rate_bucket = "stock-export",
+                .server_streaming = true}},
 };
 
 const wl_service_table_t wl__stock_service = {

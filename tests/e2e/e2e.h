@@ -59,6 +59,42 @@ static inline const char *e2e_str(json_t *json, const char *path_a, const char *
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/**
+ * Applies a delta export's (or a WatchStock message's) items to model, an object sku -> item:
+ * replaces each item, deletes each removed one, checking SKU order (each once) and the shape
+ * of removed items (qty 0, location null). Counts items and removed ones into the counters
+ * that are not NULL.
+ */
+static inline void e2e_apply_delta(json_t *model, json_t *items, int *items_seen, int *removed_seen)
+{
+    const char *previous = NULL;
+    size_t i;
+    json_t *item;
+    json_array_foreach(items, i, item)
+    {
+        const char *sku = e2e_str(item, "sku", NULL);
+        if (sku == NULL) {
+            FAIL("delta item without sku");
+            continue;
+        }
+        if (previous != NULL && strcmp(previous, sku) >= 0)
+            FAIL("delta items not in SKU order, or repeated: %s then %s", previous, sku);
+        previous = sku;
+        if (items_seen != NULL)
+            (*items_seen)++;
+        if (json_is_true(json_object_get(item, "removed"))) {
+            if (removed_seen != NULL)
+                (*removed_seen)++;
+            CHECK_INT(json_integer_value(json_object_get(item, "qty")), 0);
+            CHECK(json_is_null(json_object_get(item, "location")));
+            json_object_del(model, sku);
+        } else {
+            CHECK(json_object_get(item, "removed") == NULL);
+            json_object_set(model, sku, item);
+        }
+    }
+}
+
 /** True when the response carries a BadRequest violation for field. */
 static inline int e2e_has_violation(const http_response_t *res, const char *field)
 {

@@ -664,10 +664,12 @@ static void test_every_procedure_routed(const char *conninfo)
             char procedure[256];
             snprintf(procedure, sizeof(procedure), "%s/%s", services[i].descriptor->name,
                      services[i].descriptor->methods[m].name);
-            /* A request that changes nothing: an empty message is valid or invalid_argument. */
+            /* A request that changes nothing: an empty message is valid or invalid_argument. A
+             * server stream refuses the unary codec: 415 (e2e.test_watch_stock streams). */
             http_response_t res = call_json(procedure, key_every_scope, "{\"unknownField\":1}");
-            CHECK_CONNECT_ERROR(res, 400, "invalid_argument");
-            if (res.status != 400)
+            bool streaming = wl_core_method_policy(&services[i], m)->server_streaming;
+            CHECK_CONNECT_ERROR(res, streaming ? 415 : 400, "invalid_argument");
+            if (res.status != (streaming ? 415 : 400))
                 fprintf(stderr, "  procedure %s\n", procedure);
             http_response_free(&res);
             procedures++;

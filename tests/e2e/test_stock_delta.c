@@ -95,30 +95,7 @@ static http_response_t connect_delta(const char *since)
 /* Applies a delta's items to model (an object sku -> item), checking their order and shape. */
 static void apply_delta(json_t *model, json_t *delta_items)
 {
-    const char *previous = NULL;
-    size_t i;
-    json_t *item;
-    json_array_foreach(delta_items, i, item)
-    {
-        const char *sku = e2e_str(item, "sku", NULL);
-        if (sku == NULL) {
-            FAIL("delta item without sku");
-            continue;
-        }
-        if (previous != NULL && strcmp(previous, sku) >= 0)
-            FAIL("delta items not in SKU order, or repeated: %s then %s", previous, sku);
-        previous = sku;
-        items_seen++;
-        if (json_is_true(json_object_get(item, "removed"))) {
-            removed_seen++;
-            CHECK_INT(json_integer_value(json_object_get(item, "qty")), 0);
-            CHECK(json_is_null(json_object_get(item, "location")));
-            json_object_del(model, sku);
-        } else {
-            CHECK(json_object_get(item, "removed") == NULL);
-            json_object_set(model, sku, item);
-        }
-    }
+    e2e_apply_delta(model, delta_items, &items_seen, &removed_seen);
 }
 
 /* The model as an export's item array, in SKU order (byte order, as strcmp). */

@@ -595,6 +595,10 @@ static void test_rpc_matrix(wl_core_t *core, rpc_caller_t rpc_call, const char *
             snprintf(procedure, sizeof(procedure), "%s/%s", desc->name, desc->methods[m].name);
             unsigned scope = wl_core_method_policy(&services[i], m)->scope;
             methods_seen++;
+            /* A server stream answers in its own form (over Connect, 200 and an end-stream
+             * message): e2e.test_watch_stock checks its refusals and its tenant isolation. */
+            if (wl_core_method_policy(&services[i], m)->server_streaming)
+                continue;
 
             http_response_t res = rpc_call(procedure, NULL, "{}", 2);
             snprintf(what, sizeof(what), "%s without a key", procedure);
@@ -1079,6 +1083,8 @@ static void test_connect_hostile(wl_core_t *core)
         for (unsigned m = 0; m < desc->n_methods; m++) {
             char procedure[256];
             snprintf(procedure, sizeof(procedure), "%s/%s", desc->name, desc->methods[m].name);
+            if (wl_core_method_policy(&services[i], m)->server_streaming)
+                continue; /* unary codecs are 415 there; e2e.test_watch_stock */
             char paths[32][96];
             size_t path_count = 0;
             buf_t scratch = {0};

@@ -428,6 +428,57 @@ class GrpcTest(unittest.TestCase):
         self.assertEqual(e.details(), "no such method")
         self.assertEqual(error_info(e), ("ENDPOINT_NOT_FOUND", {}))
 
+    def test_watch_stock(self):
+        """WatchStock as a gRPC server stream, on a walklistd of one gRPC worker: idle streams hold
+        none (a write is still answered at once), each write arrives once with the cursor of the
+        export after it, an idle stream gets heartbeats, SIGTERM ends every stream UNAVAILABLE."""
+        ctl("org", "create", "grpc-watch")
+        token = key("grpc-watch", "stock:read,inventory:write")
+        md = metadata(token)
+        server = Walklistd("--grpc-threads", "1", "--watch-heartbeat-s", "1",
+                           "--rate-limit-stock-export", HIGH, "--rate-limit-shared", HIGH)
+        try:
+            channel = server.channel()
+            stock = stock_pb2_grpc.StockServiceStub(channel)
+            inv = inventory_pb2_grpc.InventoryServiceStub(channel)
+            inv.UpsertWarehouses(inventory_pb2.UpsertWarehousesRequest(warehouses=[
+                inventory_pb2.Warehouse(code="W", name="Main", kind="own")]), metadata=md)
+            inv.UpsertProducts(inventory_pb2.UpsertProductsRequest(products=[
+                inventory_pb2.Product(sku="P1", name="One"),
+                inventory_pb2.Product(sku="P2", name="Two")]), metadata=md)
+            inv.SetStock(inventory_pb2.SetStockRequest(items=[
+                inventory_pb2.StockLevel(sku="P1", warehouse="W", on_hand=5)]), metadata=md)
+            export = stock.ExportStock(stock_pb2.ExportStockRequest(), metadata=md)
+            streams = [stock.WatchStock(stock_pb2.WatchStockRequest(since=export.cursor), metadata=md)
+                       for _ in range(3)]
+            for stream in streams:
+                first = next(stream)
+                self.assertEqual((list(first.items), first.cursor), ([], export.cursor))
+            started = time.monotonic()
+            inv.SetStock(inventory_pb2.SetStockRequest(items=[
+                inventory_pb2.StockLevel(sku="P2", warehouse="W", on_hand=7)]), metadata=md)
+            self.assertLess(time.monotonic() - started, 1.0)
+            after = stock.ExportStock(stock_pb2.ExportStockRequest(), metadata=md)
+            for stream in streams:
+                message = next(stream)
+                while not message.items:  # a heartbeat first
+                    message = next(stream)
+                self.assertEqual([(i.sku, i.qty) for i in message.items], [("P2", 7)])
+                self.assertEqual(message.cursor, after.cursor)
+            beat = next(streams[0])
+            self.assertEqual((list(beat.items), beat.cursor), ([], after.cursor))
+            server.process.send_signal(signal.SIGTERM)
+            for stream in streams:
+                with self.assertRaises(grpc.RpcError) as caught:
+                    for _ in stream:
+                        pass
+                self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAVAILABLE)
+                self.assertIn("resume from the last cursor", caught.exception.details())
+                self.assertEqual(error_info(caught.exception)[0], "SHUTTING_DOWN")
+            channel.close()
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def check_invalid(self, path, call, request, counted_sql):
         """An invalid request: INVALID_ARGUMENT with the same message and field violations as
         on Connect, and nothing written."""

@@ -1,0 +1,68 @@
+/*
+ * The registry of stock watchers (StockService.WatchStock streams): which stream watches which
+ * organization, and when each must be woken. An idle stream holds no thread: its connection is
+ * suspended and its watcher parked here. A parked watcher is woken (its wake function called,
+ * once, outside any lock of this module) when
+ * - its organization's export changed (wl_stock_watch_changed: the export cache's hook, fed by
+ *   PostgreSQL's announcements and this process's own writes; org_id 0 means every
+ *   organization, when announcements may have been missed),
+ * - it has sent nothing for the heartbeat interval (this module's timer thread),
+ * - the server stops (wl_stock_watch_stop).
+ * The timer also marks a watcher stalled when it is not parked (it has a message for its
+ * client) and its client has not taken the whole message within the stall limit.
+ *
+ * Watchers are kept in one list: a change costs a pass over every watcher of the process.
+ */
+#ifndef WALKLIST_GATEWAY_STOCK_WATCH_H
+#define WALKLIST_GATEWAY_STOCK_WATCH_H
+
+#include <stdint.h>
+
+#include "walklist/error.h"
+
+typedef struct wl_stock_watch wl_stock_watch_t;
+typedef struct wl_stock_watcher wl_stock_watcher_t;
+
+/* What a woken watcher is to do (wl_stock_watch_take), most urgent first. */
+#define WL_STOCK_WATCH_STOPPING  1u /* the server stops: end the stream */
+#define WL_STOCK_WATCH_STALLED   2u /* a message waited for the stall limit: end the stream */
+#define WL_STOCK_WATCH_CHANGED   4u /* the organization's export changed: read the delta */
+#define WL_STOCK_WATCH_HEARTBEAT 8u /* nothing sent for the heartbeat interval */
+
+/** Starts the registry and its timer thread; both intervals at least 1 s. */
+int wl_stock_watch_create(unsigned heartbeat_s, unsigned stall_s, wl_stock_watch_t **out,
+                          wl_error_t *err) WL_CHECK_RESULT;
+
+/** Stops the timer and frees the registry; every watcher must have been removed. */
+void wl_stock_watch_destroy(wl_stock_watch_t *watch);
+
+/** The export cache's hook: org_id's export changed (0: maybe any organization's). */
+void wl_stock_watch_changed(int64_t org_id, void *watch);
+
+/** From now on every watcher is woken with WL_STOCK_WATCH_STOPPING, parked ones at once. */
+void wl_stock_watch_stop(wl_stock_watch_t *watch);
+
+/** A new watcher of org_id, not parked; NULL when out of memory. */
+wl_stock_watcher_t *wl_stock_watch_add(wl_stock_watch_t *watch, int64_t org_id);
+
+/** Removes and frees a watcher that is not parked (its stream is over). NULL is fine. */
+void wl_stock_watch_remove(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher);
+
+/**
+ * Parks the watcher until there is something to do, then calls wake(data) once; at once (on
+ * the caller's thread) when there is something already.
+ */
+void wl_stock_watch_park(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher,
+                         void (*wake)(void *data), void *data);
+
+/** What the watcher is to do now (WL_STOCK_WATCH_* bits; 0: nothing); clears CHANGED. */
+unsigned wl_stock_watch_take(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher);
+
+/** A message went to the watcher's stream: the heartbeat interval and the stall clock start
+ * again. */
+void wl_stock_watch_sent(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher);
+
+/** The client took the whole message: the stall clock starts again. */
+void wl_stock_watch_progress(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher);
+
+#endif

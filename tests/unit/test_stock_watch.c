@@ -1,0 +1,97 @@
+/* The stock watch registry (stock_watch.h): who is woken, when, and with what to do. */
+#include "stock_watch.h"
+
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static atomic_int wakes;
+
+static void wake(void *data)
+{
+    (void)data;
+    atomic_fetch_add(&wakes, 1);
+}
+
+static void test_changes_wake_their_organization_only(void)
+{
+    wl_stock_watch_t *watch = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_stock_watch_create(3600, 3600, &watch, &err), 0);
+    wl_stock_watcher_t *a = wl_stock_watch_add(watch, 5), *b = wl_stock_watch_add(watch, 6);
+    atomic_store(&wakes, 0);
+    wl_stock_watch_park(watch, a, wake, NULL);
+    CHECK_INT(atomic_load(&wakes), 0); /* nothing to do yet: parked */
+    wl_stock_watch_changed(6, watch);  /* b is not parked: marked, not woken */
+    CHECK_INT(atomic_load(&wakes), 0);
+    wl_stock_watch_changed(5, watch);
+    CHECK_INT(atomic_load(&wakes), 1);
+    wl_stock_watch_changed(5, watch); /* woken already: once */
+    CHECK_INT(atomic_load(&wakes), 1);
+    CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_CHANGED);
+    CHECK_INT(wl_stock_watch_take(watch, a), 0); /* taken */
+    /* b's change waited for it: parking wakes it at once. */
+    wl_stock_watch_park(watch, b, wake, NULL);
+    CHECK_INT(atomic_load(&wakes), 2);
+    CHECK_INT(wl_stock_watch_take(watch, b), WL_STOCK_WATCH_CHANGED);
+    /* 0: announcements may have been missed, every watcher reads. */
+    wl_stock_watch_park(watch, a, wake, NULL);
+    wl_stock_watch_park(watch, b, wake, NULL);
+    wl_stock_watch_changed(0, watch);
+    CHECK_INT(atomic_load(&wakes), 4);
+    wl_stock_watch_remove(watch, a);
+    wl_stock_watch_remove(watch, b);
+    wl_stock_watch_destroy(watch);
+}
+
+static void test_heartbeat_and_stop(void)
+{
+    wl_stock_watch_t *watch = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_stock_watch_create(1, 3600, &watch, &err), 0);
+    wl_stock_watcher_t *a = wl_stock_watch_add(watch, 5), *b = wl_stock_watch_add(watch, 5);
+    atomic_store(&wakes, 0);
+    wl_stock_watch_park(watch, a, wake, NULL);
+    usleep(1500 * 1000); /* the timer wakes a after its heartbeat interval */
+    CHECK_INT(atomic_load(&wakes), 1);
+    CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_HEARTBEAT);
+    wl_stock_watch_sent(watch, a); /* the heartbeat went: the interval starts again */
+    CHECK_INT(wl_stock_watch_take(watch, a), 0);
+    wl_stock_watch_park(watch, a, wake, NULL);
+    wl_stock_watch_stop(watch);
+    CHECK_INT(atomic_load(&wakes), 2);
+    CHECK((wl_stock_watch_take(watch, a) & WL_STOCK_WATCH_STOPPING) != 0);
+    wl_stock_watch_park(watch, b, wake, NULL); /* after the stop: at once */
+    CHECK_INT(atomic_load(&wakes), 3);
+    wl_stock_watch_remove(watch, a);
+    wl_stock_watch_remove(watch, b);
+    wl_stock_watch_destroy(watch);
+}
+
+static void test_stall(void)
+{
+    wl_stock_watch_t *watch = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_stock_watch_create(3600, 1, &watch, &err), 0);
+    wl_stock_watcher_t *a = wl_stock_watch_add(watch, 5);
+    wl_stock_watch_sent(watch, a); /* a message waits for its client, which takes none */
+    usleep(1500 * 1000);
+    CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_STALLED);
+    wl_stock_watch_remove(watch, a);
+    wl_stock_watch_destroy(watch);
+    CHECK(wl_stock_watch_create(0, 1, &watch, &err) == WL_EINVAL);
+    CHECK(watch == NULL);
+}
+
+int main(void)
+{
+    test_changes_wake_their_organization_only();
+    test_heartbeat_and_stop();
+    test_stall();
+    return test_exit();
+}
