@@ -26,16 +26,37 @@ int wl_utf8_decode(const char *s, size_t len, uint32_t *cp) WL_CHECK_RESULT;
 long wl_utf8_count(wl_span_t s);
 
 /** True for C0 controls (U+0000-001F), DEL (U+007F) and C1 controls (U+0080-009F). */
-bool wl_utf8_is_control(uint32_t cp);
+static inline bool wl_utf8_is_control(uint32_t cp)
+{
+    return cp <= 0x1F || (cp >= 0x7F && cp <= 0x9F);
+}
 
 /**
  * True for the Unicode White_Space property: U+0009-000D, 0020, 0085, 00A0,
  * 1680, 2000-200A, 2028, 2029, 202F, 205F, 3000.
  *
  * U+0085 (NEL) and U+0009-000D are both White_Space and control characters:
- * trimming removes them at the edges, validators reject them anywhere else.
+ * trimming removes them at the edges, validators reject them anywhere else. Inline: every
+ * character of every code goes through it.
  */
-bool wl_utf8_is_space(uint32_t cp);
+static inline bool wl_utf8_is_space(uint32_t cp)
+{
+    if (cp < 0x80)
+        return cp == 0x20 || (cp >= 0x09 && cp <= 0x0D);
+    switch (cp) {
+    case 0x0085:
+    case 0x00A0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
+        return true;
+    default:
+        return cp >= 0x2000 && cp <= 0x200A;
+    }
+}
 
 /**
  * The span without leading and trailing White_Space code points; it points

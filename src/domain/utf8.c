@@ -59,6 +59,11 @@ long wl_utf8_count(wl_span_t s)
     long count = 0;
     size_t i = 0;
     while (i < s.len) {
+        if ((unsigned char)s.base[i] < 0x80) { /* ASCII needs no decoding */
+            i++;
+            count++;
+            continue;
+        }
         uint32_t cp;
         int n = wl_utf8_decode(s.base + i, s.len - i, &cp);
         if (n < 0)
@@ -67,34 +72,6 @@ long wl_utf8_count(wl_span_t s)
         count++;
     }
     return count;
-}
-
-bool wl_utf8_is_control(uint32_t cp)
-{
-    return cp <= 0x1F || (cp >= 0x7F && cp <= 0x9F);
-}
-
-bool wl_utf8_is_space(uint32_t cp)
-{
-    switch (cp) {
-    case 0x0009:
-    case 0x000A:
-    case 0x000B:
-    case 0x000C:
-    case 0x000D:
-    case 0x0020:
-    case 0x0085:
-    case 0x00A0:
-    case 0x1680:
-    case 0x2028:
-    case 0x2029:
-    case 0x202F:
-    case 0x205F:
-    case 0x3000:
-        return true;
-    default:
-        return cp >= 0x2000 && cp <= 0x200A;
-    }
 }
 
 static bool is_ascii_space(unsigned char b)

@@ -107,6 +107,12 @@ static void prepared_done(wl_admission_waiter_t *waiter)
     done(data); /* the slot may be gone right after */
 }
 
+const wl_admit_t *wl__admit_sent(const wl_admission_t *admission)
+{
+    const admit_slot_t *slot = admission != NULL ? admission->prepared : NULL;
+    return slot != NULL && slot->queued && slot->with_work ? &slot->request : NULL;
+}
+
 void wl_admission_abandon(wl_admission_t *admission)
 {
     admit_slot_t *slot = admission->prepared;

@@ -97,6 +97,23 @@ static int insert_idempotent(wl_core_t *core, wl_call_t *call, const char *name,
     return rc;
 }
 
+static int reply_created(wl_call_t *call, const wl_list_created_t *created,
+                         Walklist__V1__CreateLocateListResponse **out)
+{
+    call->replayed = created->replayed;
+    Walklist__V1__CreateLocateListResponse *reply = wl_arena_alloc(call->arena, sizeof(*reply));
+    if (reply == NULL)
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
+    walklist__v1__create_locate_list_response__init(reply);
+    reply->id = wl_arena_strdup(call->arena, created->id);
+    reply->name = (char *)created->name;
+    reply->codes_count = (int32_t)created->codes_count;
+    if (reply->id == NULL)
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
+    *out = reply;
+    return 0;
+}
+
 static int create_locate_list(wl_call_t *call, const Walklist__V1__CreateLocateListRequest *input,
                               Walklist__V1__CreateLocateListResponse **out)
 {
@@ -106,6 +123,14 @@ static int create_locate_list(wl_call_t *call, const Walklist__V1__CreateLocateL
     char id[23];
     if (call->idempotency_key != NULL && call->defer_admission)
         return wl__would_wait(call); /* its insert waits for the database too */
+    const wl_admit_t *sent = wl__admit_sent(call->admission);
+    if (sent != NULL && sent->action == WL_ADMIT_CREATE) {
+        /* Running again after its admission's group: the list it validated and sent. */
+        memcpy(id, sent->list_id, sizeof(id));
+        wl_list_created_t created = {id, input->name, sent->codes_count, false};
+        int rc = insert(core, call, input->name, sent->codes, sent->codes_count, id);
+        return rc != 0 ? rc : reply_created(call, &created, out);
+    }
     int invalid = normalize_request(input, call->arena, &codes, &codes_count, call->err);
     if (call->idempotency_key != NULL &&
         validate_idempotency_key(call->idempotency_key, call->err) != 0)
@@ -124,21 +149,7 @@ static int create_locate_list(wl_call_t *call, const Walklist__V1__CreateLocateL
     int rc = call->idempotency_key != NULL
                  ? insert_idempotent(core, call, input->name, codes, codes_count, id, &created)
                  : insert(core, call, input->name, codes, codes_count, id);
-    if (rc != 0)
-        return rc;
-    call->replayed = created.replayed;
-
-    Walklist__V1__CreateLocateListResponse *reply = wl_arena_alloc(call->arena, sizeof(*reply));
-    if (reply == NULL)
-        return wl_error_set(call->err, WL_ENOMEM, NULL);
-    walklist__v1__create_locate_list_response__init(reply);
-    reply->id = wl_arena_strdup(call->arena, created.id);
-    reply->name = (char *)created.name;
-    reply->codes_count = (int32_t)created.codes_count;
-    if (reply->id == NULL)
-        return wl_error_set(call->err, WL_ENOMEM, NULL);
-    *out = reply;
-    return 0;
+    return rc != 0 ? rc : reply_created(call, &created, out);
 }
 
 static int get_locate_list(wl_call_t *call, const Walklist__V1__GetLocateListRequest *input,

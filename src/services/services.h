@@ -73,6 +73,10 @@ extern const wl_service_table_t wl__inventory_service;
 int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work,
               wl_error_t *err) WL_CHECK_RESULT;
 
+/** The work a call sent with its admission when it stopped there (wl_call_t.defer_admission),
+ * as it runs again: what it validated and computed then; NULL otherwise. */
+const wl_admit_t *wl__admit_sent(const wl_admission_t *admission);
+
 /** WL_EWOULDWAIT, for a call that may not wait (wl_call_t.defer_admission) at a wait that is
  * not its admission's; nothing done yet that running the call again would repeat. */
 int wl__would_wait(wl_call_t *call);
