@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "domain/sql_split.h"
 #include "store/db.h"
 #include "walklist/log.h"
 
@@ -114,16 +115,27 @@ static int record_checksum(PGconn *conn, const wl_migration_t *m, wl_error_t *er
 /* Runs one schema file inside the caller's transaction. Schema files hold several statements,
  * so they go through the simple query protocol; they are compiled into the binary, never user
  * input. */
+/* Runs a file's statements one at a time, in the caller's transaction: Citus sends the text of
+ * some DDL statements (CREATE INDEX) to its workers as it received it, and a text of several
+ * statements fails there (README, "Scaling out"). */
 static int run_file(PGconn *conn, const char *what, const char *name, const char *sql,
                     wl_error_t *err)
 {
-    PGresult *res = PQexec(conn, sql);
+    wl_span_t text = wl_span_str(sql), statement;
+    size_t pos = 0;
     int rc = 0;
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
-        wl_log("error", what, "%s: %s", name, PQresultErrorMessage(res));
-        rc = wl_db_fail(conn, res, err);
+    while (rc == 0 && wl_sql_next_statement(text, &pos, &statement)) {
+        char *one = strndup(statement.base, statement.len);
+        if (one == NULL)
+            return wl_error_set(err, WL_ENOMEM, NULL);
+        PGresult *res = PQexec(conn, one);
+        if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK) {
+            wl_log("error", what, "%s: %s", name, PQresultErrorMessage(res));
+            rc = wl_db_fail(conn, res, err);
+        }
+        PQclear(res);
+        free(one);
     }
-    PQclear(res);
     return rc;
 }
 
