@@ -303,10 +303,15 @@ int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_e
          * trip. */
         static const wl_rate_ask_t one = {.want = 1};
         if (rate->bucket != NULL && admission->key_known) {
+            /* Waiting for another request's ask of the bucket costs this one's budget too: up
+             * to the admission's share of it (a group's silence), then 503. */
+            int wait_ms = admission->defers ? 0 : wl_admissions_budget_ms(core->admissions);
             wl_rate_spend_t spent = wl_rate_leases_spend(core->leases, admission->principal.org_id,
-                                                         rate, &slot.fetch, !admission->defers);
-            if (spent == WL_RATE_BUSY)
+                                                         rate, &slot.fetch, wait_ms);
+            if (spent == WL_RATE_BUSY && admission->defers)
                 return wl_error_set(err, WL_EWOULDWAIT, "the bucket's permits are being fetched");
+            if (spent == WL_RATE_BUSY)
+                return decided(admission, WL_ETIMEDOUT, err, "the database did not answer in time");
             slot.fetching = spent == WL_RATE_FETCH;
             request->ask = slot.fetching ? &slot.fetch.ask : NULL;
         } else if (rate->bucket != NULL) {

@@ -47,6 +47,32 @@ static int take_group(wl_admissions_t *commits, waiter_t **group)
     return count;
 }
 
+/* Below this much of its budget left a request is not sent: no statement ends that soon. */
+#define MIN_STATEMENT_MS 100
+
+/* The requests of the group whose budget leaves room for a statement, into run; the others
+ * are answered WL_ETIMEDOUT at once. Returns how many run, and the latest silence they all
+ * allow in *silence_ms (at most default_ms). */
+static int still_due(wl_admit_t *const *requests, int count, int default_ms, wl_admit_t **run,
+                     int *silence_ms)
+{
+    int64_t now = wl_db_clock_ms();
+    int64_t allowed = default_ms;
+    int kept = 0;
+    for (int i = 0; i < count; i++) {
+        int64_t left = requests[i]->deadline_ms != 0 ? requests[i]->deadline_ms - now : default_ms;
+        if (left < MIN_STATEMENT_MS) {
+            requests[i]->rc =
+                wl_error_set(requests[i]->err, WL_ETIMEDOUT, "the database did not answer in time");
+            continue;
+        }
+        allowed = left < allowed ? left : allowed;
+        run[kept++] = requests[i];
+    }
+    *silence_ms = (int)allowed;
+    return kept;
+}
+
 static void commit_group(wl_admissions_t *commits, wl_admit_t *const *requests, int count)
 {
     PGconn *conn = NULL;
@@ -57,13 +83,32 @@ static void commit_group(wl_admissions_t *commits, wl_admit_t *const *requests, 
         return;
     }
     /* An admission is short by design: a server silent for 4/5 of the request budget is given
-     * up on (503) rather than waited for up to its statement timeout, so that the requests
-     * queued behind it still get their answer within the budget. Row-lock waits end before
-     * that (lock_timeout, 7/10 of it). */
-    int silence_ms = wl_db_set_silence_limit(conn, wl_pool_timeout_ms(commits->pool) * 4 / 5);
-    wl_admit_batch(conn, commits->window_ms, requests, count);
-    wl_db_set_silence_limit(conn, silence_ms);
+     * up on (503) rather than waited for up to its statement timeout, and a request that waited
+     * for a group (behind one the server is silent on) is given only what is left of its
+     * budget, so that every request gets its answer within the budget. Row-lock waits end
+     * before that (lock_timeout, 7/10 of it). */
+    wl_admit_t *run[WL_ADMIT_BATCH_MAX];
+    int silence_ms = 0;
+    int kept =
+        still_due(requests, count, wl_pool_timeout_ms(commits->pool) * 4 / 5, run, &silence_ms);
+    if (kept > 0) {
+        int previous = wl_db_set_silence_limit(conn, silence_ms);
+        wl_admit_batch(conn, commits->window_ms, run, kept);
+        wl_db_set_silence_limit(conn, previous);
+    }
     wl_pool_release(commits->pool, conn);
+}
+
+int wl_admissions_budget_ms(const wl_admissions_t *commits)
+{
+    return wl_pool_timeout_ms(commits->pool) * 4 / 5;
+}
+
+/* A request's budget starts when it is queued. */
+static void set_deadline(wl_admissions_t *commits, wl_admit_t *request)
+{
+    if (request->deadline_ms == 0)
+        request->deadline_ms = wl_db_clock_ms() + wl_admissions_budget_ms(commits);
 }
 
 /* A committer: takes whatever queued up meanwhile (at least one request), commits it as one
@@ -155,6 +200,7 @@ static void count_alone(wl_admissions_t *commits)
 
 void wl_admissions_queue(wl_admissions_t *commits, waiter_t *waiter)
 {
+    set_deadline(commits, waiter->request);
     if (commits->groups < 1) {
         commit_group(commits, &waiter->request, 1);
         count_alone(commits);
@@ -178,6 +224,7 @@ static void wake_sleeper(waiter_t *waiter)
 
 int wl_admissions_run(wl_admissions_t *commits, wl_admit_t *request)
 {
+    set_deadline(commits, request);
     if (commits->groups < 1) {
         commit_group(commits, &request, 1);
         count_alone(commits);

@@ -61,4 +61,9 @@ void wl_admissions_queue(wl_admissions_t *admissions, wl_admission_waiter_t *wai
 
 void wl_admissions_stats(wl_admissions_t *admissions, wl_admissions_stats_t *out);
 
+/** A request's budget for its admission, from when it is queued: 4/5 of the pool's timeout. A
+ * group waits for a silent server that long at most; a request that waited for a group is
+ * given what is left of it. */
+int wl_admissions_budget_ms(const wl_admissions_t *admissions);
+
 #endif

@@ -286,7 +286,11 @@ int wl_rate_leases_create(int hold_ms, wl_rate_ask_fn ask, void *ask_data, wl_ra
     leases->ask = ask;
     leases->ask_data = ask_data;
     pthread_mutex_init(&leases->lock, NULL);
-    pthread_cond_init(&leases->answered, NULL);
+    pthread_condattr_t monotonic;
+    pthread_condattr_init(&monotonic);
+    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+    pthread_cond_init(&leases->answered, &monotonic);
+    pthread_condattr_destroy(&monotonic);
     pthread_cond_init(&leases->work, NULL);
     /* Without refillers every bucket asks when it runs out, which is still correct. */
     for (int i = 0; leases->hold_ms > 0 && ask != NULL && i < REFILLERS; i++)
@@ -322,17 +326,18 @@ static bool must_wait(const lease_t *e, int64_t now)
 }
 
 wl_rate_spend_t wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *rate,
-                                     wl_rate_fetch_t *fetch, bool wait)
+                                     wl_rate_fetch_t *fetch, int wait_ms)
 {
     pthread_mutex_lock(&leases->lock);
-    int64_t now = now_ns();
+    int64_t now = now_ns(), until = now + (int64_t)wait_ms * 1000000;
     lease_t *e;
     while ((e = find(leases, org_id, rate->bucket)) != NULL && must_wait(e, now)) {
-        if (!wait) {
+        if (now >= until) {
             pthread_mutex_unlock(&leases->lock);
             return WL_RATE_BUSY;
         }
-        pthread_cond_wait(&leases->answered, &leases->lock);
+        struct timespec deadline = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
+        pthread_cond_timedwait(&leases->answered, &leases->lock, &deadline);
         now = now_ns();
     }
     if (e != NULL && now < e->denied_until_ns) {

@@ -49,16 +49,16 @@ typedef struct {
 typedef enum {
     WL_RATE_DECIDED, /* rate is filled: accepted, or refused (the bucket was full a moment ago) */
     WL_RATE_FETCH,   /* ask the database with fetch->ask, then call wl_rate_leases_fetched */
-    WL_RATE_BUSY,    /* another request of the bucket is asking: nothing done (without wait) */
+    WL_RATE_BUSY,    /* another request of the bucket is asking still: nothing done */
 } wl_rate_spend_t;
 
 /**
- * Decides locally when it can. While another request of the bucket is asking the database,
- * waits for its answer, or (wait false) returns WL_RATE_BUSY at once. After WL_RATE_FETCH the
- * caller must call wl_rate_leases_fetched, whatever happened.
+ * Decides locally when it can. While another request of the bucket (or a refill) is asking
+ * the database, waits for its answer up to wait_ms (0: not at all), then returns WL_RATE_BUSY.
+ * After WL_RATE_FETCH the caller must call wl_rate_leases_fetched, whatever happened.
  */
 wl_rate_spend_t wl_rate_leases_spend(wl_rate_leases_t *leases, int64_t org_id, wl_rate_t *rate,
-                                     wl_rate_fetch_t *fetch, bool wait);
+                                     wl_rate_fetch_t *fetch, int wait_ms);
 
 void wl_rate_leases_fetched(wl_rate_leases_t *leases, int64_t org_id, wl_rate_fetch_t *fetch,
                             const wl_rate_grant_t *grant, wl_rate_t *rate);

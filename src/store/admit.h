@@ -47,6 +47,9 @@ typedef struct {
     const wl_span_t *codes; /* CREATE */
     size_t codes_count;
     wl_arena_t *arena; /* GET: where the list read goes */
+    /* When the request's answer is due (wl_db_clock_ms; 0: none): a request whose group would
+     * start too late for it is answered WL_ETIMEDOUT without running (services/admissions.c). */
+    int64_t deadline_ms;
 
     /* What became of it. rc: 0 when the statement ran (the answers below are then set), else
      * the WL_E* code in err (nothing of this request was committed, or, for WL_EUNAVAILABLE,
