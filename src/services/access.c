@@ -258,6 +258,13 @@ static int answer_prepared(wl_core_t *core, wl_admission_t *admission, wl_admit_
     return answered(core, admission, slot, work, rc, err);
 }
 
+static bool database_given_up(wl_core_t *core)
+{
+    wl_pool_stats_t stats;
+    wl_pool_stats(core->pool, &stats);
+    return stats.unreachable;
+}
+
 int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_error_t *err)
 {
     /* The call runs again: the admission it stopped at is answered (a check of the decision
@@ -303,13 +310,18 @@ int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_e
          * trip. */
         static const wl_rate_ask_t one = {.want = 1};
         if (rate->bucket != NULL && admission->key_known) {
-            /* Waiting for another request's ask of the bucket costs this one's budget too: up
-             * to the admission's share of it (a group's silence), then 503. */
-            int wait_ms = admission->defers ? 0 : wl_admissions_budget_ms(core->admissions);
-            wl_rate_spend_t spent = wl_rate_leases_spend(core->leases, admission->principal.org_id,
-                                                         rate, &slot.fetch, wait_ms);
+            int64_t org = admission->principal.org_id;
+            wl_rate_spend_t spent = wl_rate_leases_spend(core->leases, org, rate, &slot.fetch, 0);
             if (spent == WL_RATE_BUSY && admission->defers)
                 return wl_error_set(err, WL_EWOULDWAIT, "the bucket's permits are being fetched");
+            /* Another request's ask of the bucket is in flight: waiting for it costs this one's
+             * budget too (a group's silence at most, then 503), and nothing once the database
+             * was given up on (the ask is then stuck until its own limit). */
+            if (spent == WL_RATE_BUSY && database_given_up(core))
+                return decided(admission, WL_EUNAVAILABLE, err, "database unavailable");
+            if (spent == WL_RATE_BUSY)
+                spent = wl_rate_leases_spend(core->leases, org, rate, &slot.fetch,
+                                             wl_admissions_budget_ms(core->admissions));
             if (spent == WL_RATE_BUSY)
                 return decided(admission, WL_ETIMEDOUT, err, "the database did not answer in time");
             slot.fetching = spent == WL_RATE_FETCH;
