@@ -429,7 +429,8 @@ static void *work(void *data)
                                    .application = "walklist-webhooks",
                                    .liveness_timeout_ms = CONNECT_WAIT_MS,
                                    .statement_timeout_ms = WL_CORE_DEFAULT_STATEMENT_TIMEOUT_MS,
-                                   .lock_timeout_ms = CONNECT_WAIT_MS};
+                                   .lock_timeout_ms = CONNECT_WAIT_MS,
+                                   .plan_by_key = true};
             w->conn = wl_db_connect(&how, wl_db_clock_ms() + CONNECT_WAIT_MS, &err, NULL, 0);
         }
         if (w->conn != NULL) {

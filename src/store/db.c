@@ -100,7 +100,7 @@ PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_
      * user timeout are session settings), so a partitioned walklistd cannot hold row locks
      * (rate-limit buckets) that other processes wait for. */
     int liveness_ms = how->liveness_timeout_ms;
-    char user_timeout[16], options[320];
+    char user_timeout[16], options[384];
     snprintf(user_timeout, sizeof(user_timeout), "%d", liveness_ms);
     /* ISO dates: timestamps are read as text (wl_db_timestamp_ms). */
     int len = snprintf(options, sizeof(options), "-c datestyle=ISO -c statement_timeout=%d",
@@ -109,6 +109,8 @@ PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_
         len += snprintf(options + len, sizeof(options) - (size_t)len,
                         " -c lock_timeout=%d -c idle_in_transaction_session_timeout=%d",
                         how->lock_timeout_ms, how->lock_timeout_ms);
+    if (how->plan_by_key)
+        len += snprintf(options + len, sizeof(options) - (size_t)len, " -c enable_seqscan=off");
     if (liveness_ms > 0)
         snprintf(options + len, sizeof(options) - (size_t)len,
                  " -c tcp_keepalives_idle=1 -c tcp_keepalives_interval=1"

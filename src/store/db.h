@@ -24,6 +24,11 @@ typedef struct {
     /* Waits for a row lock and idleness inside a transaction end after this long (a holder
      * that went silent must not block others for longer). 0: none. */
     int lock_timeout_ms;
+    /* The session never plans a sequential scan where an index can answer (enable_seqscan
+     * off): a statement prepared once per connection, or a PL/pgSQL statement, keeps its plan
+     * for the session, and one made while a table was small would scan it on every request
+     * once it has grown. For sessions that serve requests, whose statements read rows by key. */
+    bool plan_by_key;
 } wl_db_connect_t;
 
 /** Milliseconds of CLOCK_MONOTONIC: the clock of every deadline below. */

@@ -708,12 +708,27 @@ static int start_staging(wl_inventory_batch_t *batch, wl_error_t *err)
     return rc == 0 ? start_copy(batch, "COPY import_rows FROM STDIN", err) : rc;
 }
 
+/*
+ * A batch's transaction. Its statements join the staged rows, a temporary table without indexes
+ * that only a sequential scan can read, and each is planned for its batch (none is prepared):
+ * the planner chooses freely here, whatever a request-serving session says
+ * (wl_db_connect_t.plan_by_key). The functions the batch calls keep their own setting.
+ */
+static int begin_batch(PGconn *conn, wl_error_t *err)
+{
+    int rc = wl_db_begin(conn, err);
+    if (rc == 0 &&
+        (rc = wl_db_exec(conn, "SET LOCAL enable_seqscan = on", 0, NULL, NULL, err)) != 0)
+        wl_db_rollback(conn);
+    return rc;
+}
+
 int wl_inventory_batch_begin(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
                              wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter,
                              wl_error_t *err)
 {
     init_batch(batch, conn, org_id, kind, reporter);
-    int rc = wl_db_begin(conn, err);
+    int rc = begin_batch(conn, err);
     if (rc != 0)
         return rc;
     rc = start_staging(batch, err);
@@ -746,7 +761,7 @@ int wl_inventory_batch_begin_first(wl_inventory_batch_t *batch, PGconn *conn, in
     if (k->table == NULL)
         return wl_inventory_batch_begin(batch, conn, org_id, kind, reporter, err);
     init_batch(batch, conn, org_id, kind, reporter);
-    int rc = wl_db_begin(conn, err);
+    int rc = begin_batch(conn, err);
     if (rc != 0)
         return rc;
     /* Looked for once without the organization's inventory lock, so that a re-import does not

@@ -94,6 +94,7 @@ int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out, wl_error_t *
         .liveness_timeout_ms = pool->timeout_ms / 2 > 500 ? pool->timeout_ms / 2 : 500,
         .statement_timeout_ms = config->statement_timeout_ms,
         .lock_timeout_ms = pool->timeout_ms * 7 / 10,
+        .plan_by_key = true,
     };
     pthread_mutex_init(&pool->lock, NULL);
     init_clock_cond(&pool->freed);

@@ -19,7 +19,9 @@
 -- Under the inventory lock, so an organization's stock.changed events chain: each one's
 -- "from" is the previous one's "to".
 CREATE OR REPLACE FUNCTION wl__export_bump(p_org bigint, p_reset boolean) RETURNS bigint
-LANGUAGE plpgsql AS $$
+-- Key lookups by organization: no plan of it scans a table, whatever the statistics say and
+-- whatever the caller's session allows (an import's batch does).
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     v_version bigint;
     v_setting text := current_setting('walklist.export_history_hours', true);

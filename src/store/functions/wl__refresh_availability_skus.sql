@@ -11,7 +11,9 @@
 -- and each changed SKU gets one export_changes row under it, for the delta export.
 CREATE OR REPLACE FUNCTION wl__refresh_availability_skus(p_org bigint, p_skus text[])
 RETURNS bigint
-LANGUAGE plpgsql AS $$
+-- Lookups by (organization, SKU): no plan of it scans a table, whatever the statistics say
+-- and whatever the caller's session allows (an import's batch does).
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     v_skus text[];
     v_qty bigint[];

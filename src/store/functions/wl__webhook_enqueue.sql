@@ -6,7 +6,9 @@
 -- webhook-id receivers deduplicate by, is random. Returns the event's seq, or NULL.
 CREATE OR REPLACE FUNCTION wl__webhook_enqueue(p_org bigint, p_type text, p_data jsonb,
                                                p_at timestamptz) RETURNS bigint
-LANGUAGE plpgsql AS $$
+-- Key lookups by organization: no plan of it scans a table, whatever the statistics say and
+-- whatever the caller's session allows (an import's batch does).
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     v_seq bigint;
     v_id text;

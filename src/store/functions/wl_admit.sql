@@ -38,7 +38,13 @@ CREATE OR REPLACE FUNCTION wl_admit(p_window_ms integer, p_prefix text[], p_toke
 RETURNS TABLE (i integer, org_id bigint, slug text, scopes text, granted integer, used integer,
                reset_ms bigint, counted_at timestamptz, done boolean, list_name text,
                list_state text, list_created_ms bigint, list_loaded_ms bigint, list_codes text[])
-LANGUAGE plpgsql AS $$
+-- Its statements are key lookups of a few rows each, and PL/pgSQL keeps their plans for the
+-- session: planned while a table was small (a new deployment), a plan would scan it for
+-- every request later. No plan of it scans a table or joins by hashing or merging, whatever
+-- the statistics say (docs: architecture, plans).
+LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
 DECLARE
     r record;
     v_row record;
