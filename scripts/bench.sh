@@ -68,12 +68,14 @@ SEED=42
 # Repetitions of each small write (bench_writes); its row shows the median.
 WRITE_REPS=${WALKLIST_BENCH_WRITE_REPS:-7}
 BENCH_DIR=$WL_ROOT/scripts/bench
+# The wrk scripts find keys.lua through it.
+export WALKLIST_BENCH_DIR=$BENCH_DIR
 export WALKLIST_BUILD_DIR=${WALKLIST_BUILD_DIR:-build-release}
 BUILD=$(build_dir)
 STATE=$BUILD/benchpg
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/walklist-bench.XXXXXX")
 PORT=0 WALKLISTD_PID= DB= ADMIN= WALKLISTD_RECORDED=0 SPEC_RECORDED=0 SETTLE_RECORDED=0
-FRESH_RECORDED=0 ORGS_RECORDED=0 LISTS_RECORDED=0
+FRESH_RECORDED=0 ORGS_RECORDED=0 LISTS_RECORDED=0 FLOOR_IMPORT_RECORDED=0
 declare -a COMMANDS=() ROWS=()
 
 # --- Helpers ---------------------------------------------------------------------------------
@@ -206,6 +208,7 @@ run_wrk() {
   record wrk --latency "$@" >"$out" 2>&1 || true
   grep -q '^Requests/sec' "$out" ||
     log "wrk measured nothing: $(tail -n 2 "$out" | tr '\n' ' ') walklistd: $(tail -n 3 "$WORK/walklistd.log" 2>/dev/null | tr '\n' ' ')"
+  if grep -q '\.lua:[0-9]*:' "$out"; then die "a wrk script failed: $(grep -m 1 '\.lua:[0-9]*:' "$out")"; fi
 }
 
 # Before a measured walk-list run (and the floor): no checkpoint left to run in the middle of
@@ -285,6 +288,8 @@ load_catalogue() {
   for kind in warehouses locations products stock location-stock reservations; do
     rows=$((rows + $(wc -l <"$csv/$kind.csv") - 1))
   done
+  # The generated catalogue leaves gigabytes of WAL: its checkpoint is not the import's.
+  settle
   start=$(now)
   for kind in warehouses locations products stock location-stock reservations; do
     record "$BUILD/bin/walklistctl" import "$kind" "$csv/$kind.csv" --org "imp-$size" \
@@ -293,11 +298,45 @@ load_catalogue() {
   end=$(now)
   seconds=$(elapsed "$start" "$end")
   rm -rf -- "$csv"
-  row "import, $size SKUs ($rows rows, six CSV files)" "$seconds s" "-" "-" "-"
+  import_floor "$size"
+  row "import, $size SKUs ($rows rows, six CSV files)" "$seconds s" \
+    "COPY of the rows it wrote into the same tables and indexes: ${IMPORT_FLOOR[$size]} s" \
+    "x$(ratio "$seconds" "${IMPORT_FLOOR[$size]}")" "walklistctl import of each file, after a checkpoint"
   IMPORT_SECONDS[$size]=$seconds
   # As autovacuum would soon after a load this size: the export reads settled pages.
   COMMANDS+=("psql -c 'VACUUM ANALYZE'")
   sql -c 'VACUUM ANALYZE' >/dev/null
+}
+
+# The tables an import writes, the export rows it computes among them.
+IMPORT_TABLES=(warehouses locations products product_eans stock location_stock reservations
+  stock_availability)
+
+# The import's floor: PostgreSQL alone writing the rows the import of SIZE SKUs wrote, into the
+# same tables with the same indexes and the same other catalogues in them. Each table's rows of
+# organization imp-SIZE are copied out, then COPYed in as those of a new organization, one COPY
+# per table in one psql session, after a checkpoint, timed together. Sets IMPORT_FLOOR[SIZE].
+import_floor() {
+  local size=$1 imp floor table columns dir=$WORK/floor-$1 start end
+  mkdir -p "$dir"
+  "$BUILD/bin/walklistctl" org create "floor-$size" --database-url "$DB" 2>/dev/null
+  imp=$(sql -c "SELECT org_id FROM organizations WHERE slug = 'imp-$size'")
+  floor=$(sql -c "SELECT org_id FROM organizations WHERE slug = 'floor-$size'")
+  : >"$dir/in.sql"
+  for table in "${IMPORT_TABLES[@]}"; do
+    columns=$(sql -c "SELECT string_agg(column_name, ', ' ORDER BY ordinal_position)
+                        FROM information_schema.columns
+                       WHERE table_name = '$table' AND column_name <> 'org_id'")
+    sql -c "\copy (SELECT $floor, $columns FROM $table WHERE org_id = $imp) to '$dir/$table'" >/dev/null
+    printf '\\copy %s (org_id, %s) from %s\n' "$table" "$columns" "'$dir/$table'" >>"$dir/in.sql"
+  done
+  ((FLOOR_IMPORT_RECORDED++)) || COMMANDS+=("psql -c '\\copy (SELECT FLOOR_ORG, columns FROM TABLE WHERE org_id = IMPORTED_ORG) to FILE' for each of ${IMPORT_TABLES[*]}; CHECKPOINT; then, timed, one psql with '\\copy TABLE (org_id, columns) from FILE' for each   (the import's floor)")
+  settle
+  start=$(now)
+  pg_psql "$DB" -q -v ON_ERROR_STOP=1 -f "$dir/in.sql" >/dev/null
+  end=$(now)
+  IMPORT_FLOOR[$size]=$(elapsed "$start" "$end")
+  rm -rf -- "$dir"
 }
 
 bench_export() {
@@ -586,8 +625,8 @@ floor_run() {
 fresh_database() {
   local name=$1
   ((FRESH_RECORDED++)) || COMMANDS+=("psql -c 'CREATE DATABASE NAME' && walklistctl migrate   (a new database before each row at the specified limits)")
-  pg_psql "$ADMIN" -q -c "DROP DATABASE IF EXISTS $name WITH (FORCE)" -c "CREATE DATABASE $name" \
-    >/dev/null
+  pg_psql "$ADMIN" -q -c 'SET client_min_messages = warning' \
+    -c "DROP DATABASE IF EXISTS $name WITH (FORCE)" -c "CREATE DATABASE $name" >/dev/null
   DB=$(pg_cluster_conninfo "$STATE" "$name")
   "$BUILD/bin/walklistctl" migrate --database-url "$DB" 2>/dev/null
 }
@@ -626,7 +665,10 @@ specified_run() {
     "$(($(metric_value walklist_admission_commits_total) - c0))")
   served=$(requests_done "$WORK/$name.txt")
   read -r rps p50 p99 transfer bad <<<"$(wrk_figures "$WORK/$name.txt")"
-  bad=$(grep -c 'unexpected status' "$WORK/$name.txt" || true)
+  # Answers other than the expected one: the script's count, or wrk's of those not 2xx or 3xx.
+  local unexpected
+  unexpected=$(grep -c 'unexpected status' "$WORK/$name.txt" || true)
+  ((unexpected > bad)) && bad=$unexpected
   local floor_column=- ratio_column=- after mean costs
   costs="CPU per request: walklistd $(cpu_us $((w1 - w0)) "$served") µs, PostgreSQL $(cpu_us $((p1 - p0)) "$served") µs; WAL $(wal_bytes_per "$lsn0" "$lsn1" "$served") bytes per request"
   RUN_RATIO=
@@ -803,8 +845,9 @@ targets() {
   tenant_targets
   printf '| generate %s SKUs in under 2 minutes | %s s | %s |\n' "$large" \
     "${GENERATE_SECONDS[$large]}" "$(verdict "${GENERATE_SECONDS[$large]}" 120 max)"
-  printf '| import of the %s-SKU catalogue under 60 s | %s s | %s |\n' "$large" \
-    "${IMPORT_SECONDS[$large]}" "$(verdict "${IMPORT_SECONDS[$large]}" 60 max)"
+  printf '| import of the %s-SKU catalogue under 25 s | %s s (COPY of what it wrote: %s s) | %s |\n' \
+    "$large" "${IMPORT_SECONDS[$large]}" "${IMPORT_FLOOR[$large]}" \
+    "$(verdict "${IMPORT_SECONDS[$large]}" 25 max)"
   write_targets
 }
 
@@ -874,7 +917,7 @@ main() {
   fi
   [[ -x $BUILD/bin/walklistd && -x $BUILD/bin/walklistctl ]] || die "no walklistd in $BUILD/bin"
   start_postgres
-  declare -gA GENERATE_SECONDS=() IMPORT_SECONDS=() EXPORT_RATIO=() RSS_GROWTH=() FULL_BODY=() NOT_MODIFIED=() KEY=()
+  declare -gA GENERATE_SECONDS=() IMPORT_SECONDS=() IMPORT_FLOOR=() EXPORT_RATIO=() RSS_GROWTH=() FULL_BODY=() NOT_MODIFIED=() KEY=()
   declare -gA SPEC_CREATE_RATIO=() SPEC_CREATE_P99=() SPEC_CREATE_BAD=() SPEC_304_RPS=()
   declare -ga WRITE_MEDIANS=()
   FLOOR_RPS= FLOOR_P99= FLOOR_LAT=
