@@ -580,9 +580,6 @@ bench_create() {
     "walklistd ${create_walklistd_us} µs, PostgreSQL ${create_postgres_us} µs, WAL $(wal_bytes_per "$lsn0" "$lsn1" "$served") bytes" \
     "PostgreSQL ${floor_postgres_us} µs, WAL $RUN_FLOOR_WAL bytes per pgbench INSERT" "-" \
     "user + system time over the run / requests; independent of other load"
-  FLOOR_RPS=$floor_rps
-  FLOOR_P99=$(sed -n 's/.*p99 \([0-9.]*\) ms.*/\1/p' <<<"$floor_lat")
-  FLOOR_LAT=$floor_lat
 
   rotating_run create-get create_get.lua 2xx \
     "create walk list, GET form, 20 codes, limits raised (wrk $CONNECTIONS connections)"
@@ -920,7 +917,6 @@ main() {
   declare -gA GENERATE_SECONDS=() IMPORT_SECONDS=() IMPORT_FLOOR=() EXPORT_RATIO=() RSS_GROWTH=() FULL_BODY=() NOT_MODIFIED=() KEY=()
   declare -gA SPEC_CREATE_RATIO=() SPEC_CREATE_P99=() SPEC_CREATE_BAD=() SPEC_304_RPS=()
   declare -ga WRITE_MEDIANS=()
-  FLOOR_RPS= FLOOR_P99= FLOOR_LAT=
   local size
   if ((WRITES)); then
     for size in "${SIZES[@]}"; do
