@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "cors.h"
-#include "notify.h"
-#include "probe.h"
-#include "server.h"
+#include "process/config.h"
+#include "http/cors.h"
+#include "process/notify.h"
+#include "process/probe.h"
+#include "http/server.h"
 #include "walklist/core.h"
 #include "walklist/log.h"
 #include "walklist/version.h"

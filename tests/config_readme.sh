@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's configuration table is walklistd's option table (gateway/config.h), as
+# The README's configuration table is walklistd's option table (gateway/process/config.h), as
 # `walklistd --print-config-markdown` prints it: the first block of table lines after the heading
 # "### Configuration of `walklistd`". Fails with a diff when they differ; --write puts the
 # printed table in the README instead.
@@ -47,9 +47,9 @@ fi
 if ! diff -u --label "$readme (configuration table)" --label "walklistd --print-config-markdown" \
   "$current" "$generated"; then
   echo >&2
-  echo "The README's configuration table differs from walklistd's options (gateway/config.h)." >&2
+  echo "The README's configuration table differs from walklistd's options (gateway/process/config.h)." >&2
   echo "Put the option table's text in the README with:" >&2
   echo "  tests/config_readme.sh $walklistd $readme --write" >&2
   exit 1
 fi
-echo "README.md's configuration table lists every option of walklistd as gateway/config.h does"
+echo "README.md's configuration table lists every option of walklistd as gateway/process/config.h does"

@@ -19,8 +19,8 @@
 
 typedef struct wl_core wl_core_t;
 
-/* What wl_core_create takes for a number left 0. walklistd's options (gateway/config.h) start
- * from the same values, named here so that each is written once. */
+/* What wl_core_create takes for a number left 0. walklistd's options (gateway/process/config.h)
+ * start from the same values, named here so that each is written once. */
 #define WL_CORE_DEFAULT_DB_POOL_SIZE               8
 #define WL_CORE_DEFAULT_DB_TIMEOUT_MS              5000
 #define WL_CORE_DEFAULT_STATEMENT_TIMEOUT_MS       30000

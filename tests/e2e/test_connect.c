@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "connect.h"
+#include "protocols/connect.h"
 #include "e2e.h"
 #include "fixture.h"
 #include "google/rpc/error_details.pb-c.h"

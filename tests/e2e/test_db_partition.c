@@ -152,7 +152,7 @@ static void check_outage(double from, double to, double early_201_s)
             continue;
         }
         if (o->kind == HEALTHZ) {
-            /* Never behind a request that waits on the database (gateway/offload.h). */
+            /* Never behind a request that waits on the database (gateway/http/offload.h). */
             healthz++;
             CHECK_INT(o->status, 200);
             if (o->took > QUICK_S)

@@ -1,5 +1,5 @@
 /*
- * The export's snapshot cache (gateway/export_cache.h): an unchanged export is answered from
+ * The export's snapshot cache (gateway/export/export_cache.h): an unchanged export is answered from
  * walklistd's cache, with no export query; any write that changes the export, made by any
  * process, is seen once announced (at once with WALKLIST_EXPORT_CACHE_TRUST_NOTIFY=0, which reads
  * the version on every request); by default the version is trusted from memory until a change

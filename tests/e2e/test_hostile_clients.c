@@ -349,7 +349,7 @@ static void creation_request(char *request, size_t size, const char *with_key, c
 
 /*
  * Requests wait for PostgreSQL on request threads, never on the threads that move the bytes
- * (gateway/offload.h): with two request threads and four creations held in PostgreSQL by a
+ * (gateway/http/offload.h): with two request threads and four creations held in PostgreSQL by a
  * table lock (two waiting on those threads, two queued for them), /healthz is answered on
  * every other connection, kept alive or new, and the creations complete once the lock goes.
  * The database budget is long, so nothing but the lock decides when they end.

@@ -184,7 +184,7 @@ int main(void)
     CHECK_INT(fixture_counted(db, org, "locate-lists"), 0);
 
     /* What libmicrohttpd decodes or parses before any callback, refused in front of it
-     * (gateway/wire_guard.c): a bare LF ending a chunk-size line or a chunk's data, chunk data
+     * (gateway/http/wire_guard.c): a bare LF ending a chunk-size line or a chunk's data, chunk data
      * longer than its size, a Content-Length that is no number of bytes (libmicrohttpd would
      * write its own status line twice). One answer each, and nothing behind it served. */
     snprintf(chunks, sizeof(chunks), "%zx\n%s\r\n0\r\n\r\nGET /nope HTTP/1.1\r\nHost: a\r\n\r\n",

@@ -24,9 +24,9 @@
 #include <strings.h>
 #include <zlib.h>
 
-#include "api.h"
+#include "protocols/api.h"
 #include "e2e.h"
-#include "error_info.h"
+#include "errors/error_info.h"
 #include "fixture.h"
 #include "service.h"
 #include "testdb.h"

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "device.h"
+#include "protocols/device.h"
 #include "e2e.h"
 #include "fixture.h"
 #include "walklist/scanner_client.h"

@@ -1,8 +1,8 @@
 /*
  * Tenant isolation and hostile strings over every transport (CONTRACT sections 2 and 7):
  *
- * - Every REST route (iterated from gateway/api.c's route table through wl_api_routes(), the
- *   device routes included) and every method of every core service over Connect and over gRPC
+ * - Every REST route (iterated from gateway/protocols/api.c's route table through wl_api_routes(),
+ * the device routes included) and every method of every core service over Connect and over gRPC
  *   (the same cases, sent by gRPC's C core as a client; iterated
  *   from the core registry, wl_core_services): without a key 401, with a malformed, unknown
  *   or revoked key 401, with a key lacking the method's scope 403 (a key lacking any other
@@ -27,9 +27,9 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 
-#include "api.h"
-#include "json_codec.h"
-#include "status_map.h"
+#include "protocols/api.h"
+#include "codec/json_codec.h"
+#include "errors/status_map.h"
 #include "e2e.h"
 #include "fixture.h"
 #include "service.h"

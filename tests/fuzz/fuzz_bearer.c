@@ -1,12 +1,12 @@
 /*
- * The Authorization header (wl_access_bearer_token in gateway/access.c, for every transport): the
- * input is the header's value. An accepted credential is one non-empty run of non-blank bytes
- * inside the header, after "Bearer" and blanks, with only blanks after it.
+ * The Authorization header (wl_access_bearer_token in gateway/protocols/access.c, for every
+ * transport): the input is the header's value. An accepted credential is one non-empty run of
+ * non-blank bytes inside the header, after "Bearer" and blanks, with only blanks after it.
  */
 #include <string.h>
 #include <strings.h>
 
-#include "access.h"
+#include "protocols/access.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,17 +1,17 @@
 /*
- * Connect requests (gateway/connect.c): the first byte picks a method of the core's services
- * and a codec, the rest is the body, decoded as wl_connect_finish does (the JSON codec; or
- * wl_proto_check_strings of gateway/proto_strings.c, then protobuf-c with the request's arena);
- * one more choice of the first byte reads the rest as a Connect-Timeout-Ms value instead.
+ * Connect requests (gateway/protocols/connect.c): the first byte picks a method of the core's
+ * services and a codec, the rest is the body, decoded as wl_connect_finish does (the JSON codec; or
+ * wl_proto_check_strings of gateway/codec/proto_strings.c, then protobuf-c with the request's
+ * arena); one more choice of the first byte reads the rest as a Connect-Timeout-Ms value instead.
  * Decoded messages are complete (no NULL strings or messages), hold only UTF-8 strings, pack,
  * and encode as JSON.
  */
 #include <string.h>
 
-#include "connect.h"
+#include "protocols/connect.h"
 #include "fuzz.h"
-#include "json_codec.h"
-#include "proto_strings.h"
+#include "codec/json_codec.h"
+#include "codec/proto_strings.h"
 #include "walklist/utf8.h"
 #include "walklist/v1/inventory.pb-c.h"
 #include "walklist/v1/locate_list.pb-c.h"

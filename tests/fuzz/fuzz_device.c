@@ -1,12 +1,12 @@
 /*
- * The gateway's side of the device transport (gateway/device.c). The first byte picks what the
- * rest is: a ListPending or LoadList request body from a device, decoded into the core's
+ * The gateway's side of the device transport (gateway/protocols/device.c). The first byte picks
+ * what the rest is: a ListPending or LoadList request body from a device, decoded into the core's
  * request; or a core reply (protobuf-c) to encode for the device, which the device's own
  * decoder (src/device/scanner_client.c) must then read.
  */
 #include <string.h>
 
-#include "device.h"
+#include "protocols/device.h"
 #include "fuzz.h"
 #include "walklist/scanner_client.h"
 #include "walklist/v1/scanner.pb-c.h"

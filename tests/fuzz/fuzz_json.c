@@ -1,12 +1,12 @@
 /*
- * The proto3 JSON codec (gateway/json_codec.c): the first byte picks a message type, the rest is
- * the JSON text. What decodes must be a valid message, encode, and read back to the same text.
+ * The proto3 JSON codec (gateway/codec/json_codec.c): the first byte picks a message type, the rest
+ * is the JSON text. What decodes must be a valid message, encode, and read back to the same text.
  */
 #include <string.h>
 
 #include "codec_test.pb-c.h"
 #include "fuzz.h"
-#include "json_codec.h"
+#include "codec/json_codec.h"
 #include "walklist/v1/inventory.pb-c.h"
 #include "walklist/v1/locate_list.pb-c.h"
 #include "walklist/v1/stock.pb-c.h"

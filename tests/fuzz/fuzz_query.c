@@ -1,12 +1,12 @@
 /*
- * Query strings (gateway/query.c): the input is the raw query of a request, parsed and bound as
- * the URL form of a walk list (codes split on ',' and '|') and as a stock page request; what
+ * Query strings (gateway/http/query.c): the input is the raw query of a request, parsed and bound
+ * as the URL form of a walk list (codes split on ',' and '|') and as a stock page request; what
  * binds is a valid message whose codes the walk-list service then normalises.
  */
 #include <string.h>
 
 #include "fuzz.h"
-#include "query.h"
+#include "http/query.h"
 #include "walklist/codes.h"
 #include "walklist/utf8.h"
 #include "walklist/v1/locate_list.pb-c.h"

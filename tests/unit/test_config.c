@@ -1,10 +1,10 @@
-/* walklistd's settings (gateway/config.c): defaults, environment under flags, bounds, choices,
- * unknown flags, and the --help and README texts generated from the same option table. */
+/* walklistd's settings (gateway/process/config.c): defaults, environment under flags, bounds,
+ * choices, unknown flags, and the --help and README texts generated from the same option table. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "process/config.h"
 #include "test.h"
 
 /* No WALKLIST_ variable of the machine running the tests may leak into them. */

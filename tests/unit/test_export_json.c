@@ -3,11 +3,11 @@
  * every generatedAt the writer makes must be the codec's text byte for byte,
  * for every byte value, escapes, non-ASCII and invalid UTF-8.
  */
-#include "export_json.h"
+#include "export/export_json.h"
 
 #include <stdlib.h>
 
-#include "json_codec.h"
+#include "codec/json_codec.h"
 #include "test.h"
 #include "walklist/v1/stock.pb-c.h"
 

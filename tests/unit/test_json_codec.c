@@ -3,7 +3,7 @@
  * violations with exact field paths, the well-known types and EmitUnpopulated
  * output as exact text.
  */
-#include "json_codec.h"
+#include "codec/json_codec.h"
 
 #include <float.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* Accept-Encoding and If-None-Match as RFC 9110 reads them (sections 12.5.3, 13.1.2). */
-#include "negotiate.h"
+#include "http/negotiate.h"
 
 #include "test.h"
 

@@ -1,7 +1,8 @@
-/* The wire-level string check of binary protobuf requests (gateway/proto_strings.c), by table. */
+/* The wire-level string check of binary protobuf requests (gateway/codec/proto_strings.c), by
+ * table. */
 #include "test.h"
 
-#include "proto_strings.h"
+#include "codec/proto_strings.h"
 #include "walklist/v1/inventory.pb-c.h"
 #include "walklist/v1/locate_list.pb-c.h"
 #include "walklist/v1/stock.pb-c.h"

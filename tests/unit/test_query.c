@@ -1,7 +1,7 @@
 /* Query strings: percent-decoding, '+' as space, and binding onto request messages. */
 #include <string.h>
 
-#include "query.h"
+#include "http/query.h"
 #include "test.h"
 #include "walklist/v1/locate_list.pb-c.h"
 #include "walklist/v1/stock.pb-c.h"

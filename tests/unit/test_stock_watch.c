@@ -1,5 +1,5 @@
 /* The stock watch registry (stock_watch.h): who is woken, when, and with what to do. */
-#include "stock_watch.h"
+#include "export/stock_watch.h"
 
 #include <stdatomic.h>
 #include <time.h>

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "test.h"
-#include "trace_context.h"
+#include "http/trace_context.h"
 
 #define TRACE  "4bf92f3577b34da6a3ce929d0e0e4736"
 #define PARENT "00f067aa0ba902b7"

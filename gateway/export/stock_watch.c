@@ -1,0 +1,250 @@
+/* Parking stock watchers and waking them on changes, heartbeats and shutdown happens here. */
+#include "export/stock_watch.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+
+struct wl_stock_watcher {
+    int64_t org_id;
+    bool parked;
+    bool changed;
+    bool stalled;
+    void (*wake)(void *data); /* while parked */
+    void *wake_data;
+    struct timespec last_sent;     /* CLOCK_MONOTONIC: the heartbeat's clock */
+    struct timespec last_progress; /* CLOCK_MONOTONIC: the stall's clock */
+    wl_stock_watcher_t *prev, *next;
+    wl_stock_watcher_t *woken_next; /* on a list of watchers to wake, outside the lock */
+};
+
+struct wl_stock_watch {
+    pthread_mutex_t lock;
+    pthread_cond_t tick; /* signalled to stop the timer */
+    pthread_t timer;
+    bool stopping;
+    bool timer_stop;
+    double heartbeat_s, stall_s;
+    wl_stock_watcher_t *head;
+};
+
+static double seconds_since(const struct timespec *then, const struct timespec *now)
+{
+    return (double)(now->tv_sec - then->tv_sec) + (double)(now->tv_nsec - then->tv_nsec) / 1e9;
+}
+
+static unsigned due(const wl_stock_watch_t *watch, const wl_stock_watcher_t *watcher,
+                    const struct timespec *now)
+{
+    unsigned what = 0;
+    if (watch->stopping)
+        what |= WL_STOCK_WATCH_STOPPING;
+    if (watcher->stalled)
+        what |= WL_STOCK_WATCH_STALLED;
+    if (watcher->changed)
+        what |= WL_STOCK_WATCH_CHANGED;
+    if (seconds_since(&watcher->last_sent, now) >= watch->heartbeat_s)
+        what |= WL_STOCK_WATCH_HEARTBEAT;
+    return what;
+}
+
+/* Unparks watcher onto *woken (the lock held); the caller wakes the list once unlocked. */
+static void unpark(wl_stock_watcher_t *watcher, wl_stock_watcher_t **woken)
+{
+    watcher->parked = false;
+    /* The stall clock runs while the stream has something for its client, from now. */
+    clock_gettime(CLOCK_MONOTONIC, &watcher->last_progress);
+    watcher->woken_next = *woken;
+    *woken = watcher;
+}
+
+/* Each watcher of the list is the wake path's alone once unparked: its connection stays
+ * suspended, so its stream cannot end, until its wake has run. */
+static void wake_all(wl_stock_watcher_t *woken)
+{
+    while (woken != NULL) {
+        wl_stock_watcher_t *next = woken->woken_next;
+        woken->wake(woken->wake_data);
+        woken = next;
+    }
+}
+
+static void *timer_main(void *arg)
+{
+    wl_stock_watch_t *watch = arg;
+    /* A quarter of the shorter interval: heartbeats come at most that late. */
+    double shorter = watch->heartbeat_s < watch->stall_s ? watch->heartbeat_s : watch->stall_s;
+    long tick_ms = (long)(shorter * 250);
+    tick_ms = tick_ms < 50 ? 50 : tick_ms > 1000 ? 1000 : tick_ms;
+    pthread_mutex_lock(&watch->lock);
+    while (!watch->timer_stop) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += tick_ms * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        (void)pthread_cond_timedwait(&watch->tick, &watch->lock, &until);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        wl_stock_watcher_t *woken = NULL;
+        for (wl_stock_watcher_t *w = watch->head; w != NULL; w = w->next) {
+            if (w->parked && due(watch, w, &now) != 0)
+                unpark(w, &woken);
+            else if (!w->parked && seconds_since(&w->last_progress, &now) >= watch->stall_s)
+                w->stalled = true; /* its stream sees it when it next runs */
+        }
+        pthread_mutex_unlock(&watch->lock);
+        wake_all(woken);
+        pthread_mutex_lock(&watch->lock);
+    }
+    pthread_mutex_unlock(&watch->lock);
+    return NULL;
+}
+
+int wl_stock_watch_create(unsigned heartbeat_s, unsigned stall_s, wl_stock_watch_t **out,
+                          wl_error_t *err)
+{
+    *out = NULL;
+    if (heartbeat_s == 0 || stall_s == 0)
+        return wl_error_set(err, WL_EINVAL, "the watch heartbeat and stall limit are at least 1 s");
+    wl_stock_watch_t *watch = calloc(1, sizeof(*watch));
+    if (watch == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    watch->heartbeat_s = heartbeat_s;
+    watch->stall_s = stall_s;
+    pthread_mutex_init(&watch->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&watch->tick, &attr);
+    pthread_condattr_destroy(&attr);
+    if (pthread_create(&watch->timer, NULL, timer_main, watch) != 0) {
+        pthread_cond_destroy(&watch->tick);
+        pthread_mutex_destroy(&watch->lock);
+        free(watch);
+        return wl_error_set(err, WL_EINTERNAL, "cannot start the stock watch timer");
+    }
+    *out = watch;
+    return 0;
+}
+
+void wl_stock_watch_destroy(wl_stock_watch_t *watch)
+{
+    if (watch == NULL)
+        return;
+    pthread_mutex_lock(&watch->lock);
+    watch->timer_stop = true;
+    pthread_cond_signal(&watch->tick);
+    pthread_mutex_unlock(&watch->lock);
+    pthread_join(watch->timer, NULL);
+    pthread_cond_destroy(&watch->tick);
+    pthread_mutex_destroy(&watch->lock);
+    free(watch);
+}
+
+void wl_stock_watch_changed(int64_t org_id, void *data)
+{
+    wl_stock_watch_t *watch = data;
+    wl_stock_watcher_t *woken = NULL;
+    pthread_mutex_lock(&watch->lock);
+    for (wl_stock_watcher_t *w = watch->head; w != NULL; w = w->next) {
+        if (org_id != 0 && w->org_id != org_id)
+            continue;
+        w->changed = true;
+        if (w->parked)
+            unpark(w, &woken);
+    }
+    pthread_mutex_unlock(&watch->lock);
+    wake_all(woken);
+}
+
+void wl_stock_watch_stop(wl_stock_watch_t *watch)
+{
+    wl_stock_watcher_t *woken = NULL;
+    pthread_mutex_lock(&watch->lock);
+    watch->stopping = true;
+    for (wl_stock_watcher_t *w = watch->head; w != NULL; w = w->next) {
+        if (w->parked)
+            unpark(w, &woken);
+    }
+    pthread_mutex_unlock(&watch->lock);
+    wake_all(woken);
+}
+
+wl_stock_watcher_t *wl_stock_watch_add(wl_stock_watch_t *watch, int64_t org_id)
+{
+    wl_stock_watcher_t *watcher = calloc(1, sizeof(*watcher));
+    if (watcher == NULL)
+        return NULL;
+    watcher->org_id = org_id;
+    clock_gettime(CLOCK_MONOTONIC, &watcher->last_sent);
+    watcher->last_progress = watcher->last_sent;
+    pthread_mutex_lock(&watch->lock);
+    watcher->next = watch->head;
+    if (watch->head != NULL)
+        watch->head->prev = watcher;
+    watch->head = watcher;
+    pthread_mutex_unlock(&watch->lock);
+    return watcher;
+}
+
+void wl_stock_watch_remove(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher)
+{
+    if (watcher == NULL)
+        return;
+    pthread_mutex_lock(&watch->lock);
+    if (watcher->prev != NULL)
+        watcher->prev->next = watcher->next;
+    else
+        watch->head = watcher->next;
+    if (watcher->next != NULL)
+        watcher->next->prev = watcher->prev;
+    pthread_mutex_unlock(&watch->lock);
+    free(watcher);
+}
+
+void wl_stock_watch_park(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher,
+                         void (*wake)(void *data), void *data)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&watch->lock);
+    bool now_due = due(watch, watcher, &now) != 0;
+    if (now_due) {
+        watcher->last_progress = now;
+    } else {
+        watcher->parked = true;
+        watcher->wake = wake;
+        watcher->wake_data = data;
+    }
+    pthread_mutex_unlock(&watch->lock);
+    if (now_due)
+        wake(data);
+}
+
+unsigned wl_stock_watch_take(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    pthread_mutex_lock(&watch->lock);
+    unsigned what = due(watch, watcher, &now);
+    watcher->changed = false;
+    pthread_mutex_unlock(&watch->lock);
+    return what;
+}
+
+void wl_stock_watch_sent(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher)
+{
+    pthread_mutex_lock(&watch->lock);
+    clock_gettime(CLOCK_MONOTONIC, &watcher->last_sent);
+    watcher->last_progress = watcher->last_sent; /* the message waits for its client from now */
+    pthread_mutex_unlock(&watch->lock);
+}
+
+void wl_stock_watch_progress(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher)
+{
+    pthread_mutex_lock(&watch->lock);
+    clock_gettime(CLOCK_MONOTONIC, &watcher->last_progress);
+    pthread_mutex_unlock(&watch->lock);
+}

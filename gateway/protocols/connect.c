@@ -1,0 +1,415 @@
+/* Serving the core's services over the Connect protocol (unary and server streams, HTTP/1.1)
+ * happens here. */
+#include "protocols/connect.h"
+
+#include <microhttpd.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "protocols/access.h"
+#include "protocols/api.h"
+#include "protocols/rpc.h"
+#include "codec/json_codec.h"
+#include "http/negotiate.h"
+#include "errors/status_map.h"
+#include "protocols/watch_stream.h"
+
+/* A pending admission waits for the method (and its body) only for bodies this small. */
+#define CONNECT_DEFER_BODY_LIMIT (64u * 1024)
+#define ACCEPT_POST              "application/proto, application/json, application/json; charset=utf-8"
+#define ACCEPT_POST_STREAM       "application/connect+proto, application/connect+json"
+
+static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
+                                wl_reason_t reason, const char *message, const wl_error_t *err);
+
+struct wl_connect {
+    wl_core_t *core;
+    wl_anon_limiter_t *anonymous; /* not owned */
+    wl_access_t access;
+    wl_rpc_procedures_t procedures;
+    wl_stock_watch_t *watch; /* not owned: WatchStock's streams */
+};
+
+typedef enum { CODEC_PROTO, CODEC_JSON } codec_t;
+
+typedef struct {
+    const wl_rpc_procedure_t *procedure;
+    codec_t codec;
+    const char *content_type; /* the request's, in canonical spelling, for the reply */
+    /* A server-streaming procedure: every answer, errors too, is 200 with enveloped messages
+     * ending in the end-stream message (Connect's streaming protocol). */
+    bool streaming;
+    wl_connect_t *connect;
+    struct timespec started; /* CLOCK_MONOTONIC, when the request headers were in */
+    bool has_deadline;
+    struct timespec deadline; /* CLOCK_MONOTONIC */
+} call_state_t;
+
+int wl_connect_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_stock_watch_t *watch,
+                      wl_connect_t **out, wl_error_t *err)
+{
+    wl_connect_t *connect = calloc(1, sizeof(*connect));
+    if (connect == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    connect->core = core;
+    connect->anonymous = anonymous;
+    connect->watch = watch;
+    connect->access = (wl_access_t){core, anonymous, answer_error_status};
+    int rc = wl_rpc_procedures_init(&connect->procedures, core, err);
+    if (rc != 0) {
+        free(connect);
+        return rc;
+    }
+    *out = connect;
+    return 0;
+}
+
+void wl_connect_destroy(wl_connect_t *connect)
+{
+    if (connect == NULL)
+        return;
+    wl_rpc_procedures_dispose(&connect->procedures);
+    free(connect);
+}
+
+/* --- Answers ------------------------------------------------------------------------------ */
+
+/* Connect's Error: {"code","message","details"} with Content-Type application/json; details
+ * hold the BadRequest of err's violations, when it has any, then the ErrorInfo. A streaming
+ * procedure's error is its stream's end message, in a 200 (the protocol's rule for streams). */
+static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
+                                wl_reason_t reason, const char *message, const wl_error_t *err)
+{
+    ex->error_info.reason = reason;
+    json_t *body = wl_connect_error_json(&ex->arena, code, message, err, &ex->error_info);
+    const call_state_t *state = ex->handler_state;
+    if (state != NULL && state->streaming && body != NULL) {
+        ex->response = wl_connect_end_stream(&ex->arena, body, &ex->response_len);
+        ex->status = 200;
+        ex->content_type = state->content_type;
+        if (ex->response != NULL)
+            return;
+        body = NULL;
+    }
+    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(body);
+    ex->content_type = "application/json";
+    ex->status = status;
+    ex->response = text ? wl_arena_strdup(&ex->arena, text) : NULL;
+    free(text);
+    if (ex->response == NULL) {
+        /* The details are ErrorInfo{reason: "INTERNAL", domain: "walklist.dev"}. */
+        static const char fallback[] = "{\"code\":\"internal\",\"message\":\"internal error\","
+                                       "\"details\":[{\"type\":\"google.rpc.ErrorInfo\","
+                                       "\"value\":\"CghJTlRFUk5BTBIMd2Fsa2xpc3QuZGV2\"}]}";
+        ex->status = 500;
+        ex->response = (char *)fallback;
+    }
+    ex->response_len = strlen(ex->response);
+}
+
+static void answer_error(wl_exchange_t *ex, wl_grpc_code_t code, wl_reason_t reason,
+                         const char *message, const wl_error_t *err)
+{
+    answer_error_status(ex, wl_http_status_of(code), code, reason, message, err);
+}
+
+static void answer_too_large(wl_exchange_t *ex)
+{
+    char message[256];
+    snprintf(message, sizeof(message), "the request body is larger than %u bytes",
+             WL_CONNECT_BODY_LIMIT);
+    answer_error_status(ex, 413, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_BODY_TOO_LARGE, message,
+                        NULL);
+}
+
+/* --- Request headers ---------------------------------------------------------------------- */
+
+/* application/proto or application/json (charset UTF-8 when given): the two codecs of Connect
+ * unary with Protocol Buffers. The reply says the same, in canonical spelling. */
+static bool parse_content_type(const char *value, call_state_t *state)
+{
+    bool charset = false;
+    wl_media_t media = wl_negotiate_content_type(value, &charset);
+    if (media == WL_MEDIA_OTHER)
+        return false;
+    state->codec = media == WL_MEDIA_PROTO ? CODEC_PROTO : CODEC_JSON;
+    state->content_type = media == WL_MEDIA_PROTO ? "application/proto"
+                          : charset               ? "application/json; charset=utf-8"
+                                                  : "application/json";
+    return true;
+}
+
+/* application/connect+proto or application/connect+json (parameters ignored): the codecs of
+ * Connect streams. */
+static bool parse_stream_content_type(const char *value, call_state_t *state)
+{
+    static const char *const types[] = {"application/connect+proto", "application/connect+json"};
+    for (size_t i = 0; value != NULL && i < 2; i++) {
+        size_t len = strlen(types[i]);
+        if (strncasecmp(value, types[i], len) == 0 &&
+            (value[len] == '\0' || value[len] == ';' || value[len] == ' ')) {
+            state->codec = i == 0 ? CODEC_PROTO : CODEC_JSON;
+            state->content_type = types[i];
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Connect-Timeout-Ms: a non-negative integer of at most 10 ASCII digits, counted from start. */
+static bool parse_timeout(const char *value, struct timespec start, struct timespec *deadline)
+{
+    size_t len = strlen(value);
+    if (len == 0 || len > 10 || strspn(value, "0123456789") != len)
+        return false;
+    long long ms = strtoll(value, NULL, 10);
+    *deadline = start;
+    deadline->tv_sec += (time_t)(ms / 1000);
+    deadline->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (deadline->tv_nsec >= 1000000000L) {
+        deadline->tv_sec++;
+        deadline->tv_nsec -= 1000000000L;
+    }
+    return true;
+}
+
+static bool deadline_passed(const call_state_t *state)
+{
+    if (!state->has_deadline)
+        return false;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return now.tv_sec > state->deadline.tv_sec ||
+           (now.tv_sec == state->deadline.tv_sec && now.tv_nsec >= state->deadline.tv_nsec);
+}
+
+static void answer_deadline_exceeded(wl_exchange_t *ex)
+{
+    answer_error(ex, WL_GRPC_DEADLINE_EXCEEDED, WL_REASON_DEADLINE_EXCEEDED,
+                 "the deadline (Connect-Timeout-Ms) has passed", NULL);
+}
+
+/* Reads the Bearer key and starts the request's admission, as the REST routes do. */
+static bool authenticate(wl_connect_t *connect, wl_exchange_t *ex, const wl_method_policy_t *policy)
+{
+    wl_span_t token;
+    if (!wl_access_read_key(&connect->access, ex, NULL, &token))
+        return false;
+    /* Only a small body is read before a pending admission is decided. */
+    const char *length = wl_exchange_header(ex, "Content-Length");
+    bool small = length != NULL && strtoull(length, NULL, 10) <= CONNECT_DEFER_BODY_LIMIT;
+    return wl_access_begin(&connect->access, ex, token, policy, small);
+}
+
+/* The protocol headers, in the order a Connect server meets them: codec, version, coding,
+ * timeout. Answers and returns false at the first one refused. */
+static bool accept_headers(wl_connect_t *connect, wl_exchange_t *ex, call_state_t *state)
+{
+    const char *content_type = wl_exchange_header(ex, "Content-Type");
+    if (state->streaming ? !parse_stream_content_type(content_type, state)
+                         : !parse_content_type(content_type, state)) {
+        if (!wl_access_admitted(&connect->access, ex))
+            return false;
+        /* The protocol answers an unknown codec 415, stream or not. */
+        bool streaming = state->streaming;
+        state->streaming = false;
+        wl_exchange_add_header(ex, "Accept-Post", streaming ? ACCEPT_POST_STREAM : ACCEPT_POST);
+        answer_error_status(ex, 415, WL_GRPC_INVALID_ARGUMENT, WL_REASON_UNSUPPORTED_MEDIA_TYPE,
+                            streaming
+                                ? "Content-Type must be application/connect+proto or "
+                                  "application/connect+json (a server-streaming procedure)"
+                                : "Content-Type must be application/proto or application/json",
+                            NULL);
+        return false;
+    }
+    const char *version = wl_exchange_header(ex, "Connect-Protocol-Version");
+    if (version == NULL) {
+        if (!wl_access_admitted(&connect->access, ex))
+            return false;
+        answer_error(ex, WL_GRPC_INVALID_ARGUMENT, WL_REASON_PROTOCOL_HEADER_INVALID,
+                     "missing required header: set Connect-Protocol-Version to \"1\"", NULL);
+        return false;
+    }
+    if (strcmp(version, "1") != 0) {
+        if (!wl_access_admitted(&connect->access, ex))
+            return false;
+        answer_error(ex, WL_GRPC_INVALID_ARGUMENT, WL_REASON_PROTOCOL_HEADER_INVALID,
+                     "Connect-Protocol-Version must be \"1\"", NULL);
+        return false;
+    }
+    const char *coding = wl_exchange_header(ex, "Content-Encoding");
+    if (coding != NULL && strcasecmp(coding, "identity") != 0) {
+        if (!wl_access_admitted(&connect->access, ex))
+            return false;
+        answer_error(ex, WL_GRPC_UNIMPLEMENTED, WL_REASON_CONTENT_ENCODING_UNSUPPORTED,
+                     "unsupported Content-Encoding: this server supports identity", NULL);
+        return false;
+    }
+    const char *timeout = wl_exchange_header(ex, "Connect-Timeout-Ms");
+    if (timeout != NULL) {
+        if (!parse_timeout(timeout, state->started, &state->deadline)) {
+            if (!wl_access_admitted(&connect->access, ex))
+                return false;
+            answer_error(ex, WL_GRPC_INVALID_ARGUMENT, WL_REASON_PROTOCOL_HEADER_INVALID,
+                         "Connect-Timeout-Ms must be a whole number of milliseconds (at most 10 "
+                         "digits)",
+                         NULL);
+            return false;
+        }
+        state->has_deadline = true;
+    }
+    return true;
+}
+
+void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
+{
+    call_state_t *state = wl_arena_alloc(&ex->arena, sizeof(*state));
+    if (state == NULL) {
+        answer_error(ex, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
+        return;
+    }
+    *state = (call_state_t){.connect = connect};
+    state->started = ex->started;
+    ex->handler_state = state;
+    ex->arena.limit = WL_RPC_ARENA_LIMIT;
+    state->procedure = wl_rpc_procedures_find(&connect->procedures, ex->path);
+    if (state->procedure == NULL) {
+        /* Connect clients read 404 as unimplemented; the body says so too. */
+        answer_error_status(ex, 404, WL_GRPC_UNIMPLEMENTED, WL_REASON_ENDPOINT_NOT_FOUND,
+                            "no such procedure", NULL);
+        return;
+    }
+    ex->route = state->procedure->path;
+    if (strcmp(ex->method, "POST") != 0) {
+        wl_exchange_add_header(ex, "Allow", "POST");
+        answer_error_status(ex, 405, WL_GRPC_UNIMPLEMENTED, WL_REASON_METHOD_NOT_ALLOWED,
+                            "Connect procedures are called with POST", NULL);
+        return;
+    }
+    const wl_service_entry_t *service = state->procedure->service;
+    const wl_method_policy_t *policy =
+        wl_core_method_policy(service, state->procedure->method_index);
+    state->streaming = policy->server_streaming;
+    state->content_type = "application/connect+json"; /* until the request's is read */
+    if (!authenticate(connect, ex, policy))
+        return;
+    /* Whatever is wrong with the request is answered once its admission let it in. */
+    if (!accept_headers(connect, ex, state))
+        return;
+    if (deadline_passed(state)) {
+        if (wl_access_admitted(&connect->access, ex))
+            answer_deadline_exceeded(ex);
+        return;
+    }
+    const char *length = wl_exchange_header(ex, "Content-Length");
+    if (length != NULL && strtoull(length, NULL, 10) > WL_CONNECT_BODY_LIMIT) {
+        if (wl_access_admitted(&connect->access, ex))
+            answer_too_large(ex);
+        return;
+    }
+    ex->body_limit = WL_CONNECT_BODY_LIMIT;
+}
+
+void wl_connect_body_too_large(wl_connect_t *connect, wl_exchange_t *ex)
+{
+    if (wl_access_admitted(&connect->access, ex))
+        answer_too_large(ex);
+}
+
+/* --- The call ----------------------------------------------------------------------------- */
+
+static int decode_request(wl_exchange_t *ex, const ProtobufCMessageDescriptor *desc,
+                          ProtobufCMessage **input, wl_error_t *err, void *data)
+{
+    const call_state_t *state = data;
+    const char *body = ex->body ? ex->body : "";
+    size_t len = ex->body_len;
+    if (state->streaming) {
+        /* One enveloped message: flags 0 (not compressed), its length, the message. */
+        const unsigned char *head = (const unsigned char *)body;
+        size_t said = len >= WL_CONNECT_ENVELOPE ? (size_t)head[1] << 24 | (size_t)head[2] << 16 |
+                                                       (size_t)head[3] << 8 | head[4]
+                                                 : 0;
+        if (len < WL_CONNECT_ENVELOPE || head[0] != 0 || said != len - WL_CONNECT_ENVELOPE)
+            return wl_error_set(err, WL_EINVAL,
+                                "a stream's request is one enveloped message: flags 0 (not "
+                                "compressed), its length (4 bytes, big-endian), the message");
+        body += WL_CONNECT_ENVELOPE;
+        len -= WL_CONNECT_ENVELOPE;
+    }
+    if (state->codec == CODEC_JSON)
+        return wl_json_decode(desc, body, len, &ex->arena, input, err);
+    return wl_rpc_decode_binary(desc, body, len, &ex->arena, input, err);
+}
+
+/* The reply in the request's codec, as the 200 answer; false when it cannot be sent. */
+static bool answer_reply(wl_exchange_t *ex, const ProtobufCMessage *reply, void *data)
+{
+    const call_state_t *state = data;
+    char *body;
+    size_t body_len;
+    if (state->codec == CODEC_JSON) {
+        body = wl_json_encode_text(reply, &ex->arena, &body_len);
+    } else {
+        size_t packed_len = protobuf_c_message_get_packed_size(reply);
+        body = wl_arena_alloc(&ex->arena, packed_len ? packed_len : 1);
+        body_len = body ? protobuf_c_message_pack(reply, (uint8_t *)body) : 0;
+    }
+    if (body == NULL)
+        return false;
+    ex->status = 200;
+    ex->content_type = state->content_type;
+    ex->response = body;
+    ex->response_len = body_len;
+    return true;
+}
+
+/* A stream's first message starts the stream; the rest follow as the client reads. */
+static bool start_stream(wl_exchange_t *ex, const ProtobufCMessage *first, void *data)
+{
+    const call_state_t *state = data;
+    wl_connect_t *connect = state->connect;
+    return wl_watch_stream_start(ex, connect->core, connect->watch, state->codec == CODEC_JSON,
+                                 first);
+}
+
+static bool call_expired(void *data)
+{
+    return deadline_passed(data);
+}
+
+static void answer_expired(wl_exchange_t *ex, void *data)
+{
+    (void)data;
+    answer_deadline_exceeded(ex);
+}
+
+void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
+{
+    call_state_t *state = ex->handler_state;
+    /* Where no request may wait, only a method that waits for nothing but its admission runs
+     * (up to it: rpc.h). */
+    const wl_rpc_procedure_t *procedure = state->procedure;
+    if (!ex->may_wait &&
+        !wl_core_method_policy(procedure->service, procedure->method_index)->admits_with_work) {
+        ex->wants_database = true;
+        return;
+    }
+    wl_rpc_transport_t transport = {.access = &connect->access,
+                                    .decode = decode_request,
+                                    .reply = state->streaming ? start_stream : answer_reply,
+                                    .expired = call_expired,
+                                    .answer_expired = answer_expired,
+                                    .data = state};
+    wl_rpc_finish(&transport, connect->core, ex, state->procedure);
+}
+
+bool wl_connect_parse_timeout(const char *value, struct timespec start, struct timespec *deadline)
+{
+    return parse_timeout(value, start, deadline);
+}

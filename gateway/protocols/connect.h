@@ -1,0 +1,85 @@
+/*
+ * The internal RPC transport (CONTRACT section 9): every method of every core
+ * service over the Connect protocol (connectrpc.com/docs/protocol), unary (a method whose
+ * policy says server_streaming is a Connect server stream: application/connect+proto or
+ * +json, one enveloped request message, answered 200 with enveloped messages and the
+ * end-stream message, errors included; watch_stream.h), as
+ * POST /<package>.<Service>/<Method> with application/proto or application/json
+ * bodies, Bearer keys, and Connect's error JSON. The procedures are the core
+ * registry's service descriptors, read once at startup: a method added to a
+ * core service is served here without a line of this module changing.
+ *
+ * Our choices within the protocol:
+ * - Connect-Protocol-Version: 1 is required (the protocol lets servers reject
+ *   traffic without it, with 400); stock Connect clients always send it.
+ * - Connect-Timeout-Ms (1 to 10 digits; 0 is a deadline already passed) sets a
+ *   deadline from the arrival of the request headers. It is checked before
+ *   the method runs and again after it: a call whose deadline passed answers
+ *   deadline_exceeded, even when the method completed (as the protocol
+ *   allows). The deadline does not shorten database statements inside the
+ *   core, whose own statement timeout still applies.
+ * - Request bodies up to WL_CONNECT_BODY_LIMIT in either codec, else 413 with
+ *   code resource_exhausted (the code Connect implementations give a message
+ *   over their read limit); the reply's binary encoding up to
+ *   WL_CONNECT_REPLY_LIMIT in either codec, else resource_exhausted (429).
+ * - Every error's HTTP status comes from Connect's code table, except four
+ *   answers decided by the HTTP request itself before its message is read,
+ *   which use the HTTP status for exactly that case (so that nothing in
+ *   between takes them for, say, a rate limit worth retrying) with the Connect
+ *   code a client infers from it or CONTRACT section 7 names: unknown procedure
+ *   404 unimplemented, wrong method 405 unimplemented (with Allow: POST), body
+ *   too large 413 resource_exhausted, unsupported Content-Type 415
+ *   invalid_argument (with Accept-Post).
+ * - Only the identity content coding; another Content-Encoding is unimplemented.
+ * - api_key query parameters are never read: only Authorization: Bearer.
+ */
+#ifndef WALKLIST_GATEWAY_CONNECT_H
+#define WALKLIST_GATEWAY_CONNECT_H
+
+#include <stdbool.h>
+#include <time.h>
+
+#include "http/anon_limit.h"
+#include "http/exchange.h"
+#include "protocols/rpc.h"
+#include "export/stock_watch.h"
+#include "protocols/connect_wire.h"
+#include "walklist/core.h"
+
+/* Request bodies and replies (binary encoding) in either codec: the limits of every RPC
+ * transport (rpc.h). Bodies are read only for an authenticated key with the method's scope. */
+#define WL_CONNECT_BODY_LIMIT  WL_RPC_REQUEST_LIMIT
+#define WL_CONNECT_REPLY_LIMIT WL_RPC_REPLY_LIMIT
+
+typedef struct wl_connect wl_connect_t;
+
+/**
+ * Builds the procedure table from the core's services. anonymous is the
+ * per-address limiter of requests without a valid key, shared with the REST
+ * routes so that both transports count against one limit; it must outlive
+ * the transport.
+ */
+int wl_connect_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_stock_watch_t *watch,
+                      wl_connect_t **out, wl_error_t *err) WL_CHECK_RESULT;
+void wl_connect_destroy(wl_connect_t *connect);
+
+/**
+ * Called once the request headers are in. Either sets a response (route,
+ * method, key, scope, headers refused) or sets ex->body_limit and expects
+ * wl_connect_finish (or wl_connect_body_too_large) once the body is read.
+ */
+void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex);
+
+/** Called with the whole body read: decodes, invokes the method, sets the response. */
+void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex);
+
+/** Answers a body that turned out longer than ex->body_limit (chunked uploads). */
+void wl_connect_body_too_large(wl_connect_t *connect, wl_exchange_t *ex);
+
+/**
+ * Parses a Connect-Timeout-Ms value (1 to 10 ASCII digits, nothing else): true with *deadline
+ * set to start plus that many milliseconds (tv_nsec normalised), false for anything else.
+ */
+bool wl_connect_parse_timeout(const char *value, struct timespec start, struct timespec *deadline);
+
+#endif

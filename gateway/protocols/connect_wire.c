@@ -1,0 +1,77 @@
+/* Connect's envelopes, error JSON and end-stream messages are written here. */
+#include "protocols/connect_wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "google/rpc/error_details.pb-c.h"
+#include "codec/json_codec.h"
+#include "protocols/rpc.h"
+#include "walklist/base64.h"
+
+/*
+ * A packed message of type desc as a Connect error detail: in binary, base64 without padding,
+ * under "value", and the same message as JSON under "debug", which the protocol allows for
+ * readability (clients must not depend on it).
+ */
+static json_t *error_detail(wl_arena_t *arena, const ProtobufCMessageDescriptor *desc,
+                            const uint8_t *packed, size_t packed_len)
+{
+    char *encoded = wl_arena_alloc(arena, 4 * (packed_len / 3 + 1) + 1);
+    if (packed == NULL || encoded == NULL)
+        return NULL;
+    ProtobufCMessage *message =
+        protobuf_c_message_unpack(desc, &arena->allocator, packed_len, packed);
+    if (message == NULL)
+        return NULL;
+    wl_base64_encode(packed, packed_len, WL_BASE64_STANDARD, false, encoded);
+    return json_pack("{s:s, s:s, s:o*}", "type", desc->name, "value", encoded, "debug",
+                     wl_json_encode(message));
+}
+
+json_t *wl_connect_error_json(wl_arena_t *arena, wl_grpc_code_t code, const char *message,
+                              const wl_error_t *err, const wl_error_info_t *info)
+{
+    message = wl_rpc_public_message(code, message, err);
+    json_t *body = json_pack("{s:s, s:s, s:[]}", "code", wl_grpc_connect_name(code), "message",
+                             message ? message : wl_grpc_connect_name(code), "details");
+    json_t *details = json_object_get(body, "details");
+    size_t len = 0;
+    if (err != NULL && err->violation_count > 0) {
+        uint8_t *packed = wl_rpc_bad_request(arena, err, &len);
+        json_array_append_new(
+            details, error_detail(arena, &google__rpc__bad_request__descriptor, packed, len));
+    }
+    uint8_t *packed = wl_error_info_pack(info, arena, &len);
+    json_array_append_new(details,
+                          error_detail(arena, &google__rpc__error_info__descriptor, packed, len));
+    return body;
+}
+
+void wl_connect_envelope(char *out, uint8_t flags, const void *data, size_t len)
+{
+    out[0] = (char)flags;
+    out[1] = (char)(len >> 24);
+    out[2] = (char)(len >> 16);
+    out[3] = (char)(len >> 8);
+    out[4] = (char)len;
+    if (len > 0)
+        memcpy(out + WL_CONNECT_ENVELOPE, data, len);
+}
+
+char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len)
+{
+    json_t *end = json_pack("{s:o*, s:{}}", "error", error, "metadata");
+    char *text = end ? json_dumps(end, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(end);
+    if (text == NULL)
+        return NULL;
+    size_t text_len = strlen(text);
+    char *out = wl_arena_alloc(arena, WL_CONNECT_ENVELOPE + text_len);
+    if (out != NULL)
+        wl_connect_envelope(out, WL_CONNECT_FLAG_END_STREAM, text, text_len);
+    free(text);
+    *len = WL_CONNECT_ENVELOPE + text_len;
+    return out;
+}
+

@@ -1,0 +1,104 @@
+/*
+ * What the RPC transports (Connect on HTTP/1.1, gRPC on HTTP/2) share, so that each method
+ * behaves the same on both: the procedures ("/<package>.<Service>/<Method>") built from the
+ * core registry's service descriptors, one unary call run against the core in the order both
+ * answer (a refused admission first, then the request's own problems, the deadline, the
+ * reply's size), the binary decoding of a request message, and the google.rpc.BadRequest
+ * detail of field violations (the ErrorInfo detail is error_info.h's). Each transport brings its
+ * codec and writes its own answers.
+ */
+#ifndef WALKLIST_GATEWAY_RPC_H
+#define WALKLIST_GATEWAY_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocols/access.h"
+#include "http/exchange.h"
+#include "walklist/core.h"
+
+/* Request messages, either transport and codec: gRPC's default message limit. A full batch
+ * of an InventoryService method at its character limits (1,000 products, 64-character SKUs
+ * and 200-character names in 4-byte UTF-8) is about 1.1 MB in either codec; the largest walk
+ * list sent as JSON with every character \u-escaped (as Python's json.dumps does by default)
+ * is about 155 KB, already over the 64 KiB of the REST routes. */
+#define WL_RPC_REQUEST_LIMIT (4u * 1024 * 1024)
+/* The reply's binary encoding, whichever codec is sent: gRPC's default message limit. A stock
+ * export item takes about 41 bytes with a 20-character SKU and a 10-character rack, so this
+ * is about 100,000 SKUs; answering that takes about 100 MB at its peak as JSON (25 MB as
+ * binary), measured. A larger reply is refused; GET /api/v1/stock-export streams any size
+ * with flat memory. */
+#define WL_RPC_REPLY_LIMIT (4u * 1024 * 1024)
+/* Everything one call allocates: the decoded request, the reply message and its encoding. A
+ * reply of WL_RPC_REPLY_LIMIT takes about 20 MiB of it; a reply that would need more is
+ * refused as RESOURCE_EXHAUSTED while it is being built. */
+#define WL_RPC_ARENA_LIMIT (64u * 1024 * 1024)
+
+/** One method of a core service as a procedure. */
+typedef struct {
+    char *path; /* "/walklist.v1.StockService/ExportStock" */
+    size_t path_len;
+    const wl_service_entry_t *service;
+    unsigned method_index;
+} wl_rpc_procedure_t;
+
+typedef struct {
+    wl_rpc_procedure_t *items;
+    size_t count;
+} wl_rpc_procedures_t;
+
+/** One procedure for every method of every core service (valid while the core lives). */
+int wl_rpc_procedures_init(wl_rpc_procedures_t *procedures, wl_core_t *core,
+                           wl_error_t *err) WL_CHECK_RESULT;
+void wl_rpc_procedures_dispose(wl_rpc_procedures_t *procedures);
+
+/** The procedure of a path, NULL when none. */
+const wl_rpc_procedure_t *wl_rpc_procedures_find(const wl_rpc_procedures_t *procedures,
+                                                 wl_span_t path);
+
+/** How a transport takes part in wl_rpc_finish; every function gets data. */
+typedef struct {
+    const wl_access_t *access; /* its answer function writes every error */
+    /* Decodes ex->body into *input (arena memory); a WL_E* code with err filled otherwise. */
+    int (*decode)(wl_exchange_t *ex, const ProtobufCMessageDescriptor *desc,
+                  ProtobufCMessage **input, wl_error_t *err, void *data);
+    /* Sets the successful answer for reply (its binary encoding within WL_RPC_REPLY_LIMIT);
+     * false when out of memory. */
+    bool (*reply)(wl_exchange_t *ex, const ProtobufCMessage *reply, void *data);
+    /* True once the call's deadline has passed (the client has given up). */
+    bool (*expired)(void *data);
+    /* Answers DEADLINE_EXCEEDED with the transport's message. */
+    void (*answer_expired)(wl_exchange_t *ex, void *data);
+    void *data;
+} wl_rpc_transport_t;
+
+/**
+ * Runs one unary call of procedure whose admission started (ex->admission; wl_access_begin)
+ * and whose request message is in ex->body: decodes it, invokes the method (with the
+ * Idempotency-Key header), and sets the answer: the admission's refusal when it was refused
+ * (also when the message could not be decoded), DEADLINE_EXCEEDED once transport->expired
+ * says so (checked before the method and after it: the method may have completed), the reply,
+ * RESOURCE_EXHAUSTED for a reply over WL_RPC_REPLY_LIMIT or the arena's limit, or the core's
+ * error. ex->arena.limit should be WL_RPC_ARENA_LIMIT. Where the request may not wait
+ * (ex->may_wait false), a call that would stops unanswered (wl_exchange_stopped) and is run
+ * again, from the start, once its admission is decided or where it may wait.
+ */
+void wl_rpc_finish(const wl_rpc_transport_t *transport, wl_core_t *core, wl_exchange_t *ex,
+                   const wl_rpc_procedure_t *procedure);
+
+/** Decodes a binary request message, refusing strings that protobuf-c would pass on
+ * damaged (a NUL byte, invalid UTF-8) with a field violation. */
+int wl_rpc_decode_binary(const ProtobufCMessageDescriptor *desc, const void *body, size_t len,
+                         wl_arena_t *arena, ProtobufCMessage **input,
+                         wl_error_t *err) WL_CHECK_RESULT;
+
+/** The message an error answer shows: never internals (INTERNAL, UNKNOWN, DATA_LOSS say
+ * "internal error"); else message, else err's; NULL when neither says anything. */
+const char *wl_rpc_public_message(wl_grpc_code_t code, const char *message, const wl_error_t *err);
+
+/** err's field violations as a binary google.rpc.BadRequest in arena memory (*len bytes);
+ * NULL when out of memory. */
+uint8_t *wl_rpc_bad_request(wl_arena_t *arena, const wl_error_t *err, size_t *len);
+
+#endif
