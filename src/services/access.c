@@ -376,3 +376,14 @@ int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out, 
 {
     return wl_core_authorize(core, token, NULL, out, NULL, err);
 }
+
+int wl_core_rate_limit(const wl_core_t *core, const char *bucket)
+{
+    if (strcmp(bucket, "locate-lists") == 0)
+        return core->rate_locate_lists;
+    if (strcmp(bucket, "stock-export") == 0)
+        return core->rate_stock_export;
+    if (strcmp(bucket, "shared") == 0)
+        return core->rate_shared;
+    return 0;
+}

@@ -155,19 +155,6 @@ void wl_core_on_export_change(wl_core_t *core, void (*changed)(int64_t org_id, v
     pthread_mutex_unlock(&core->hook_lock);
 }
 
-void wl__core_export_may_have_changed(wl_core_t *core, int64_t org_id)
-{
-    pthread_mutex_lock(&core->hook_lock);
-    if (core->export_changed != NULL)
-        core->export_changed(org_id, core->export_changed_data);
-    pthread_mutex_unlock(&core->hook_lock);
-}
-
-wl_pool_t *wl__core_read_pool(wl_core_t *core)
-{
-    return core->read_pool != NULL ? core->read_pool : core->pool;
-}
-
 void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open, bool *reachable)
 {
     wl_pool_stats_t stats;
@@ -262,17 +249,6 @@ int wl_core_ready(wl_core_t *core, wl_error_t *err)
     return rc;
 }
 
-int wl_core_rate_limit(const wl_core_t *core, const char *bucket)
-{
-    if (strcmp(bucket, "locate-lists") == 0)
-        return core->rate_locate_lists;
-    if (strcmp(bucket, "stock-export") == 0)
-        return core->rate_stock_export;
-    if (strcmp(bucket, "shared") == 0)
-        return core->rate_shared;
-    return 0;
-}
-
 size_t wl_core_services(wl_core_t *core, const wl_service_entry_t **out)
 {
     *out = core->services;
@@ -294,68 +270,4 @@ const wl_method_policy_t *wl_core_method_policy(const wl_service_entry_t *servic
     if (method_index >= service->descriptor->n_methods)
         return NULL;
     return &service->methods[method_index]->policy;
-}
-
-int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned method_index,
-                   const ProtobufCMessage *input)
-{
-    if (method_index >= service->descriptor->n_methods)
-        return wl_error_set(call->err, WL_EUNIMPLEMENTED, "no such method");
-    const wl_method_t *method = service->methods[method_index];
-    const wl_method_policy_t *policy = &method->policy;
-    /* Only a method that admits with its work waits for nothing but its admission. */
-    if (call->defer_admission && (!policy->admits_with_work || call->admission == NULL))
-        return wl__would_wait(call);
-    if (call->admission != NULL)
-        wl_admission_defer(call->admission, call->defer_admission);
-    if (call->admission != NULL) {
-        call->principal = wl_admission_principal(call->admission);
-        if ((!policy->admits_with_work || !wl_admission_pending(call->admission)) &&
-            wl_admission_decide(call->core, call->admission, call->err) != 0)
-            return call->err->code;
-    }
-    if (call->admission != NULL && wl_admission_pending(call->admission)) {
-        /* The method decides the admission with its work, scope included. */
-    } else if (call->principal == NULL ||
-               (call->principal->scopes & policy->scope) != policy->scope) {
-        char needed[64];
-        wl_scopes_format(policy->scope, needed, sizeof(needed));
-        return wl_error_set(call->err, WL_EPERMISSION, "the API key lacks the scope %s", needed);
-    }
-    call->reply = NULL;
-    wl_db_watch_call(call->gave_up, call->gave_up_data);
-    int rc = method->run(call, input, &call->reply);
-    wl_db_watch_call(NULL, NULL);
-    /* err's code wins over rc: it is the call's first error (sticky), as the transports
-     * answer it. */
-    if (rc != 0 && call->err->code == 0)
-        wl_error_set(call->err, rc, NULL);
-    if (call->err->code != 0) {
-        call->reply = NULL;
-        return call->err->code;
-    }
-    if (call->reply == NULL)
-        return wl_error_set(call->err, WL_EINTERNAL, NULL);
-    return 0;
-}
-
-int wl__would_wait(wl_call_t *call)
-{
-    return wl_error_set(call->err, WL_EWOULDWAIT, NULL);
-}
-
-Google__Protobuf__Timestamp *wl__timestamp_from_ms(wl_arena_t *arena, int64_t ms)
-{
-    Google__Protobuf__Timestamp *ts = wl_arena_alloc(arena, sizeof(*ts));
-    if (ts == NULL)
-        return NULL;
-    google__protobuf__timestamp__init(ts);
-    int64_t seconds = ms / 1000, millis = ms % 1000;
-    if (millis < 0) {
-        millis += 1000;
-        seconds--;
-    }
-    ts->seconds = seconds;
-    ts->nanos = (int32_t)(millis * 1000000);
-    return ts;
 }

@@ -53,25 +53,3 @@ const wl_method_t *wl__service_table_find(const wl_service_table_t *table, const
     }
     return NULL;
 }
-
-static void invoke(ProtobufCService *base, unsigned method_index, const ProtobufCMessage *input,
-                   ProtobufCClosure closure, void *closure_data)
-{
-    const wl_protobuf_service_t *service = (const wl_protobuf_service_t *)base;
-    wl_call_t *call = closure_data;
-    int rc = wl_core_invoke(call, service->entry, method_index, input);
-    closure(rc == 0 ? call->reply : NULL, closure_data);
-}
-
-/* The core owns the service: protobuf_c_service_destroy must not free it. */
-static void destroy(ProtobufCService *base)
-{
-    (void)base;
-}
-
-void wl__protobuf_service_init(wl_protobuf_service_t *service, const wl_service_entry_t *entry)
-{
-    service->base =
-        (ProtobufCService){.descriptor = entry->descriptor, .invoke = invoke, .destroy = destroy};
-    service->entry = entry;
-}

@@ -2,8 +2,7 @@
  * The core's registry of service methods. Each service is one table of rows, one row a method:
  * the name its descriptor gives it, its policy (scope, rate bucket, whether it admits with its
  * work) and the plain function that runs it. wl_core_create binds every table to its
- * descriptor by name and refuses to start on any mismatch. The one protobuf-c face of every
- * service (ProtobufCService, for protobuf-c RPC users such as a gRPC transport) is here too.
+ * descriptor by name and refuses to start on any mismatch.
  */
 #ifndef WALKLIST_SERVICES_REGISTRY_H
 #define WALKLIST_SERVICES_REGISTRY_H
@@ -65,18 +64,5 @@ int wl__service_table_bind(const wl_service_table_t *table, const wl_method_t **
 /** The row named name in table (a linear search: for calls off the request path); NULL when
  * none. */
 const wl_method_t *wl__service_table_find(const wl_service_table_t *table, const char *name);
-
-/*
- * A service as protobuf-c's RPC interface sees it. Its invoke takes a wl_call_t as closure
- * data, goes through wl_core_invoke (admission, scope, the method) and calls the closure once,
- * with call->reply or with NULL when the call failed (call->err says why).
- */
-typedef struct {
-    ProtobufCService base; /* first: invoke finds the entry from it */
-    const wl_service_entry_t *entry;
-} wl_protobuf_service_t;
-
-/** Sets service up for entry, which must outlive it. */
-void wl__protobuf_service_init(wl_protobuf_service_t *service, const wl_service_entry_t *entry);
 
 #endif

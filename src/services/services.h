@@ -12,6 +12,7 @@
 #include "services/key_cache.h"
 #include "services/admissions.h"
 #include "services/rate_lease.h"
+#include "services/invoke.h"
 #include "services/registry.h"
 #include "services/webhooks.h"
 #include "store/pool.h"
@@ -77,10 +78,6 @@ int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work,
  * as it runs again: what it validated and computed then; NULL otherwise. */
 const wl_admit_t *wl__admit_sent(const wl_admission_t *admission);
 
-/** WL_EWOULDWAIT, for a call that may not wait (wl_call_t.defer_admission) at a wait that is
- * not its admission's; nothing done yet that running the call again would repeat. */
-int wl__would_wait(wl_call_t *call);
-
 /** After a commit that may have changed the organization's export, before the answer. */
 void wl__core_export_may_have_changed(wl_core_t *core, int64_t org_id);
 
@@ -89,6 +86,19 @@ wl_pool_t *wl__core_read_pool(wl_core_t *core);
 
 /* Cursors are about 80 characters (a version of up to 19 digits and a MAC, base64url). */
 #define WL_EXPORT_CURSOR_MAX 160
+
+/**
+ * The page-token key (page tokens and export cursors), into secret. Read from the database on
+ * conn once per process, then kept in the core (conn may be NULL after that:
+ * wl_core_export_since_waits says false). It may create the secret: not inside a read-only
+ * transaction.
+ */
+int wl__page_secret(wl_core_t *core, PGconn *conn, unsigned char secret[WL_SECRET_SIZE],
+                    wl_error_t *err) WL_CHECK_RESULT;
+
+/** What an export cursor is bound to: the cursor's purpose and the organization (org holds its
+ * digits), so that one organization's cursor cannot be used by another. */
+void wl__export_cursor_scope(int64_t org_id, char org[24], wl_span_t scope[2]);
 
 /**
  * The export cursor of an organization's export version (what ExportStock answers as

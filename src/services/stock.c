@@ -48,44 +48,6 @@ int wl_core_export_version(wl_core_t *core, const wl_principal_t *principal, int
     return rc;
 }
 
-static int page_secret(wl_core_t *core, PGconn *conn, unsigned char secret[WL_SECRET_SIZE],
-                       wl_error_t *err);
-
-/*
- * An export cursor is a page token (sealed with the page-token secret) holding the export
- * version, bound to the organization: it cannot be made up, changed, or used by another one.
- */
-static void cursor_scope(int64_t org_id, char org[24], wl_span_t scope[2])
-{
-    snprintf(org, 24, "%lld", (long long)org_id);
-    scope[0] = wl_span_str("walklist.v1.StockService/ExportStock.cursor");
-    scope[1] = wl_span_str(org);
-}
-
-int wl__export_cursor_seal(wl_core_t *core, PGconn *conn, int64_t org_id, int64_t version,
-                           char out[WL_EXPORT_CURSOR_MAX], wl_error_t *err)
-{
-    unsigned char secret[WL_SECRET_SIZE];
-    int rc = page_secret(core, conn, secret, err);
-    if (rc != 0)
-        return rc;
-    char org[24], version_text[24];
-    wl_span_t scope[2];
-    cursor_scope(org_id, org, scope);
-    snprintf(version_text, sizeof(version_text), "%lld", (long long)version);
-    const wl_span_t keys[] = {wl_span_str(version_text)};
-    wl_arena_t arena;
-    wl_arena_init(&arena, 0);
-    char *token = NULL;
-    rc = wl_page_token_encode(secret, scope, 2, keys, 1, &arena, &token);
-    if (rc == 0 && strlen(token) < WL_EXPORT_CURSOR_MAX)
-        strcpy(out, token);
-    else
-        rc = wl_error_set(err, WL_EINTERNAL, "cannot seal the export cursor");
-    wl_arena_dispose(&arena);
-    return rc;
-}
-
 static int export_open(wl_core_t *core, const wl_principal_t *principal, int64_t since,
                        wl_export_cursor_t **out, wl_error_t *err)
 {
@@ -102,7 +64,7 @@ static int export_open(wl_core_t *core, const wl_principal_t *principal, int64_t
     /* Before the read-only snapshot: the process's first use may create the secret (sealing
      * the cursor then finds it in memory). */
     if (rc == 0)
-        rc = page_secret(core, cursor->conn, secret, err);
+        rc = wl__page_secret(core, cursor->conn, secret, err);
     if (rc == 0)
         rc = wl_stock_export_begin(&cursor->export, cursor->conn, principal->org_id, since, err);
     if (rc == 0)
@@ -145,14 +107,14 @@ int wl_core_export_since(wl_core_t *core, const wl_principal_t *principal, const
     if (wl_core_export_since_waits(core))
         rc = wl_pool_acquire(wl__core_read_pool(core), &conn, err);
     if (rc == 0)
-        rc = page_secret(core, conn, secret, err);
+        rc = wl__page_secret(core, conn, secret, err);
     if (conn != NULL)
         wl_pool_release(wl__core_read_pool(core), conn);
     if (rc != 0)
         return rc;
     char org[24];
     wl_span_t scope[2], version;
-    cursor_scope(principal->org_id, org, scope);
+    wl__export_cursor_scope(principal->org_id, org, scope);
     wl_arena_t arena;
     wl_arena_init(&arena, 0);
     rc = wl_page_token_decode(secret, scope, 2, wl_span_str(cursor), 1, &arena, &version);
@@ -385,34 +347,6 @@ static int watch_stock(wl_call_t *call, const Walklist__V1__WatchStockRequest *i
 
 #define PAGE_SIZE_DEFAULT 100
 #define PAGE_SIZE_MAX     1000
-#define PAGE_SECRET_NAME  "page_token"
-
-static_assert(WL_SECRET_SIZE == WL_PAGE_SECRET_SIZE, "the stored secret is the page-token key");
-
-/*
- * The page-token key. Reading it is one query per process: after the first
- * success the bytes stay in the core. Threads that race on the first use
- * all read the same row, and exactly one of them fills the cache.
- */
-static int page_secret(wl_core_t *core, PGconn *conn, unsigned char secret[WL_SECRET_SIZE],
-                       wl_error_t *err)
-{
-    wl_secret_cache_t *cache = &core->page_secret;
-    if (atomic_load_explicit(&cache->state, memory_order_acquire) == 2) {
-        memcpy(secret, cache->bytes, WL_SECRET_SIZE);
-        return 0;
-    }
-    int rc = wl_secrets_get(conn, PAGE_SECRET_NAME, secret, err);
-    if (rc != 0)
-        return rc;
-    int empty = 0;
-    if (atomic_compare_exchange_strong_explicit(&cache->state, &empty, 1, memory_order_acquire,
-                                                memory_order_relaxed)) {
-        memcpy(cache->bytes, secret, WL_SECRET_SIZE);
-        atomic_store_explicit(&cache->state, 2, memory_order_release);
-    }
-    return 0;
-}
 
 /* A filter is compared with codes in the database, which hold UTF-8 only. */
 static void check_filter(const char *value, const char *field, wl_error_t *err)
@@ -491,7 +425,7 @@ static int list_stock(wl_call_t *call, const Walklist__V1__ListStockRequest *inp
     int rc = wl_pool_acquire(wl__core_read_pool(core), &conn, call->err);
     if (rc != 0)
         return rc;
-    rc = page_secret(core, conn, secret, call->err);
+    rc = wl__page_secret(core, conn, secret, call->err);
     if (rc == 0 && input->page_token[0] != '\0') {
         wl_span_t last[2];
         rc = wl_page_token_decode(secret, scope, scope_count, wl_span_str(input->page_token), 2,
