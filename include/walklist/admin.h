@@ -1,6 +1,6 @@
 /*
  * Administration of a walklist database, for operators' programs (walklistctl): the schema,
- * organizations, API keys, CSV imports and generated catalogues. An admin is one database
+ * organizations, API keys and CSV imports (a file, or rows of values). An admin is one database
  * connection of its own (no pool, one thread at a time); nothing here serves requests, and
  * the programs reach the store only through it.
  *
@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "walklist/error.h"
+#include "walklist/span.h"
 
 typedef struct wl_admin wl_admin_t;
 
@@ -44,15 +45,6 @@ void wl_admin_close(wl_admin_t *admin);
  * migration was edited since. Safe to run from several processes at once.
  */
 int wl_admin_migrate(wl_admin_t *admin, int *applied, wl_error_t *err) WL_CHECK_RESULT;
-
-/**
- * On a Citus coordinator: makes organizations, api_keys and server_secrets reference tables and
- * distributes every tenant table by org_id into shard_count colocated shards (README, "Scaling
- * out"); *changed (may be NULL) counts the tables changed, 0 when all were done already.
- * WL_EPRECONDITION, changing nothing, where the citus extension is not installed.
- */
-int wl_admin_distribute(wl_admin_t *admin, int shard_count, int *changed,
-                        wl_error_t *err) WL_CHECK_RESULT;
 
 /**
  * Creates an organization. The slug is 1-63 characters of a-z, 0-9 and '-', not starting with
@@ -180,7 +172,7 @@ int wl_admin_webhook_deliveries(wl_admin_t *admin, int64_t org_id, const char *e
 #define WL_ADMIN_KIND_COUNT 6
 
 /** The name of kind i < WL_ADMIN_KIND_COUNT: warehouses, locations, products, stock,
- * location-stock, reservations (the CSV file names of wl_admin_generate_csv). */
+ * location-stock, reservations, in the order a whole catalogue is imported. */
 const char *wl_admin_kind_name(size_t i);
 
 /** Whether kind is one of those names. */
@@ -200,32 +192,34 @@ int wl_admin_import_csv(wl_admin_t *admin, int64_t org_id, const char *kind, FIL
                         wl_admin_report_fn report, void *report_data, size_t *rows,
                         wl_error_t *err) WL_CHECK_RESULT;
 
-/** What a generated catalogue is made of: the same values give the same rows, byte for byte. */
-typedef struct {
-    int64_t skus;  /* products, 1 to 100,000,000 */
-    uint64_t seed; /* any */
-} wl_admin_generate_options_t;
+/** Number of values a row of kind i < WL_ADMIN_KIND_COUNT has. */
+size_t wl_admin_kind_column_count(size_t kind);
 
-/** Rows made of each kind, indexed like wl_admin_kind_name. */
-typedef struct {
-    size_t rows[WL_ADMIN_KIND_COUNT];
-} wl_admin_generate_counts_t;
+/** Name of column index of kind i ("on_hand"), as the CSV header has it; "" past the last. */
+const char *wl_admin_kind_column(size_t kind, size_t index);
 
-/**
- * Loads a realistic catalogue (warehouses, bins, products with EANs, stock, rack assignments,
- * reservations) into the organization, one all-or-nothing transaction per kind, writing a
- * progress line per kind to progress when it is not NULL. Running it again with the same
- * options changes nothing.
- */
-int wl_admin_generate_load(wl_admin_t *admin, int64_t org_id,
-                           const wl_admin_generate_options_t *options, FILE *progress,
-                           wl_admin_generate_counts_t *counts, wl_error_t *err) WL_CHECK_RESULT;
+/** Rows of one kind being imported as values (what wl_admin_import_csv makes of a file's
+ * lines): one all-or-nothing transaction on the admin's connection. */
+typedef struct wl_admin_batch wl_admin_batch_t;
 
 /**
- * Writes the same catalogue as the six CSV files DIR/<kind>.csv that wl_admin_import_csv
- * reads, creating DIR (and its parents) when missing. Needs no database, so no admin.
+ * Starts a batch of kind i < WL_ADMIN_KIND_COUNT for the organization. Problems are reported
+ * through report (NULL: not reported) with the caller's row numbers and described as "row N".
+ * Until it is finished or aborted the admin serves nothing else.
  */
-int wl_admin_generate_csv(const char *dir, const wl_admin_generate_options_t *options,
-                          wl_admin_generate_counts_t *counts, wl_error_t *err) WL_CHECK_RESULT;
+int wl_admin_batch_begin(wl_admin_t *admin, int64_t org_id, size_t kind, wl_admin_report_fn report,
+                         void *report_data, wl_admin_batch_t **out,
+                         wl_error_t *err) WL_CHECK_RESULT;
+
+/** Adds a row: wl_admin_kind_column_count(kind) values, in the columns' order. */
+int wl_admin_batch_add(wl_admin_batch_t *batch, size_t row, const wl_span_t *values,
+                       wl_error_t *err) WL_CHECK_RESULT;
+
+/** Checks and commits the batch, then frees it; *rows receives the rows written. WL_EINVAL when
+ * rows have problems (each reported): nothing is written. */
+int wl_admin_batch_finish(wl_admin_batch_t *batch, size_t *rows, wl_error_t *err) WL_CHECK_RESULT;
+
+/** Rolls the batch back and frees it (NULL: nothing). */
+void wl_admin_batch_abort(wl_admin_batch_t *batch);
 
 #endif

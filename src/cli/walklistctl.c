@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "distribute.h"
+#include "generate.h"
 #include "walklist/admin.h"
 #include "walklist/scopes.h"
 #include "walklist/version.h"
@@ -187,9 +189,9 @@ static int cmd_migrate(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 
 static int cmd_distribute(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
-    (void)args;
+    (void)admin;
     int changed = 0;
-    int rc = wl_admin_distribute(admin, DISTRIBUTE_SHARDS, &changed, err);
+    int rc = wl_distribute(args->database_url, DISTRIBUTE_SHARDS, &changed, err);
     if (rc == 0)
         fprintf(stderr,
                 "walklistctl: %d table(s) distributed, the schema is spread over the "
@@ -555,8 +557,7 @@ static int parse_count(const char *text, const char *name, uint64_t max, uint64_
     return 0;
 }
 
-static int generate_options(const args_t *args, wl_admin_generate_options_t *options,
-                            wl_error_t *err)
+static int generate_options(const args_t *args, wl_generate_options_t *options, wl_error_t *err)
 {
     uint64_t skus = 0, seed = 1;
     if (args->skus == NULL)
@@ -571,7 +572,7 @@ static int generate_options(const args_t *args, wl_admin_generate_options_t *opt
     return rc;
 }
 
-static void print_counts(const char *what, const wl_admin_generate_counts_t *counts)
+static void print_counts(const char *what, const wl_generate_counts_t *counts)
 {
     size_t total = 0;
     for (size_t i = 0; i < WL_ADMIN_KIND_COUNT; i++)
@@ -585,8 +586,8 @@ static void print_counts(const char *what, const wl_admin_generate_counts_t *cou
 /* --csv DIR writes the files; --org SLUG loads the organization; both do both. */
 static int cmd_generate(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
-    wl_admin_generate_options_t options;
-    wl_admin_generate_counts_t counts;
+    wl_generate_options_t options;
+    wl_generate_counts_t counts;
     int64_t org_id = 0;
     int rc = generate_options(args, &options, err);
     if (rc == 0 && args->org == NULL && args->csv_dir == NULL)
@@ -594,12 +595,12 @@ static int cmd_generate(wl_admin_t *admin, const args_t *args, wl_error_t *err)
     if (rc == 0 && args->org != NULL)
         rc = need_org(admin, args, &org_id, err);
     if (rc == 0 && args->csv_dir != NULL) {
-        rc = wl_admin_generate_csv(args->csv_dir, &options, &counts, err);
+        rc = wl_generate_csv(args->csv_dir, &options, &counts, err);
         if (rc == 0)
             print_counts("written to the CSV files", &counts);
     }
     if (rc == 0 && args->org != NULL) {
-        rc = wl_admin_generate_load(admin, org_id, &options, stderr, &counts, err);
+        rc = wl_generate_load(admin, org_id, &options, stderr, &counts, err);
         if (rc == 0)
             print_counts("loaded", &counts);
     }

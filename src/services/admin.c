@@ -2,12 +2,12 @@
 #include "walklist/admin.h"
 
 #include <libpq-fe.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/distribute.h"
-#include "store/generate.h"
 #include "store/import.h"
+#include "store/inventory.h"
 #include "store/keys.h"
 #include "store/migrate.h"
 #include "store/orgs.h"
@@ -18,8 +18,19 @@
 _Static_assert(WL_ADMIN_KEY_TOKEN_SIZE == WL_KEY_TOKEN_SIZE, "key token size");
 _Static_assert(WL_ADMIN_WEBHOOK_ID_SIZE == WL_WEBHOOK_ID_SIZE, "webhook id size");
 _Static_assert(WL_ADMIN_WEBHOOK_SECRET_SIZE == WL_WEBHOOK_SECRET_TEXT_SIZE, "webhook secret size");
-_Static_assert(WL_ADMIN_KIND_COUNT == sizeof(wl_generate_kinds) / sizeof(wl_generate_kinds[0]),
-               "inventory kinds");
+
+/* The kinds of a whole catalogue, in the order they are imported. */
+static const struct {
+    const char *name;
+    wl_inventory_kind_t kind;
+} admin_kinds[WL_ADMIN_KIND_COUNT] = {
+    {"warehouses", WL_INVENTORY_WAREHOUSES},
+    {"locations", WL_INVENTORY_LOCATIONS},
+    {"products", WL_INVENTORY_PRODUCTS},
+    {"stock", WL_INVENTORY_STOCK},
+    {"location-stock", WL_INVENTORY_LOCATION_STOCK},
+    {"reservations", WL_INVENTORY_RESERVATIONS},
+};
 
 struct wl_admin {
     PGconn *conn;
@@ -65,11 +76,6 @@ void wl_admin_close(wl_admin_t *admin)
 int wl_admin_migrate(wl_admin_t *admin, int *applied, wl_error_t *err)
 {
     return wl_migrate(admin->conn, applied, err);
-}
-
-int wl_admin_distribute(wl_admin_t *admin, int shard_count, int *changed, wl_error_t *err)
-{
-    return wl_distribute(admin->conn, shard_count, changed, err);
 }
 
 int wl_admin_org_create(wl_admin_t *admin, const char *slug, const char *name, int64_t *org_id,
@@ -184,7 +190,7 @@ int wl_admin_webhook_deliveries(wl_admin_t *admin, int64_t org_id, const char *e
 
 const char *wl_admin_kind_name(size_t i)
 {
-    return i < WL_ADMIN_KIND_COUNT ? wl_generate_kinds[i] : NULL;
+    return i < WL_ADMIN_KIND_COUNT ? admin_kinds[i].name : NULL;
 }
 
 bool wl_admin_kind_valid(const char *kind)
@@ -198,35 +204,74 @@ int wl_admin_import_csv(wl_admin_t *admin, int64_t org_id, const char *kind, FIL
     return wl_import_csv(admin->conn, org_id, kind, in, report, report_data, rows, err);
 }
 
-static wl_generate_options_t generate_options(const wl_admin_generate_options_t *options)
+struct wl_admin_batch {
+    wl_inventory_batch_t batch;
+    wl_admin_report_fn report;
+    void *report_data;
+};
+
+size_t wl_admin_kind_column_count(size_t kind)
 {
-    wl_generate_options_t store = {.skus = options->skus, .seed = options->seed};
-    return store;
+    return kind < WL_ADMIN_KIND_COUNT ? wl_inventory_column_count(admin_kinds[kind].kind) : 0;
 }
 
-static void copy_counts(const wl_generate_counts_t *store, wl_admin_generate_counts_t *counts)
+const char *wl_admin_kind_column(size_t kind, size_t index)
 {
-    for (size_t i = 0; i < WL_ADMIN_KIND_COUNT; i++)
-        counts->rows[i] = store->rows[i];
+    return kind < WL_ADMIN_KIND_COUNT ? wl_inventory_column(admin_kinds[kind].kind, index) : "";
 }
 
-int wl_admin_generate_load(wl_admin_t *admin, int64_t org_id,
-                           const wl_admin_generate_options_t *options, FILE *progress,
-                           wl_admin_generate_counts_t *counts, wl_error_t *err)
+static void report_row(size_t row, const char *column, const char *description, void *data)
 {
-    wl_generate_options_t store_options = generate_options(options);
-    wl_generate_counts_t store_counts = {{0}};
-    int rc = wl_generate_load(admin->conn, org_id, &store_options, progress, &store_counts, err);
-    copy_counts(&store_counts, counts);
+    const wl_admin_batch_t *batch = data;
+    if (batch->report != NULL)
+        batch->report(row, column, description, batch->report_data);
+}
+
+static void name_row(size_t row, char *buf, size_t size, void *data)
+{
+    (void)data;
+    snprintf(buf, size, "row %zu", row);
+}
+
+int wl_admin_batch_begin(wl_admin_t *admin, int64_t org_id, size_t kind, wl_admin_report_fn report,
+                         void *report_data, wl_admin_batch_t **out, wl_error_t *err)
+{
+    *out = NULL;
+    if (kind >= WL_ADMIN_KIND_COUNT)
+        return wl_error_set(err, WL_EINVAL, "no inventory kind %zu", kind);
+    wl_admin_batch_t *batch = calloc(1, sizeof(*batch));
+    if (batch == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    batch->report = report;
+    batch->report_data = report_data;
+    wl_inventory_reporter_t reporter = {report_row, name_row, batch};
+    int rc = wl_inventory_batch_begin(&batch->batch, admin->conn, org_id, admin_kinds[kind].kind,
+                                      &reporter, err);
+    if (rc != 0) {
+        free(batch);
+        return rc;
+    }
+    *out = batch;
+    return 0;
+}
+
+int wl_admin_batch_add(wl_admin_batch_t *batch, size_t row, const wl_span_t *values,
+                       wl_error_t *err)
+{
+    return wl_inventory_batch_add(&batch->batch, row, values, err);
+}
+
+int wl_admin_batch_finish(wl_admin_batch_t *batch, size_t *rows, wl_error_t *err)
+{
+    int rc = wl_inventory_batch_finish(&batch->batch, rows, err);
+    free(batch);
     return rc;
 }
 
-int wl_admin_generate_csv(const char *dir, const wl_admin_generate_options_t *options,
-                          wl_admin_generate_counts_t *counts, wl_error_t *err)
+void wl_admin_batch_abort(wl_admin_batch_t *batch)
 {
-    wl_generate_options_t store_options = generate_options(options);
-    wl_generate_counts_t store_counts = {{0}};
-    int rc = wl_generate_csv(dir, &store_options, &store_counts, err);
-    copy_counts(&store_counts, counts);
-    return rc;
+    if (batch == NULL)
+        return;
+    wl_inventory_batch_abort(&batch->batch);
+    free(batch);
 }

@@ -71,4 +71,3 @@ int wl__export_cursor_seal(wl_core_t *core, PGconn *conn, int64_t org_id, int64_
     wl_arena_dispose(&arena);
     return rc;
 }
-

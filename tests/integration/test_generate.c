@@ -1,5 +1,5 @@
 /*
- * walklistctl generate (store/generate.c): the benchmark catalogue at a small size. Counts,
+ * walklistctl generate (src/cli/generate.c): the benchmark catalogue at a small size. Counts,
  * the distribution the issue asks for, the same catalogue for the same seed (in the
  * database and as CSV files), and an export refreshed exactly as the rules compute it.
  */
@@ -9,13 +9,14 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "store/generate.h"
+#include "cli/generate.h"
 #include "test.h"
 #include "testdb.h"
 
 #define SKUS 2000
 
 static PGconn *conn;
+static wl_admin_t *admin; /* the catalogue goes in through the admin API, as walklistctl's */
 
 static long long count_for(const char *sql_format, long long org)
 {
@@ -30,7 +31,7 @@ static void load(int64_t org, uint64_t seed)
     wl_generate_counts_t counts;
     wl_error_t err;
     wl_error_init(&err);
-    int rc = wl_generate_load(conn, org, &options, NULL, &counts, &err);
+    int rc = wl_generate_load(admin, org, &options, NULL, &counts, &err);
     if (rc != 0)
         FAIL("generate: %s", err.message);
     CHECK_INT(counts.rows[0], 4);
@@ -180,7 +181,7 @@ static void check_csv(int64_t org)
         char path[3][128];
         char *text[3];
         for (int i = 0; i < 3; i++) {
-            snprintf(path[i], sizeof(path[i]), "%s/%s.csv", dirs[i], wl_generate_kinds[k]);
+            snprintf(path[i], sizeof(path[i]), "%s/%s.csv", dirs[i], wl_admin_kind_name(k));
             text[i] = slurp(path[i]);
         }
         CHECK(text[0] != NULL && text[1] != NULL && text[2] != NULL);
@@ -189,7 +190,7 @@ static void check_csv(int64_t org)
             if (k >= 3) /* stock onwards depend on the seed */
                 CHECK(strcmp(text[0], text[2]) != 0);
             /* The files import: the organization gets the same catalogue as in the database. */
-            fixture_import(conn, org, wl_generate_kinds[k], text[0]);
+            fixture_import(conn, org, wl_admin_kind_name(k), text[0]);
         }
         for (int i = 0; i < 3; i++) {
             free(text[i]);
@@ -204,6 +205,10 @@ int main(void)
 {
     const char *conninfo = testdb_create("integration_generate");
     conn = testdb_connect(conninfo);
+    wl_error_t connect_err;
+    wl_error_init(&connect_err);
+    if (wl_admin_connect(conninfo, "test_generate", &admin, &connect_err) != 0)
+        FAIL("admin: %s", connect_err.message);
     int64_t a = fixture_org(conn, "gen-a");
     int64_t b = fixture_org(conn, "gen-b");
     int64_t c = fixture_org(conn, "gen-c");
@@ -261,6 +266,7 @@ int main(void)
         CHECK(system("\"$WALKLISTCTL\" generate --org nobody --skus 5 2>/dev/null") != 0);
     }
 
+    wl_admin_close(admin);
     PQfinish(conn);
     return test_exit();
 }

@@ -2,12 +2,14 @@
  * Spreading the schema over a Citus cluster happens here: organizations, api_keys and
  * server_secrets become reference tables (a copy on every node), every tenant table is
  * distributed by org_id into colocated shards, so that every statement of one organization runs
- * on one node. Run on the coordinator, once, after migrate; later runs change nothing.
+ * on one node. Run on the coordinator, once, after migrate; later runs change nothing. This is
+ * walklistctl's (the server's core never distributes): it knows the schema's tables, not the
+ * store's code.
  */
-#ifndef WALKLIST_STORE_DISTRIBUTE_H
-#define WALKLIST_STORE_DISTRIBUTE_H
+#ifndef WALKLIST_CLI_DISTRIBUTE_H
+#define WALKLIST_CLI_DISTRIBUTE_H
 
-#include <libpq-fe.h>
+#include <stddef.h>
 
 #include "walklist/error.h"
 
@@ -33,8 +35,12 @@ typedef struct {
 
 void wl_distribute_plan(wl_distribute_plan_t *out);
 
-/** Distributes what is not distributed yet; *changed (may be NULL) counts the tables. Without
- * the citus extension in the database: WL_EPRECONDITION, nothing changed. */
-int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err) WL_CHECK_RESULT;
+/**
+ * On the Citus coordinator at database_url (on a connection of its own): distributes what is
+ * not distributed yet into shard_count colocated shards; *changed (may be NULL) counts the
+ * tables. Without the citus extension in the database: WL_EPRECONDITION, nothing changed.
+ */
+int wl_distribute(const char *database_url, int shard_count, int *changed,
+                  wl_error_t *err) WL_CHECK_RESULT;
 
 #endif

@@ -1,5 +1,5 @@
 /* Making a reproducible benchmark catalogue, into the database or into CSV files, happens here. */
-#include "store/generate.h"
+#include "generate.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "store/inventory.h"
+#include "walklist/admin.h"
 
 #define WAREHOUSE_COUNT 4
 #define MAX_STOCK       3
@@ -19,13 +19,7 @@
 #define MAX_RESERVE     3
 #define MAX_SKUS        100000000
 
-const char *const wl_generate_kinds[6] = {"warehouses", "locations",      "products",
-                                          "stock",      "location-stock", "reservations"};
-
-static const wl_inventory_kind_t batch_kinds[6] = {
-    WL_INVENTORY_WAREHOUSES, WL_INVENTORY_LOCATIONS,      WL_INVENTORY_PRODUCTS,
-    WL_INVENTORY_STOCK,      WL_INVENTORY_LOCATION_STOCK, WL_INVENTORY_RESERVATIONS,
-};
+_Static_assert(WL_ADMIN_KIND_COUNT == 6, "a catalogue is made of the six kinds, in their order");
 
 static const struct {
     const char *code, *name, *kind;
@@ -230,10 +224,9 @@ struct sink {
 
 typedef struct {
     sink_t base;
-    PGconn *conn;
+    wl_admin_t *admin;
     int64_t org_id;
-    wl_inventory_batch_t batch;
-    bool open;
+    wl_admin_batch_t *batch; /* NULL: none open */
 } db_sink_t;
 
 typedef struct {
@@ -246,61 +239,52 @@ typedef struct {
 static void report_problem(size_t label, const char *column, const char *description, void *data)
 {
     const sink_t *sink = data;
-    fprintf(stderr, "generate %s: row %zu: %s%s%s\n", wl_generate_kinds[sink->kind], label, column,
-            column[0] ? ": " : "", description);
-}
-
-static void name_row(size_t label, char *buf, size_t size, void *data)
-{
-    (void)data;
-    snprintf(buf, size, "row %zu", label);
+    fprintf(stderr, "generate %s: row %zu: %s%s%s\n", wl_admin_kind_name((size_t)sink->kind), label,
+            column, column[0] ? ": " : "", description);
 }
 
 static int db_begin(sink_t *sink, int kind, wl_error_t *err)
 {
     db_sink_t *db = (db_sink_t *)sink;
-    wl_inventory_reporter_t reporter = {report_problem, name_row, sink};
-    int rc = wl_inventory_batch_begin(&db->batch, db->conn, db->org_id, batch_kinds[kind],
-                                      &reporter, err);
-    db->open = rc == 0;
-    return rc;
+    return wl_admin_batch_begin(db->admin, db->org_id, (size_t)kind, report_problem, sink,
+                                &db->batch, err);
 }
 
 static int db_row(sink_t *sink, const wl_span_t *values, wl_error_t *err)
 {
     db_sink_t *db = (db_sink_t *)sink;
-    return wl_inventory_batch_add(&db->batch, sink->line, values, err);
+    return wl_admin_batch_add(db->batch, sink->line, values, err);
 }
 
 static int db_end(sink_t *sink, bool ok, size_t *rows, wl_error_t *err)
 {
     db_sink_t *db = (db_sink_t *)sink;
-    if (!db->open)
+    wl_admin_batch_t *batch = db->batch;
+    db->batch = NULL;
+    if (batch == NULL)
         return 0;
-    db->open = false;
     if (!ok) {
-        wl_inventory_batch_abort(&db->batch);
+        wl_admin_batch_abort(batch);
         return 0;
     }
-    int rc = wl_inventory_batch_finish(&db->batch, rows, err);
+    int rc = wl_admin_batch_finish(batch, rows, err);
     if (rc == WL_EINVAL && err->code == 0)
         wl_error_set(err, WL_EINTERNAL, "generated %s rows were refused",
-                     wl_generate_kinds[sink->kind]);
+                     wl_admin_kind_name((size_t)sink->kind));
     return rc;
 }
 
 static int csv_begin(sink_t *sink, int kind, wl_error_t *err)
 {
     csv_sink_t *csv = (csv_sink_t *)sink;
-    snprintf(csv->path, sizeof(csv->path), "%s/%s.csv", csv->dir, wl_generate_kinds[kind]);
+    snprintf(csv->path, sizeof(csv->path), "%s/%s.csv", csv->dir, wl_admin_kind_name((size_t)kind));
     csv->out = fopen(csv->path, "w");
     if (csv->out == NULL)
         return wl_error_set(err, WL_EINVAL, "cannot write %s: %s", csv->path, strerror(errno));
     static char buffer[1 << 20];
     setvbuf(csv->out, buffer, _IOFBF, sizeof(buffer));
-    wl_inventory_kind_t batch_kind = batch_kinds[kind];
-    for (size_t i = 0; i < wl_inventory_column_count(batch_kind); i++)
-        fprintf(csv->out, "%s%s", i ? "," : "", wl_inventory_column(batch_kind, i));
+    for (size_t i = 0; i < wl_admin_kind_column_count((size_t)kind); i++)
+        fprintf(csv->out, "%s%s", i ? "," : "", wl_admin_kind_column((size_t)kind, i));
     fputc('\n', csv->out);
     return 0;
 }
@@ -329,7 +313,7 @@ static int csv_row(sink_t *sink, const wl_span_t *values, wl_error_t *err)
 {
     (void)err;
     csv_sink_t *csv = (csv_sink_t *)sink;
-    size_t columns = wl_inventory_column_count(batch_kinds[sink->kind]);
+    size_t columns = wl_admin_kind_column_count((size_t)sink->kind);
     for (size_t i = 0; i < columns; i++) {
         if (i > 0)
             fputc(',', csv->out);
@@ -526,15 +510,15 @@ static int run(sink_t *sink, const wl_generate_options_t *options, FILE *progres
             return rc;
         if (progress != NULL)
             fprintf(progress, "walklistctl: generate: %zu %s row(s) in %.2f s\n",
-                    counts->rows[kind], wl_generate_kinds[kind], seconds_since(&start));
+                    counts->rows[kind], wl_admin_kind_name((size_t)kind), seconds_since(&start));
     }
     return 0;
 }
 
-int wl_generate_load(PGconn *conn, int64_t org_id, const wl_generate_options_t *options,
+int wl_generate_load(wl_admin_t *admin, int64_t org_id, const wl_generate_options_t *options,
                      FILE *progress, wl_generate_counts_t *counts, wl_error_t *err)
 {
-    db_sink_t sink = {.base = {db_begin, db_row, db_end}, .conn = conn, .org_id = org_id};
+    db_sink_t sink = {.base = {db_begin, db_row, db_end}, .admin = admin, .org_id = org_id};
     return run(&sink.base, options, progress, counts, err);
 }
 

@@ -7,18 +7,18 @@
  *
  * Every value is a pure function of (seed, SKU index), so the same seed and
  * size give the same catalogue byte for byte, whatever the order of
- * generation. The rows go either into the database through the inventory
- * batch path (COPY staging, checks, upserts, export refresh: exactly what the
- * CSV import does, one transaction per kind), or into the six CSV files that
- * `walklistctl import` reads.
+ * generation. The rows go either into the database as batches of the admin
+ * API (wl_admin_batch_*: COPY staging, checks, upserts, export refresh, exactly
+ * what the CSV import does, one transaction per kind), or into the six CSV
+ * files that `walklistctl import` reads.
  */
-#ifndef WALKLIST_STORE_GENERATE_H
-#define WALKLIST_STORE_GENERATE_H
+#ifndef WALKLIST_CLI_GENERATE_H
+#define WALKLIST_CLI_GENERATE_H
 
-#include <libpq-fe.h>
 #include <stdint.h>
 #include <stdio.h>
 
+#include "walklist/admin.h"
 #include "walklist/error.h"
 
 typedef struct {
@@ -26,13 +26,10 @@ typedef struct {
     uint64_t seed; /* same seed and skus, same catalogue */
 } wl_generate_options_t;
 
-/** Rows made of each kind, in import order (warehouses ... reservations). */
+/** Rows made of each kind, indexed like wl_admin_kind_name (warehouses ... reservations). */
 typedef struct {
     size_t rows[6];
 } wl_generate_counts_t;
-
-/** The kinds in import order, named as `walklistctl import` names them. */
-extern const char *const wl_generate_kinds[6];
 
 /**
  * Loads the catalogue into the organization's inventory, one all-or-nothing
@@ -40,7 +37,7 @@ extern const char *const wl_generate_kinds[6];
  * when it is not NULL. Upserts by natural key, so running it again with the
  * same options changes nothing.
  */
-int wl_generate_load(PGconn *conn, int64_t org_id, const wl_generate_options_t *options,
+int wl_generate_load(wl_admin_t *admin, int64_t org_id, const wl_generate_options_t *options,
                      FILE *progress, wl_generate_counts_t *counts, wl_error_t *err) WL_CHECK_RESULT;
 
 /**

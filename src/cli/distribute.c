@@ -1,11 +1,11 @@
 /* Distributing the schema over a Citus cluster happens here. */
-#include "store/distribute.h"
+#include "distribute.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "store/db.h"
+#include <libpq-fe.h>
 
 /* Copies on every node: small, read by every organization's statements. */
 static const char *const reference_tables[] = {"organizations", "api_keys", "server_secrets"};
@@ -43,6 +43,26 @@ static const wl_distribute_key_t tenant_keys[] = {
 
 #define COUNT(array) (sizeof(array) / sizeof(*(array)))
 
+/* One statement; its result in *out when out is not NULL (the caller clears it). */
+static int exec(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                PGresult **out, wl_error_t *err)
+{
+    PGresult *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+    ExecStatusType status = PQresultStatus(res);
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
+        if (out != NULL)
+            *out = res;
+        else
+            PQclear(res);
+        return 0;
+    }
+    const char *message = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+    int code = PQstatus(conn) == CONNECTION_OK ? WL_EINTERNAL : WL_EUNAVAILABLE;
+    wl_error_set(err, code, "distribute: %s", message != NULL ? message : PQerrorMessage(conn));
+    PQclear(res);
+    return code;
+}
+
 void wl_distribute_plan(wl_distribute_plan_t *out)
 {
     *out = (wl_distribute_plan_t){
@@ -56,10 +76,10 @@ static int kind_of(PGconn *conn, const char *table, char *kind, wl_error_t *err)
 {
     PGresult *res = NULL;
     const char *params[] = {table};
-    int rc = wl_db_exec(conn,
-                        "SELECT citus_table_type FROM citus_tables"
-                        " WHERE table_name = $1::regclass",
-                        1, params, &res, err);
+    int rc = exec(conn,
+                  "SELECT citus_table_type FROM citus_tables"
+                  " WHERE table_name = $1::regclass",
+                  1, params, &res, err);
     *kind = '\0';
     if (rc == 0 && PQntuples(res) == 1) {
         const char *type = PQgetvalue(res, 0, 0);
@@ -71,12 +91,11 @@ static int kind_of(PGconn *conn, const char *table, char *kind, wl_error_t *err)
     return rc;
 }
 
-int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
+static int distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
 {
     int count = 0;
     PGresult *res = NULL;
-    int rc =
-        wl_db_exec(conn, "SELECT 1 FROM pg_extension WHERE extname = 'citus'", 0, NULL, &res, err);
+    int rc = exec(conn, "SELECT 1 FROM pg_extension WHERE extname = 'citus'", 0, NULL, &res, err);
     bool citus = rc == 0 && PQntuples(res) == 1;
     PQclear(res);
     if (rc != 0)
@@ -91,8 +110,7 @@ int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
         rc = kind_of(conn, reference_tables[i], &kind, err);
         if (rc == 0 && kind == '\0') {
             const char *params[] = {reference_tables[i]};
-            rc = wl_db_exec(conn, "SELECT create_reference_table($1::regclass)", 1, params, NULL,
-                            err);
+            rc = exec(conn, "SELECT create_reference_table($1::regclass)", 1, params, NULL, err);
             count += rc == 0;
         }
     }
@@ -107,7 +125,7 @@ int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
             char sql[256];
             snprintf(sql, sizeof(sql), "ALTER TABLE %s DROP CONSTRAINT IF EXISTS %s",
                      tenant_keys[k].table, tenant_keys[k].name);
-            rc = wl_db_exec(conn, sql, 0, NULL, NULL, err);
+            rc = exec(conn, sql, 0, NULL, NULL, err);
         }
         char shards[16];
         snprintf(shards, sizeof(shards), "%d", shard_count);
@@ -116,22 +134,42 @@ int wl_distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
                 continue;
             /* The first sets the shards; the others are colocated with it. */
             const char *params[] = {tenant_tables[i], i == 0 ? shards : tenant_tables[0]};
-            rc = wl_db_exec(conn,
-                            i == 0 ? "SELECT create_distributed_table($1::regclass, 'org_id',"
-                                     " shard_count => $2::int)"
-                                   : "SELECT create_distributed_table($1::regclass, 'org_id',"
-                                     " colocate_with => $2)",
-                            2, params, NULL, err);
+            rc = exec(conn,
+                      i == 0 ? "SELECT create_distributed_table($1::regclass, 'org_id',"
+                               " shard_count => $2::int)"
+                             : "SELECT create_distributed_table($1::regclass, 'org_id',"
+                               " colocate_with => $2)",
+                      2, params, NULL, err);
             count += rc == 0;
         }
         for (size_t k = 0; rc == 0 && k < COUNT(tenant_keys); k++) {
             char sql[512];
             snprintf(sql, sizeof(sql), "ALTER TABLE %s ADD CONSTRAINT %s %s", tenant_keys[k].table,
                      tenant_keys[k].name, tenant_keys[k].definition);
-            rc = wl_db_exec(conn, sql, 0, NULL, NULL, err);
+            rc = exec(conn, sql, 0, NULL, NULL, err);
         }
     }
     if (changed != NULL)
         *changed = count;
+    return rc;
+}
+
+int wl_distribute(const char *database_url, int shard_count, int *changed, wl_error_t *err)
+{
+    if (changed != NULL)
+        *changed = 0;
+    const char *keys[] = {"application_name", "dbname", NULL};
+    const char *values[] = {"walklistctl", database_url, NULL};
+    PGconn *conn = PQconnectdbParams(keys, values, 1);
+    int rc = 0;
+    if (PQstatus(conn) != CONNECTION_OK) {
+        const char *reason = PQerrorMessage(conn);
+        size_t len = strcspn(reason, "\n");
+        rc = wl_error_set(err, WL_EUNAVAILABLE, "cannot connect to the database: %.*s", (int)len,
+                          reason);
+    } else {
+        rc = distribute(conn, shard_count, changed, err);
+    }
+    PQfinish(conn);
     return rc;
 }
