@@ -201,6 +201,68 @@ static void check_csv(int64_t org)
         rmdir(dirs[i]);
 }
 
+typedef struct {
+    int count;
+    size_t row;
+    char column[32];
+    char description[256];
+} problems_t;
+
+static void note_problem(size_t row, const char *column, const char *description, void *data)
+{
+    problems_t *problems = data;
+    if (problems->count++ == 0) {
+        problems->row = row;
+        snprintf(problems->column, sizeof(problems->column), "%s", column);
+        snprintf(problems->description, sizeof(problems->description), "%s", description);
+    }
+}
+
+/* The admin API's batches, which the generator writes through: a kind past the last is refused
+ * before anything starts; a batch with a bad row reports it by the caller's row number and
+ * writes none of its rows; an aborted batch writes nothing either. */
+static void check_batches(int64_t org)
+{
+    wl_error_t err;
+    wl_error_init(&err);
+    wl_admin_batch_t *batch = NULL;
+    CHECK_INT(wl_admin_batch_begin(admin, org, WL_ADMIN_KIND_COUNT, NULL, NULL, &batch, &err),
+              WL_EINVAL);
+    CHECK(batch == NULL);
+    CHECK_INT(wl_admin_kind_column_count(3), 3);
+    CHECK_STR(wl_admin_kind_column(3, 2), "on_hand");
+    CHECK_STR(wl_admin_kind_column(3, 3), "");
+
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM warehouses WHERE org_id = %lld",
+             (long long)org);
+    long long before = testdb_count(conn, sql);
+    problems_t problems = {0};
+    wl_error_init(&err);
+    CHECK_INT(wl_admin_batch_begin(admin, org, 0, note_problem, &problems, &batch, &err), 0);
+    const wl_span_t good[] = {wl_span_str("WH-NEW"), wl_span_str("New"), wl_span_str("own")};
+    const wl_span_t bad[] = {wl_span_str("WH-BAD"), wl_span_str("Bad"), wl_span_str("elsewhere")};
+    int rc = wl_admin_batch_add(batch, 7, good, &err);
+    if (rc == 0)
+        rc = wl_admin_batch_add(batch, 8, bad, &err);
+    size_t rows = 99;
+    if (rc == 0)
+        rc = wl_admin_batch_finish(batch, &rows, &err);
+    else
+        wl_admin_batch_abort(batch);
+    CHECK_INT(rc, WL_EINVAL);
+    CHECK_INT(problems.count, 1);
+    CHECK_INT(problems.row, 8);
+    CHECK_STR(problems.column, "kind");
+    CHECK_INT(testdb_count(conn, sql), before);
+
+    wl_error_init(&err);
+    CHECK_INT(wl_admin_batch_begin(admin, org, 0, NULL, NULL, &batch, &err), 0);
+    CHECK_INT(wl_admin_batch_add(batch, 1, good, &err), 0);
+    wl_admin_batch_abort(batch);
+    CHECK_INT(testdb_count(conn, sql), before);
+}
+
 int main(void)
 {
     const char *conninfo = testdb_create("integration_generate");
@@ -246,6 +308,8 @@ int main(void)
              " WHERE org_id = %lld)) d",
              (long long)a, (long long)c);
     CHECK_INT(testdb_count(conn, sql), 0);
+
+    check_batches(c);
 
     /* The command itself: loads, and refuses what it cannot make. */
     const char *walklistctl = getenv("WALKLISTCTL");
