@@ -74,4 +74,3 @@ char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len)
     *len = WL_CONNECT_ENVELOPE + text_len;
     return out;
 }
-
