@@ -40,15 +40,17 @@ for image in fw_test.elf fw_footprint.elf; do
   fi
 done
 
-read -r lib_text lib_data lib_bss < <(arm-none-eabi-size -t "$dir/libwalklist_scanner_fw.a" |
+# The archives of src/scanner/CMakeLists.txt: the library; nanopb's runtime (compiled from
+# the fetched sources) and the generated payload code.
+read -r lib_text lib_data lib_bss < <(arm-none-eabi-size -t "$dir/libwalklist_scanner.a" |
   awk '/TOTALS/ {print $1, $2, $3}')
-read -r pb_text pb_data pb_bss < <(arm-none-eabi-size -t "$dir/libwalklist_nanopb_fw.a" |
-  awk '/TOTALS/ {print $1, $2, $3}')
+read -r pb_text pb_data pb_bss < <(arm-none-eabi-size -t "$dir/libwalklist_scanner_nanopb.a" \
+  "$dir/libwalklist_device_proto.a" | awk '/TOTALS/ {print $1, $2, $3}')
 read -r fp_text fp_data fp_bss < <(arm-none-eabi-size "$dir/fw_footprint.elf" |
   awk 'NR == 2 {print $1, $2, $3}')
 ((lib_data + lib_bss == 0)) || fail "the library has static RAM: .data $lib_data, .bss $lib_bss"
 ((pb_data + pb_bss == 0)) || fail "nanopb and the payload code have static RAM: .data $pb_data, .bss $pb_bss"
-printf 'library objects (src/device scanner_*.c, -Os, before --gc-sections): text %d, data %d, bss %d\n' \
+printf 'library objects (src/scanner scanner_*.c, -Os, before --gc-sections): text %d, data %d, bss %d\n' \
   "$lib_text" "$lib_data" "$lib_bss"
 printf 'nanopb runtime + generated device.pb.c (before --gc-sections): text %d, data %d, bss %d\n' \
   "$pb_text" "$pb_data" "$pb_bss"
@@ -58,6 +60,6 @@ printf 'footprint image (all of it linked, --gc-sections, vector table and newli
 
 # The deepest static frames of the decode path (-fstack-usage), for reading next to the
 # painted-stack figure of e2e.test_firmware.
-find "$dir/CMakeFiles" -name '*.su' -print0 | xargs -0 cat 2>/dev/null |
+find "$dir" -name '*.su' -print0 | xargs -0 cat 2>/dev/null |
   sort -t$'\t' -k2 -n -r | head -5 | sed 's/^/largest frames: /' || true
 exit "$failed"

@@ -2,7 +2,7 @@
  * The gateway's side of the device transport (gateway/protocols/device.c). The first byte picks
  * what the rest is: a ListPending or LoadList request body from a device, decoded into the core's
  * request; or a core reply (protobuf-c) to encode for the device, which the device's own
- * decoder (src/device/scanner_client.c) must then read.
+ * decoder (src/scanner/scanner_client.c) must then read.
  */
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /*
- * The device's side of the device transport (src/device/scanner_client.c): the input is a
+ * The device's side of the device transport (src/scanner/scanner_client.c): the input is a
  * response body from the network. Bit 0 of the first byte picks the response, the other bits
  * after how many walk entries a handler stops the decode (0: never). Every string handed out is
  * NUL-terminated within its bound, and a stop is reported as a stop.

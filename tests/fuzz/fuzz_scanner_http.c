@@ -1,5 +1,5 @@
 /*
- * The scanner firmware library's HTTP side (include/walklist/scanner_http.h, scanner_error.h,
+ * The scanner firmware library's HTTP side (src/scanner: walklist/scanner_http.h, scanner_error.h,
  * scanner_exchange.h): the input is an answer from the network. Byte 0 picks the fragment size
  * the transport hands over (1 to 64), bit 7 of byte 1 the decoder (walk or queue), the rest of
  * byte 1 the body limit. Every result is a known code; the parser never hands out bytes outside

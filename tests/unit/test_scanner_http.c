@@ -1,5 +1,5 @@
 /*
- * The scanner firmware library's HTTP side (include/walklist/scanner_http.h, scanner_error.h,
+ * The scanner firmware library's HTTP side (src/scanner: walklist/scanner_http.h, scanner_error.h,
  * scanner_exchange.h): requests byte for byte, responses fed in every fragment size from one
  * byte to the whole, malformed answers refused, error answers mapped to result codes.
  */

@@ -1,6 +1,6 @@
 /*
  * walklist-scanner: a handheld's Check location mode on a terminal, built on the scanner
- * firmware library (include/walklist/scanner_*.h) like a handheld's firmware: the library
+ * firmware library (src/scanner, walklist/scanner_*.h) like a handheld's firmware: the library
  * builds the request and reads the answer through a fixed receive buffer filled from a plain
  * POSIX socket, streaming it into the decoder, so a walk of any length is shown with the same
  * few KiB of memory.
