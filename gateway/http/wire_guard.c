@@ -5,6 +5,8 @@
 #include "http/wire_guard.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <microhttpd.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -17,36 +19,14 @@
 #include <sys/types.h>
 
 #include "errors/error_info.h"
+#include "http/wire_framing.h"
 #include "walklist/log.h"
 
 #define GUARDED_MAX 65536 /* descriptors tracked at most; higher ones pass unchecked */
-#define LINE_KEPT   128   /* of each line: enough for the fields that frame a body */
-
-typedef enum {
-    HEAD,        /* the request line and header fields */
-    LENGTH_BODY, /* remaining bytes of a Content-Length body */
-    CHUNK_SIZE,  /* a chunk-size line */
-    CHUNK_DATA,  /* remaining bytes of a chunk */
-    CHUNK_END,   /* the CRLF after a chunk's data */
-    TRAILER,     /* trailer fields, up to the blank line */
-    UNTRACKED,   /* a head libmicrohttpd or walklistd refuses anyway: nothing more is checked */
-    REFUSED,     /* answered here: every later read fails */
-} phase_t;
 
 typedef struct {
-    phase_t phase;
-    char line[LINE_KEPT];
-    size_t line_len; /* bytes of the current line so far (only LINE_KEPT of them kept) */
-    bool cr;         /* the byte before was CR */
-    bool lone_cr;    /* a CR not followed by LF in the current line */
-    bool started;    /* the head's request line was seen */
-    int lengths;
-    bool length_bad; /* a Content-Length that is no number of bytes */
-    uint64_t length;
-    int codings;
-    bool chunked; /* Transfer-Encoding is exactly chunked */
-    uint64_t remaining;
-    int crlf_seen;     /* CHUNK_END */
+    wl_wire_framing_t framing;
+    bool refused;      /* answered here: every later read fails */
     bool hold_eof;     /* the request is answered elsewhere: an end of stream waits */
     bool eof_hidden;   /* one came meanwhile */
     bool strip_length; /* the header block being sent is a 304's: drop "Content-Length: 0" */
@@ -96,178 +76,6 @@ void wl_wire_guard_unregister(int fd)
         free(atomic_exchange(&guarded[fd], NULL));
 }
 
-/* The line's kept text without its CR; its length in *len. */
-static const char *line_text(const wire_t *w, bool bare, size_t *len)
-{
-    size_t n = w->line_len < LINE_KEPT ? w->line_len : LINE_KEPT;
-    if (!bare && n > 0 && n == w->line_len)
-        n--; /* the CR */
-    *len = n;
-    return w->line;
-}
-
-static bool name_is(const char *line, size_t len, const char *name, const char **value,
-                    size_t *value_len)
-{
-    size_t n = strlen(name);
-    if (len <= n || strncasecmp(line, name, n) != 0 || line[n] != ':')
-        return false;
-    const char *v = line + n + 1;
-    const char *end = line + len;
-    while (v < end && (*v == ' ' || *v == '\t'))
-        v++;
-    while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
-        end--;
-    *value = v;
-    *value_len = (size_t)(end - v);
-    return true;
-}
-
-/* A Content-Length value: 1*DIGIT (RFC 9110 8.6) that fits in 64 bits. */
-static bool parse_length(const char *v, size_t len, uint64_t *out)
-{
-    if (len == 0)
-        return false;
-    uint64_t value = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (v[i] < '0' || v[i] > '9' || value > (UINT64_MAX - (uint64_t)(v[i] - '0')) / 10)
-            return false;
-        value = value * 10 + (uint64_t)(v[i] - '0');
-    }
-    *out = value;
-    return true;
-}
-
-/* The head ended (its blank line): how its body is framed. NULL, or why it is refused. */
-static const char *head_done(wire_t *w)
-{
-    if (w->codings > 0) {
-        /* libmicrohttpd lets a coding win over a length; walklistd refuses other codings. */
-        w->phase = w->codings == 1 && w->chunked ? CHUNK_SIZE : UNTRACKED;
-    } else if (w->lengths > 1) {
-        w->phase = UNTRACKED; /* walklistd refuses two lengths (framing.c) */
-    } else if (w->lengths == 1 && w->length_bad) {
-        return "Content-Length must be a number of bytes (digits only, at most 2^64-1)";
-    } else if (w->lengths == 1 && w->length > 0) {
-        w->phase = LENGTH_BODY;
-        w->remaining = w->length;
-    } else {
-        w->phase = HEAD;
-    }
-    w->started = false;
-    w->lengths = w->codings = 0;
-    w->length_bad = w->chunked = false;
-    return NULL;
-}
-
-static const char *head_line(wire_t *w, bool bare)
-{
-    size_t len;
-    const char *text = line_text(w, bare, &len);
-    if (len == 0 && w->line_len <= 1)
-        return w->started ? head_done(w) : NULL; /* blank lines before a request are skipped */
-    if (!w->started) {
-        w->started = true; /* the request line */
-        return NULL;
-    }
-    const char *value;
-    size_t value_len;
-    if (name_is(text, len, "Content-Length", &value, &value_len)) {
-        w->lengths++;
-        w->length_bad = w->line_len > LINE_KEPT || !parse_length(value, value_len, &w->length);
-    } else if (name_is(text, len, "Transfer-Encoding", &value, &value_len)) {
-        w->codings++;
-        w->chunked = value_len == 7 && strncasecmp(value, "chunked", 7) == 0;
-    }
-    return NULL;
-}
-
-/* chunk-size [ chunk-ext ] CRLF (RFC 9112 7.1): hex digits, then nothing or extensions. */
-static const char *chunk_size_line(wire_t *w, bool bare)
-{
-    if (bare || w->lone_cr)
-        return "a chunk-size line must end with CRLF";
-    size_t len;
-    const char *text = line_text(w, bare, &len);
-    uint64_t size = 0;
-    size_t i = 0;
-    for (; i < len; i++) {
-        char c = text[i];
-        int digit = c >= '0' && c <= '9'   ? c - '0'
-                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                           : -1;
-        if (digit < 0)
-            break;
-        if (i >= 15)
-            return "a chunk size must be at most 15 hexadecimal digits";
-        size = size * 16 + (uint64_t)digit;
-    }
-    size_t rest = i;
-    while (rest < len && (text[rest] == ' ' || text[rest] == '\t'))
-        rest++;
-    if (i == 0 || (rest < len && text[rest] != ';'))
-        return "malformed chunk size";
-    w->phase = size > 0 ? CHUNK_DATA : TRAILER;
-    w->remaining = size;
-    return NULL;
-}
-
-static const char *trailer_line(wire_t *w, bool bare)
-{
-    if (bare)
-        return "a trailer line must end with CRLF";
-    if (w->line_len <= 1)
-        w->phase = HEAD; /* the blank line ends the message */
-    return NULL;
-}
-
-/* Feeds the bytes read on the connection; NULL, or why the request is refused. */
-static const char *feed(wire_t *w, const unsigned char *p, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        if (w->phase == UNTRACKED)
-            return NULL;
-        if (w->phase == LENGTH_BODY || w->phase == CHUNK_DATA) {
-            size_t take = n - i < w->remaining ? n - i : (size_t)w->remaining;
-            i += take;
-            w->remaining -= take;
-            if (w->remaining == 0)
-                w->phase = w->phase == LENGTH_BODY ? HEAD : CHUNK_END;
-            continue;
-        }
-        unsigned char c = p[i++];
-        if (w->phase == CHUNK_END) {
-            if (c != (w->crlf_seen == 0 ? '\r' : '\n'))
-                return c == '\n' ? "chunk data must be followed by CRLF"
-                                 : "chunk data longer than its chunk size";
-            if (++w->crlf_seen == 2) {
-                w->crlf_seen = 0;
-                w->phase = CHUNK_SIZE;
-            }
-            continue;
-        }
-        if (c != '\n') {
-            if (w->cr)
-                w->lone_cr = true;
-            if (w->line_len < LINE_KEPT)
-                w->line[w->line_len] = (char)c;
-            w->line_len++;
-            w->cr = c == '\r';
-            continue;
-        }
-        bool bare = !w->cr;
-        const char *refused = w->phase == HEAD         ? head_line(w, bare)
-                              : w->phase == CHUNK_SIZE ? chunk_size_line(w, bare)
-                                                       : trailer_line(w, bare);
-        w->line_len = 0;
-        w->cr = w->lone_cr = false;
-        if (refused != NULL)
-            return refused;
-    }
-    return NULL;
-}
-
 /* Answers 400 and closes the writing side; what libmicrohttpd reads from here on fails. */
 static void refuse(int fd, const char *why)
 {
@@ -289,6 +97,64 @@ static void refuse(int fd, const char *why)
     wl_log("warn", "request refused on the wire", "400: %s", why);
 }
 
+/*
+ * recv and send are defined here for the whole process, because the dynamic linker binds a
+ * name, not a caller: libpq's, libcurl's and gRPC's calls reach these definitions too. Only
+ * libmicrohttpd's are meant, so a call is first told apart by where it comes from: one that does
+ * not return into libmicrohttpd's code goes straight to libc, before any descriptor is looked
+ * at. The code's place is found once, from the library's own MHD_get_version; where it cannot
+ * be (a static libmicrohttpd), every call is told apart by its descriptor alone, as the
+ * registered ones are exactly the plain-HTTP connections libmicrohttpd owns.
+ */
+typedef struct {
+    uintptr_t probe, start, end;
+} text_range_t;
+
+static text_range_t mhd_text;
+static pthread_once_t mhd_text_once = PTHREAD_ONCE_INIT;
+
+static int find_text(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    text_range_t *range = data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
+        if (segment->p_type != PT_LOAD || !(segment->p_flags & PF_X))
+            continue;
+        uintptr_t start = info->dlpi_addr + segment->p_vaddr;
+        if (range->probe >= start && range->probe < start + segment->p_memsz) {
+            range->start = start;
+            range->end = start + segment->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void find_mhd_text(void)
+{
+    /* Through the library's handle: the address of MHD_get_version taken here could be the
+     * executable's PLT stub rather than the library's code. */
+    Dl_info info;
+    void *library = NULL;
+    if (dladdr((void *)MHD_start_daemon, &info) != 0 && info.dli_fname != NULL)
+        library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    void *probe = library != NULL ? dlsym(library, "MHD_get_version") : NULL;
+    text_range_t range = {.probe = (uintptr_t)probe};
+    if (probe != NULL && dl_iterate_phdr(find_text, &range) != 0)
+        mhd_text = range;
+    if (library != NULL)
+        dlclose(library);
+}
+
+/* Whether a call returning to caller is libmicrohttpd's (true as well when that is unknown). */
+static bool from_libmicrohttpd(const void *caller)
+{
+    pthread_once(&mhd_text_once, find_mhd_text);
+    uintptr_t at = (uintptr_t)caller;
+    return mhd_text.end == 0 || (at >= mhd_text.start && at < mhd_text.end);
+}
+
 typedef ssize_t (*recv_fn)(int, void *, size_t, int);
 static recv_fn libc_recv;
 static pthread_once_t libc_recv_once = PTHREAD_ONCE_INIT;
@@ -303,8 +169,10 @@ static void find_libc_recv(void)
 ssize_t recv(int fd, void *buf, size_t len, int flags)
 {
     pthread_once(&libc_recv_once, find_libc_recv);
+    if (!from_libmicrohttpd(__builtin_return_address(0)))
+        return libc_recv(fd, buf, len, flags);
     wire_t *w = fd >= 0 && fd < GUARDED_MAX ? atomic_load(&guarded[fd]) : NULL;
-    if (w != NULL && w->phase == REFUSED) {
+    if (w != NULL && w->refused) {
         errno = ECONNRESET;
         return -1;
     }
@@ -316,10 +184,10 @@ ssize_t recv(int fd, void *buf, size_t len, int flags)
     }
     if (w == NULL || n <= 0 || (flags & MSG_PEEK))
         return n;
-    const char *why = feed(w, buf, (size_t)n);
+    const char *why = wl_wire_framing_feed(&w->framing, buf, (size_t)n);
     if (why == NULL)
         return n;
-    w->phase = REFUSED;
+    w->refused = true;
     refuse(fd, why);
     errno = ECONNRESET;
     return -1;
@@ -356,6 +224,8 @@ static ssize_t empty_length_line(const char *buf, size_t len)
 ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
     pthread_once(&libc_send_once, find_libc_send);
+    if (!from_libmicrohttpd(__builtin_return_address(0)))
+        return libc_send(fd, buf, len, flags);
     wire_t *w = fd >= 0 && fd < GUARDED_MAX ? atomic_load(&guarded[fd]) : NULL;
     if (w == NULL || !w->strip_length)
         return libc_send(fd, buf, len, flags);

@@ -5,11 +5,15 @@
  * taken; a Content-Length past 2^64-1 gets libmicrohttpd's own 413 with its status line written
  * twice), so the check sits in front of it, on the wire: walklistd defines recv(2), which the
  * dynamic linker then gives libmicrohttpd instead of libc's, and the bytes of every registered
- * plain-HTTP connection pass through a small framing tracker (heads, Content-Length bodies,
- * chunked bodies and trailers, RFC 9112) on their way to libmicrohttpd. On a shape it refuses,
- * the connection gets a 400 (Google error JSON, Connection: close) written here, and
- * libmicrohttpd sees a reset: it never reads the request. Descriptors that are not registered
- * (PostgreSQL's, TLS connections') pass untouched for the cost of one array read.
+ * plain-HTTP connection pass through a small framing tracker (wire_framing.h: heads,
+ * Content-Length bodies, chunked bodies and trailers, RFC 9112) on their way to libmicrohttpd. On a
+ * shape it refuses, the connection gets a 400 (Google error JSON, Connection: close) written here,
+ * and libmicrohttpd sees a reset: it never reads the request. Only libmicrohttpd's calls are looked
+ * at: a call that does not come from libmicrohttpd's code (libpq's, libcurl's, gRPC's) goes
+ * straight to libc, and of libmicrohttpd's calls those on descriptors that are not registered (TLS
+ * connections') pass untouched for the cost of one array read. This lasts as long as walklistd is
+ * built on libmicrohttpd 0.9.75 (Debian 12): later versions refuse these shapes themselves
+ * (MHD_OPTION_CLIENT_DISCIPLINE_LVL), and the guard can go.
  *
  * The same place keeps a client's end of stream from libmicrohttpd while its request is
  * answered on a request thread (offload.h): a connection resumed after suspension is read at
