@@ -83,7 +83,8 @@ static const char *head_line(wl_wire_framing_t *w, bool bare)
     size_t value_len;
     if (name_is(text, len, "Content-Length", &value, &value_len)) {
         w->lengths++;
-        w->length_bad = w->line_len > WL_FRAMING_LINE_KEPT || !parse_length(value, value_len, &w->length);
+        w->length_bad =
+            w->line_len > WL_FRAMING_LINE_KEPT || !parse_length(value, value_len, &w->length);
     } else if (name_is(text, len, "Transfer-Encoding", &value, &value_len)) {
         w->codings++;
         w->chunked = value_len == 7 && strncasecmp(value, "chunked", 7) == 0;
@@ -141,7 +142,8 @@ const char *wl_wire_framing_feed(wl_wire_framing_t *w, const unsigned char *p, s
             i += take;
             w->remaining -= take;
             if (w->remaining == 0)
-                w->phase = w->phase == WL_FRAMING_LENGTH_BODY ? WL_FRAMING_HEAD : WL_FRAMING_CHUNK_END;
+                w->phase =
+                    w->phase == WL_FRAMING_LENGTH_BODY ? WL_FRAMING_HEAD : WL_FRAMING_CHUNK_END;
             continue;
         }
         unsigned char c = p[i++];
@@ -167,7 +169,7 @@ const char *wl_wire_framing_feed(wl_wire_framing_t *w, const unsigned char *p, s
         bool bare = !w->cr;
         const char *refused = w->phase == WL_FRAMING_HEAD         ? head_line(w, bare)
                               : w->phase == WL_FRAMING_CHUNK_SIZE ? chunk_size_line(w, bare)
-                                                       : trailer_line(w, bare);
+                                                                  : trailer_line(w, bare);
         w->line_len = 0;
         w->cr = w->lone_cr = false;
         if (refused != NULL)

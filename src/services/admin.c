@@ -19,19 +19,6 @@ _Static_assert(WL_ADMIN_KEY_TOKEN_SIZE == WL_KEY_TOKEN_SIZE, "key token size");
 _Static_assert(WL_ADMIN_WEBHOOK_ID_SIZE == WL_WEBHOOK_ID_SIZE, "webhook id size");
 _Static_assert(WL_ADMIN_WEBHOOK_SECRET_SIZE == WL_WEBHOOK_SECRET_TEXT_SIZE, "webhook secret size");
 
-/* The kinds of a whole catalogue, in the order they are imported. */
-static const struct {
-    const char *name;
-    wl_inventory_kind_t kind;
-} admin_kinds[WL_ADMIN_KIND_COUNT] = {
-    {"warehouses", WL_INVENTORY_WAREHOUSES},
-    {"locations", WL_INVENTORY_LOCATIONS},
-    {"products", WL_INVENTORY_PRODUCTS},
-    {"stock", WL_INVENTORY_STOCK},
-    {"location-stock", WL_INVENTORY_LOCATION_STOCK},
-    {"reservations", WL_INVENTORY_RESERVATIONS},
-};
-
 struct wl_admin {
     PGconn *conn;
 };
@@ -190,7 +177,7 @@ int wl_admin_webhook_deliveries(wl_admin_t *admin, int64_t org_id, const char *e
 
 const char *wl_admin_kind_name(size_t i)
 {
-    return i < WL_ADMIN_KIND_COUNT ? admin_kinds[i].name : NULL;
+    return wl_import_kind_name(i);
 }
 
 bool wl_admin_kind_valid(const char *kind)
@@ -212,12 +199,12 @@ struct wl_admin_batch {
 
 size_t wl_admin_kind_column_count(size_t kind)
 {
-    return kind < WL_ADMIN_KIND_COUNT ? wl_inventory_column_count(admin_kinds[kind].kind) : 0;
+    return kind < WL_ADMIN_KIND_COUNT ? wl_inventory_column_count(wl_import_kind(kind)) : 0;
 }
 
 const char *wl_admin_kind_column(size_t kind, size_t index)
 {
-    return kind < WL_ADMIN_KIND_COUNT ? wl_inventory_column(admin_kinds[kind].kind, index) : "";
+    return kind < WL_ADMIN_KIND_COUNT ? wl_inventory_column(wl_import_kind(kind), index) : "";
 }
 
 static void report_row(size_t row, const char *column, const char *description, void *data)
@@ -245,7 +232,7 @@ int wl_admin_batch_begin(wl_admin_t *admin, int64_t org_id, size_t kind, wl_admi
     batch->report = report;
     batch->report_data = report_data;
     wl_inventory_reporter_t reporter = {report_row, name_row, batch};
-    int rc = wl_inventory_batch_begin(&batch->batch, admin->conn, org_id, admin_kinds[kind].kind,
+    int rc = wl_inventory_batch_begin(&batch->batch, admin->conn, org_id, wl_import_kind(kind),
                                       &reporter, err);
     if (rc != 0) {
         free(batch);

@@ -8,7 +8,8 @@
 #include "domain/csv.h"
 #include "store/inventory.h"
 
-/* The CSV kinds, named as on the command line; their columns are the header. */
+/* The CSV kinds, named as on the command line, in the order a whole catalogue is imported;
+ * their columns are the header. */
 static const struct {
     const char *name;
     wl_inventory_kind_t kind;
@@ -30,6 +31,21 @@ static bool find_kind(const char *name, wl_inventory_kind_t *kind)
         }
     }
     return false;
+}
+
+size_t wl_import_kind_count(void)
+{
+    return sizeof(csv_kinds) / sizeof(csv_kinds[0]);
+}
+
+const char *wl_import_kind_name(size_t i)
+{
+    return i < wl_import_kind_count() ? csv_kinds[i].name : NULL;
+}
+
+wl_inventory_kind_t wl_import_kind(size_t i)
+{
+    return csv_kinds[i].kind;
 }
 
 int wl_import_kind_valid(const char *kind)

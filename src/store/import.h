@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "store/inventory.h"
 #include "walklist/error.h"
 
 /** Receives each problem: the 1-based line, the column (may be ""), a description. */
@@ -22,6 +23,12 @@ typedef void (*wl_import_report_fn)(size_t line, const char *column, const char 
 
 /** Kind names: warehouses, locations, products, stock, location-stock, reservations. */
 int wl_import_kind_valid(const char *kind);
+
+/** The CSV kinds, in the order a whole catalogue is imported: how many, the name of kind
+ * i (NULL past the last) and its batch kind (i below the count). */
+size_t wl_import_kind_count(void);
+const char *wl_import_kind_name(size_t i);
+wl_inventory_kind_t wl_import_kind(size_t i);
 
 /**
  * Imports one CSV file of the given kind for the organization. *rows

@@ -229,6 +229,9 @@ static void check_batches(int64_t org)
     CHECK_INT(wl_admin_batch_begin(admin, org, WL_ADMIN_KIND_COUNT, NULL, NULL, &batch, &err),
               WL_EINVAL);
     CHECK(batch == NULL);
+    /* The admin API's count is the CSV kinds' (store/import.c). */
+    CHECK(wl_admin_kind_name(WL_ADMIN_KIND_COUNT - 1) != NULL);
+    CHECK(wl_admin_kind_name(WL_ADMIN_KIND_COUNT) == NULL);
     CHECK_INT(wl_admin_kind_column_count(3), 3);
     CHECK_STR(wl_admin_kind_column(3, 2), "on_hand");
     CHECK_STR(wl_admin_kind_column(3, 3), "");
