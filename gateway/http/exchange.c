@@ -218,8 +218,7 @@ void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err)
 
 void wl_exchange_stopped(wl_exchange_t *ex)
 {
-    if (ex->admission != NULL && wl_admission_prepared(ex->admission))
-        ex->awaits_admission = true;
-    else
-        ex->wants_database = true;
+    ex->stop = ex->admission != NULL && wl_admission_prepared(ex->admission)
+                   ? WL_EXCHANGE_AWAITS_ADMISSION
+                   : WL_EXCHANGE_NEEDS_DATABASE;
 }

@@ -30,6 +30,17 @@ typedef struct {
     const char *value;
 } wl_header_t;
 
+/* How a step of a request (routing it, answering it) ended when it returned unanswered. */
+typedef enum {
+    WL_EXCHANGE_GOES_ON, /* it did not stop: answered, or waiting for the body */
+    /* It would wait for the database where it may not (!may_wait): it runs again, from where it
+     * began, on a request thread (offload.h). */
+    WL_EXCHANGE_NEEDS_DATABASE,
+    /* It stopped at the request's admission, prepared for the database
+     * (wl_admission_prepared): it runs again, here, once the admission's group is decided. */
+    WL_EXCHANGE_AWAITS_ADMISSION,
+} wl_exchange_stop_t;
+
 typedef struct {
     /* The HTTP/1.1 request's connection, or NULL for a transport of its own (gRPC), which
      * gives its request headers in request_headers and the client's address in client_addr. */
@@ -76,14 +87,11 @@ typedef struct {
     /* A stream that may idle (wl_exchange_stream_parks): NULL for the others. */
     void (*stream_park)(void *state, void (*wake)(void *ctx), void *ctx);
     void *stream_state;
-    /* Where the request runs (offload.h): true on a thread that may wait for the database. A
-     * step that would wait where it may not sets wants_database and returns unanswered; the
-     * server runs it again where it may. */
+    /* Where the request runs (offload.h): true on a thread that may wait for the database. */
     bool may_wait;
-    bool wants_database;
-    /* A step that may not wait stopped at the request's admission, prepared for the database
-     * (wl_admission_prepared): the server queues it and runs the step again once decided. */
-    bool awaits_admission;
+    /* Why the step that just ran returned unanswered, when it stopped (the server reads and
+     * clears it): see wl_exchange_stop_t. */
+    wl_exchange_stop_t stop;
     /* For an answer without content (a 304, HEAD of a stream): the length of the content a 200
      * would carry, when known. It goes out as Content-Length (RFC 9110 8.6 allows that value
      * only) and the connection stays open; unknown, the answer has no length and closes it. */
@@ -99,7 +107,7 @@ typedef struct {
 static inline bool wl_exchange_may_wait(wl_exchange_t *ex)
 {
     if (!ex->may_wait)
-        ex->wants_database = true;
+        ex->stop = WL_EXCHANGE_NEEDS_DATABASE;
     return ex->may_wait;
 }
 

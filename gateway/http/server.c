@@ -72,24 +72,49 @@ struct wl_server {
     uint16_t port;
 };
 
+/*
+ * Where a request is in its life: the step it is at. advance() moves it on (the first call
+ * sets where it starts; the body's calls only take the body). A step that stops goes away
+ * (go_away) and comes back (come_back), through the one pair of functions that suspend and
+ * resume connections (suspend_while_away, resume_on_io_thread).
+ *
+ *   HEAD -> ROUTE -> BODY -> ANSWER -> DECIDED -> SENT
+ *             |        (routed, unanswered: the body comes in; then the protocol answers)
+ *             |-> DECIDED (answered by routing: sent once the request is in, or at once)
+ *   ROUTE, ANSWER -> AWAY -> (the step ran on a request thread, or its admission was decided)
+ *   ROUTE -> ROUTE_STOPPED (it stopped where libmicrohttpd lets nothing suspend: the final
+ *            call sends it away)
+ */
+typedef enum {
+    REQ_HEAD,          /* nothing read yet: the head is checked in the first call */
+    REQ_ROUTE,         /* the routing table's row and the protocol's beginning (dispatch) */
+    REQ_ROUTE_STOPPED, /* routing stopped before its connection could be suspended */
+    REQ_BODY,          /* routed and unanswered: the body comes in */
+    REQ_ANSWER,        /* the whole request is in: the protocol answers it (finish) */
+    REQ_AWAY,          /* suspended: its step runs on a request thread or awaits its admission */
+    REQ_DECIDED,       /* answered: sent once the request is in (the body is dropped), or at once */
+    REQ_SENT,          /* queued to libmicrohttpd: what still comes is discarded */
+} request_state_t;
+
+/* Where advance() runs: libmicrohttpd's thread, or a request thread, which never talks to
+ * libmicrohttpd. */
+typedef enum { ON_IO_THREAD, ON_REQUEST_THREAD } runs_on_t;
+
 typedef struct {
     wl_exchange_t ex;
     wl_server_t *server;
     const listener_t *listener;
     char *raw_uri;
-    wl_offload_job_t job; /* its next step on a request thread, while the connection waits */
-    bool begun;
-    bool redispatch; /* routing stopped where it would have waited for the database */
-    /* A step stopped (where libmicrohttpd's thread may not suspend yet): the final call takes
-     * it on. */
-    enum { STOPPED_NOT, STOPPED_FOR_DATABASE, STOPPED_AT_ADMISSION } stopped;
+    request_state_t state;
+    bool whole; /* libmicrohttpd's final call came: the whole request is in */
+    /* While away (or stopped): the step it was at, and why it stopped. come_back sets the step
+     * to go on from: the same one after an admission, the next after a request thread. */
+    request_state_t step;
+    wl_exchange_stop_t stop;
     int admissions_awaited;
-    bool at_final; /* the whole request is in: what is left is its answer */
-    bool resumed;  /* a step on a request thread ended since libmicrohttpd last called */
-    bool suspended_once;
-    bool responded;
+    wl_offload_job_t job; /* its step on a request thread, while the connection waits */
+    bool connect;         /* handled by the Connect transport */
     bool body_too_large;
-    bool connect;               /* handled by the Connect transport */
     wl_framing_target_t target; /* the request target in libmicrohttpd's read buffer */
     size_t body_drained;
     size_t body_cap;
@@ -295,6 +320,23 @@ static int connection_fd(const wl_exchange_t *ex)
     return info != NULL ? info->connect_fd : -1;
 }
 
+/*
+ * Work that may wait runs off libmicrohttpd's threads (a request's step on a request thread, a
+ * stream's fill, an admission's group on a committer), its connection suspended meanwhile. These
+ * two are the only places a connection is suspended and resumed: suspended before the work is
+ * handed over (it may end at once), resumed once the work's outcome is stored where the next
+ * call of libmicrohttpd's thread reads it.
+ */
+static void suspend_while_away(struct MHD_Connection *connection)
+{
+    MHD_suspend_connection(connection);
+}
+
+static void resume_on_io_thread(struct MHD_Connection *connection)
+{
+    MHD_resume_connection(connection);
+}
+
 /* A streamed body as libmicrohttpd pulls it, counted for the log line. Its fill, when it has
  * one, runs on a request thread: libmicrohttpd's thread suspends the connection when the
  * stream runs dry and goes on with its other connections meanwhile. */
@@ -314,7 +356,7 @@ static void fill_offloaded(wl_offload_job_t *job)
 {
     counted_stream_t *stream = (counted_stream_t *)((char *)job - offsetof(counted_stream_t, job));
     stream->fill(stream->state);
-    MHD_resume_connection(stream->connection);
+    resume_on_io_thread(stream->connection);
 }
 
 /* An idle stream has something to do again: its fill runs on a request thread, then the
@@ -334,7 +376,7 @@ static ssize_t read_counted(void *cls, uint64_t pos, char *buf, size_t max)
         *stream->sent = pos + (uint64_t)n;
     if (n == WL_EXCHANGE_STREAM_PARKED && stream->park != NULL && stream->fill != NULL) {
         /* Suspended first: the wake may come at once, from another thread. */
-        MHD_suspend_connection(stream->connection);
+        suspend_while_away(stream->connection);
         stream->park(stream->state, wake_parked, stream);
         return 0;
     }
@@ -342,7 +384,7 @@ static ssize_t read_counted(void *cls, uint64_t pos, char *buf, size_t max)
         return n;
     /* libmicrohttpd asks again once the connection is resumed (it may not be freed while
      * suspended, so the stream outlives the job). */
-    MHD_suspend_connection(stream->connection);
+    suspend_while_away(stream->connection);
     stream->job.run = fill_offloaded;
     wl_offload_submit(stream->offload, &stream->job);
     return 0;
@@ -418,9 +460,9 @@ static struct MHD_Response *headers_only_response(const wl_exchange_t *ex)
 static enum MHD_Result send_response(request_t *req)
 {
     wl_exchange_t *ex = &req->ex;
-    req->responded = true;
-    if (req->suspended_once && wl_wire_guard_release_eof(connection_fd(ex)))
-        ex->close = true; /* the client has said all it will */
+    req->state = REQ_SENT;
+    if (wl_wire_guard_release_eof(connection_fd(ex)))
+        ex->close = true; /* the client has said all it will (while it was away) */
     bool head_of_stream =
         ex->stream_read != NULL && ex->method != NULL && strcmp(ex->method, "HEAD") == 0;
     if (head_of_stream) {
@@ -557,123 +599,202 @@ static void finish(request_t *req)
         wl_api_finish(server->api, ex);
 }
 
-/* On a request thread: the request goes on from where it stopped, waiting for the database
- * where it must, and its connection is handed back to libmicrohttpd, which calls on_request
- * again. */
-static void continue_waiting(wl_offload_job_t *job)
+/* On a request thread, where the step that went away has gone as far as it goes: its
+ * connection is resumed, and libmicrohttpd calls on_request again, which finds the request AWAY
+ * and goes on from req->step. req may be gone once it returns. */
+static enum MHD_Result come_back(request_t *req)
 {
-    request_t *req = (request_t *)((char *)job - offsetof(request_t, job));
-    wl_exchange_t *ex = &req->ex;
-    ex->may_wait = true;
-    if (req->redispatch) {
-        req->redispatch = false;
-        dispatch(req->listener, req);
-    }
-    if (req->at_final && ex->status == 0)
-        finish(req);
-    if (req->at_final && ex->status == 0)
-        wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
-    ex->may_wait = false;
-    req->resumed = true;
-    MHD_resume_connection(ex->connection);
-}
-
-/* Suspends the connection until its next step, on a request thread, is done. */
-static enum MHD_Result continue_elsewhere(request_t *req)
-{
-    req->ex.wants_database = false;
-    req->suspended_once = true;
-    wl_wire_guard_hold_eof(connection_fd(&req->ex));
-    MHD_suspend_connection(req->ex.connection);
-    req->job.run = continue_waiting;
-    wl_offload_submit(req->server->offload, &req->job);
+    req->step = req->state;
+    req->state = REQ_AWAY;
+    req->ex.may_wait = false;
+    resume_on_io_thread(req->ex.connection);
     return MHD_YES;
 }
 
-/* On a committer thread: the request's admission is decided; libmicrohttpd calls on_request
- * again, which runs the request's step again. */
+static enum MHD_Result advance(request_t *req, runs_on_t where);
+
+/* On a request thread: the step that went away goes on where it may wait for the database. */
+static void run_away(wl_offload_job_t *job)
+{
+    request_t *req = (request_t *)((char *)job - offsetof(request_t, job));
+    req->ex.may_wait = true;
+    advance(req, ON_REQUEST_THREAD);
+}
+
+/* On a committer thread: the admission the step stopped at is decided; the step (req->step)
+ * runs again on libmicrohttpd's thread. */
 static void admission_decided(void *data)
 {
     request_t *req = data;
     wl_server_t *server = req->server;
-    req->resumed = true;
-    MHD_resume_connection(req->ex.connection);
+    resume_on_io_thread(req->ex.connection);
     atomic_fetch_sub(&server->awaiting_admissions, 1); /* req may be gone by now */
 }
 
-/* Suspends the connection while the admission its step stopped at goes to the database (with
- * the other requests in flight), without a request thread: the committer resumes it. */
-static enum MHD_Result await_admission(request_t *req)
+/*
+ * Where a request goes when its step (req->state) stopped: on a request thread, or (its
+ * admission prepared for the database) after its admission's group, its connection suspended
+ * meanwhile.
+ */
+static enum MHD_Result go_away(request_t *req, wl_exchange_stop_t stop)
 {
     wl_server_t *server = req->server;
-    req->admissions_awaited++;
-    req->suspended_once = true;
+    /* A step stops at its admission at most twice (a decision before the body, then the work
+     * of a decided admission); a third stop is not expected and goes where it may wait. */
+    if (stop == WL_EXCHANGE_AWAITS_ADMISSION && req->admissions_awaited == 2) {
+        wl_admission_abandon(req->ex.admission);
+        stop = WL_EXCHANGE_NEEDS_DATABASE;
+    }
+    req->step = req->state;
+    req->state = REQ_AWAY;
     wl_wire_guard_hold_eof(connection_fd(&req->ex));
-    atomic_fetch_add(&server->awaiting_admissions, 1);
-    /* Suspended before it is queued: a resumption may come at once. */
-    MHD_suspend_connection(req->ex.connection);
-    wl_admission_queue(server->core, req->ex.admission, admission_decided, req);
+    if (stop == WL_EXCHANGE_AWAITS_ADMISSION) {
+        req->admissions_awaited++;
+        atomic_fetch_add(&server->awaiting_admissions, 1);
+    }
+    suspend_while_away(req->ex.connection);
+    if (stop == WL_EXCHANGE_AWAITS_ADMISSION) {
+        wl_admission_queue(server->core, req->ex.admission, admission_decided, req);
+    } else {
+        req->job.run = run_away;
+        wl_offload_submit(server->offload, &req->job);
+    }
     return MHD_YES;
 }
 
-static enum MHD_Result after_dispatch(request_t *req);
-
-/* Where a step that stopped goes on: on a request thread, or (its admission prepared) after
- * its admission's group. */
-static enum MHD_Result continue_stopped(request_t *req)
+/* The exchange's stop, taken (cleared) from it. */
+static wl_exchange_stop_t take_stop(wl_exchange_t *ex)
 {
-    bool database = req->stopped == STOPPED_FOR_DATABASE;
-    req->stopped = STOPPED_NOT;
-    /* A step stops at its admission at most twice (a decision before the body, then the work
-     * of a decided admission); a third stop is not expected and goes where it may wait. */
-    if (!database && req->admissions_awaited == 2) {
-        wl_admission_abandon(req->ex.admission);
-        database = true;
+    wl_exchange_stop_t stop = ex->stop;
+    ex->stop = WL_EXCHANGE_GOES_ON;
+    return stop;
+}
+
+/* What the server refuses of a head before routing; false when the request may be routed. */
+static bool refuse_head(request_t *req)
+{
+    wl_server_t *server = req->server;
+    wl_exchange_t *ex = &req->ex;
+    if (atomic_load(&server->stopping) && !req->listener->ops_only) {
+        /* Arrived after SIGTERM (on a kept-alive connection): not served. A definite "not
+         * done" lets the client send it elsewhere, even a creation. (Probes still get their
+         * answer on the operations listener: /readyz says 503 there.) */
+        ex->close = true;
+        wl_exchange_add_header(ex, "Retry-After", "1");
+        wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN,
+                          "the server is shutting down: not served, retry", NULL);
+        return true;
     }
-    return database ? continue_elsewhere(req) : await_admission(req);
+    if (header_fields_too_large(ex->connection)) {
+        wl_exchange_error(ex, 431, WL_GRPC_INVALID_ARGUMENT, WL_REASON_HEADERS_TOO_LARGE,
+                          "request header fields are too large (16 KiB a field line, 64 KiB "
+                          "in all)",
+                          NULL);
+        return true;
+    }
+    return answer_preflight(req);
 }
 
 /*
- * On libmicrohttpd's thread: the request's routing (again, when it stopped) and, once the whole
- * request is in, its answer, as far as they go without waiting. A step that stops goes on where
- * it may wait, or after its admission's group; a suspension comes only in the final call or,
- * with a body announced, in the first (libmicrohttpd's rule): otherwise the final call, which
- * comes at once, takes it.
+ * The request's transitions: runs its steps from req->state as far as they go on this thread,
+ * and only here (and in the exits it takes: go_away, come_back, send_response) does the state
+ * change. Routing, then (the whole request in) the protocol's answer, then sending; it stops
+ * where it needs more of the request, where a step stopped (away, or stopped until the final
+ * call: libmicrohttpd lets a connection be suspended in the final call, or while a body it has
+ * not read yet is announced), and once sent. On a request thread it comes back before sending.
  */
-static enum MHD_Result go_on(request_t *req)
+static enum MHD_Result advance(request_t *req, runs_on_t where)
 {
     wl_exchange_t *ex = &req->ex;
-    if (req->redispatch) {
-        dispatch(req->listener, req);
-        req->redispatch = ex->wants_database || ex->awaits_admission;
+    for (;;) {
+        switch (req->state) {
+        case REQ_HEAD:
+            /* Requests on the operations listener have a thread of their own (and the probes
+             * there are meant to see the database). */
+            ex->may_wait = req->listener->ops_only;
+            req->state = refuse_head(req) ? REQ_DECIDED : REQ_ROUTE;
+            break;
+        case REQ_AWAY:
+            req->state = req->step; /* resumed, or on the request thread that runs it */
+            break;
+        case REQ_ROUTE:
+        case REQ_ANSWER: {
+            bool routing = req->state == REQ_ROUTE;
+            if (routing)
+                dispatch(req->listener, req);
+            else
+                finish(req);
+            wl_exchange_stop_t stop = take_stop(ex);
+            if (stop != WL_EXCHANGE_GOES_ON && where == ON_IO_THREAD) {
+                if (req->whole || body_announced(ex))
+                    return go_away(req, stop);
+                req->state = REQ_ROUTE_STOPPED; /* only routing runs before the final call */
+                req->stop = stop;
+                return MHD_YES;
+            }
+            if (!routing && ex->status == 0)
+                wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
+            req->state = ex->status != 0 ? REQ_DECIDED : REQ_BODY;
+            break;
+        }
+        case REQ_ROUTE_STOPPED:
+            if (!req->whole)
+                return MHD_YES;
+            req->state = REQ_ROUTE; /* the final call: now it may be suspended */
+            return go_away(req, req->stop);
+        case REQ_BODY:
+            if (req->whole) {
+                req->state = REQ_ANSWER;
+                break;
+            }
+            return where == ON_REQUEST_THREAD ? come_back(req) : MHD_YES;
+        case REQ_DECIDED:
+            if (where == ON_REQUEST_THREAD)
+                return come_back(req);
+            if (req->whole)
+                return send_response(req);
+            /* Answering before the whole request is in makes libmicrohttpd close the
+             * connection while the client may still be writing its body (it then sees EPIPE,
+             * not the answer). So a decided answer waits for the end of the body, which is
+             * read and dropped, unless the body is announced larger than we are willing to
+             * drain or the client waits for 100 Continue before sending it. */
+            if (ex->status == 413 || request_body_beyond_drain(ex) || client_waits_to_continue(ex))
+                return answer_before_body(req);
+            return MHD_YES;
+        case REQ_SENT:
+            return MHD_YES;
+        }
     }
-    if (!req->redispatch && req->at_final && ex->status == 0)
-        finish(req);
-    if (ex->wants_database || ex->awaits_admission) {
-        req->stopped = ex->wants_database ? STOPPED_FOR_DATABASE : STOPPED_AT_ADMISSION;
-        ex->wants_database = false;
-        ex->awaits_admission = false;
-        if (req->at_final || body_announced(ex))
-            return continue_stopped(req);
-        return MHD_YES;
-    }
-    if (req->at_final)
-        return send_response(req);
-    return after_dispatch(req);
 }
 
-/* After routing: answering a decided request before its body when it must, or reading on. */
-static enum MHD_Result after_dispatch(request_t *req)
+/* Takes a piece of the body: kept while the request is unanswered and within its limit,
+ * dropped otherwise. MHD_NO when too much was dropped: the connection goes. */
+static enum MHD_Result take_body(request_t *req, const char *data, size_t size)
 {
     wl_exchange_t *ex = &req->ex;
-    /* Answering before the whole request is in makes libmicrohttpd close the connection while
-     * the client may still be writing its body (it then sees EPIPE, not the answer). So a
-     * decided answer waits for the end of the body, which is read and dropped, unless the body
-     * is announced larger than we are willing to drain or the client waits for 100 Continue
-     * before sending it. */
-    if (ex->status != 0 &&
-        (ex->status == 413 || request_body_beyond_drain(ex) || client_waits_to_continue(ex)))
-        return answer_before_body(req);
+    if (req->state == REQ_SENT)
+        return MHD_YES; /* answered early (e.g. 401, 413): the rest of the upload goes */
+    if (req->state == REQ_DECIDED || req->body_too_large || ex->body_len + size > ex->body_limit) {
+        /* libmicrohttpd cannot answer in the middle of a body, so an oversized body of
+         * unannounced length (chunked) is drained and answered 413 at its end; one that keeps
+         * going far past the limit loses its connection instead. */
+        req->body_too_large = req->body_too_large || req->state != REQ_DECIDED;
+        req->body_drained += size;
+        return req->body_drained > BODY_DRAIN_LIMIT ? MHD_NO : MHD_YES;
+    }
+    if (ex->body_len + size + 1 > req->body_cap) {
+        size_t cap = req->body_cap ? req->body_cap : 4096;
+        while (cap < ex->body_len + size + 1)
+            cap *= 2;
+        char *grown = realloc(ex->body, cap);
+        if (grown == NULL)
+            return MHD_NO;
+        ex->body = grown;
+        req->body_cap = cap;
+    }
+    memcpy(ex->body + ex->body_len, data, size);
+    ex->body_len += size;
+    ex->body[ex->body_len] = '\0';
     return MHD_YES;
 }
 
@@ -682,94 +803,31 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
                                   size_t *upload_data_size, void **req_cls)
 {
     (void)url;
-    const listener_t *listener = cls;
-    wl_server_t *server = listener->server;
     request_t *req = *req_cls;
     if (req == NULL || req->raw_uri == NULL)
         return MHD_NO;
-    wl_exchange_t *ex = &req->ex;
-    ex->connection = connection;
-
-    if (!req->begun) {
-        req->begun = true;
-        req->listener = listener;
+    req->ex.connection = connection;
+    if (req->state == REQ_HEAD) {
+        req->listener = cls;
         prepare(req, method);
         read_cors(req);
-        if (refuse_framing(req, connection, method, version)) {
-            /* Nothing of it is read: the connection closes after the answer. */
+        /* A head that cannot be trusted is answered before anything of it is read: the
+         * connection closes after the answer. */
+        if (refuse_framing(req, connection, method, version))
             return answer_before_body(req);
-        }
-        if (atomic_load(&server->stopping) && !listener->ops_only) {
-            /* Arrived after SIGTERM (on a kept-alive connection): not served. A definite "not
-             * done" lets the client send it elsewhere, even a creation. (Probes still get their
-             * answer on the operations listener: /readyz says 503 there.) */
-            ex->close = true;
-            wl_exchange_add_header(ex, "Retry-After", "1");
-            wl_exchange_error(ex, 503, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN,
-                              "the server is shutting down: not served, retry", NULL);
-        } else if (header_fields_too_large(connection)) {
-            wl_exchange_error(ex, 431, WL_GRPC_INVALID_ARGUMENT, WL_REASON_HEADERS_TOO_LARGE,
-                              "request header fields are too large (16 KiB a field line, 64 KiB "
-                              "in all)",
-                              NULL);
-        } else if (!answer_preflight(req)) {
-            /* Requests on the operations listener have a thread of their own (and the probes
-             * there are meant to see the database). */
-            ex->may_wait = listener->ops_only;
-            req->redispatch = true;
-            return go_on(req);
-        }
-        return after_dispatch(req);
+        return advance(req, ON_IO_THREAD);
     }
-    if (req->resumed) {
-        req->resumed = false;
-        if (req->redispatch)
-            return go_on(req); /* routing stopped at its admission, now decided */
-        if (!req->at_final)
-            return after_dispatch(req);
-    }
-    if (ex->status != 0 && !req->responded && *upload_data_size > 0) {
-        req->body_drained += *upload_data_size;
-        *upload_data_size = 0;
-        return req->body_drained > BODY_DRAIN_LIMIT ? MHD_NO : MHD_YES;
-    }
-    if (req->responded) {
-        /* Answered early (e.g. 401, 413): the rest of the upload is discarded. */
-        *upload_data_size = 0;
-        return MHD_YES;
-    }
+    /* Resumed (its step came back): what this call brings of the body, libmicrohttpd hands
+     * over again. */
+    if (req->state == REQ_AWAY)
+        return advance(req, ON_IO_THREAD);
     if (*upload_data_size > 0) {
-        size_t incoming = *upload_data_size;
+        size_t size = *upload_data_size;
         *upload_data_size = 0;
-        if (req->body_too_large || ex->body_len + incoming > ex->body_limit) {
-            /* libmicrohttpd cannot answer in the middle of a body, so an oversized body
-             * of unannounced length (chunked) is drained and answered 413 at its end;
-             * one that keeps going far past the limit loses its connection instead. */
-            req->body_too_large = true;
-            req->body_drained += incoming;
-            return req->body_drained > BODY_DRAIN_LIMIT ? MHD_NO : MHD_YES;
-        }
-        if (ex->body_len + incoming + 1 > req->body_cap) {
-            size_t cap = req->body_cap ? req->body_cap : 4096;
-            while (cap < ex->body_len + incoming + 1)
-                cap *= 2;
-            char *grown = realloc(ex->body, cap);
-            if (grown == NULL)
-                return MHD_NO;
-            ex->body = grown;
-            req->body_cap = cap;
-        }
-        memcpy(ex->body + ex->body_len, upload_data, incoming);
-        ex->body_len += incoming;
-        ex->body[ex->body_len] = '\0';
-        return MHD_YES;
+        return take_body(req, upload_data, size);
     }
-    if (ex->status != 0)
-        return send_response(req); /* decided earlier, or by a request thread */
-    req->at_final = true;
-    if (req->stopped != STOPPED_NOT)
-        return continue_stopped(req);
-    return go_on(req);
+    req->whole = true; /* the final call */
+    return advance(req, ON_IO_THREAD);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *connection, void **req_cls,
@@ -783,7 +841,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     wl_exchange_t *ex = &req->ex;
     if (ex->admission != NULL)
         wl_admission_abandon(ex->admission);
-    if (req->begun) {
+    if (req->state != REQ_HEAD) {
         const char *rejected_bucket = NULL;
         if (ex->status == 429)
             rejected_bucket =

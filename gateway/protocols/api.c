@@ -202,7 +202,7 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
      * its admission runs up to it, and runs again once its group has committed. */
     bool defer = !ex->may_wait;
     if (defer && !wl_core_method_policy(target->service, target->method_index)->admits_with_work) {
-        ex->wants_database = true;
+        ex->stop = WL_EXCHANGE_NEEDS_DATABASE;
         return;
     }
     const ProtobufCMessageDescriptor *input_desc =

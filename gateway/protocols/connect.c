@@ -397,7 +397,7 @@ void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
     const wl_rpc_procedure_t *procedure = state->procedure;
     if (!ex->may_wait &&
         !wl_core_method_policy(procedure->service, procedure->method_index)->admits_with_work) {
-        ex->wants_database = true;
+        ex->stop = WL_EXCHANGE_NEEDS_DATABASE;
         return;
     }
     wl_rpc_transport_t transport = {.access = &connect->access,
