@@ -1,6 +1,8 @@
 /* Turning core errors into HTTP statuses and Google API error bodies happens here. */
 #include "errors/status_map.h"
 
+#include "walklist/json_writer.h"
+
 unsigned wl_http_status_of(wl_grpc_code_t code)
 {
     switch (code) {
@@ -63,4 +65,40 @@ json_t *wl_error_body(unsigned http_status, wl_grpc_code_t code, const char *mes
         text = "error";
     return json_pack("{s:{s:i, s:s, s:s, s:o}}", "error", "code", (int)http_status, "status",
                      wl_grpc_code_name(code), "message", text, "details", details);
+}
+
+size_t wl_error_body_plain(char *buf, size_t size, unsigned http_status, wl_grpc_code_t code,
+                           wl_reason_t reason, const char *message)
+{
+    wl_json_writer_t w;
+    wl_json_writer_init(&w, buf, size > 0 ? size - 1 : 0, 0);
+    wl_json_open_object(&w);
+    wl_json_key(&w, "error");
+    wl_json_open_object(&w);
+    wl_json_key(&w, "code");
+    wl_json_int(&w, http_status);
+    wl_json_key(&w, "status");
+    wl_json_cstring(&w, wl_grpc_code_name(code));
+    wl_json_key(&w, "message");
+    wl_json_cstring(&w, message);
+    wl_json_key(&w, "details");
+    wl_json_open_array(&w);
+    wl_json_open_object(&w);
+    wl_json_key(&w, "@type");
+    wl_json_cstring(&w, "type.googleapis.com/google.rpc.ErrorInfo");
+    wl_json_key(&w, "reason");
+    wl_json_cstring(&w, wl_reason_name(reason));
+    wl_json_key(&w, "domain");
+    wl_json_cstring(&w, WL_ERROR_DOMAIN);
+    wl_json_key(&w, "metadata");
+    wl_json_open_object(&w);
+    wl_json_close_object(&w);
+    wl_json_close_object(&w);
+    wl_json_close_array(&w);
+    wl_json_close_object(&w);
+    wl_json_close_object(&w);
+    if (!wl_json_ok(&w))
+        return 0;
+    buf[w.len] = '\0';
+    return w.len;
 }

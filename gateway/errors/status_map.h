@@ -23,4 +23,12 @@ unsigned wl_http_status_of(wl_grpc_code_t code);
 json_t *wl_error_body(unsigned http_status, wl_grpc_code_t code, const char *message,
                       const wl_error_t *err, const wl_error_info_t *info);
 
+/**
+ * The same body without field violations or metadata, written without allocating (the JSON
+ * writer, into buf of size bytes, NUL-terminated): for answers that must go out when nothing
+ * can be allocated, or that are written outside any request. Its length; 0 when it does not fit.
+ */
+size_t wl_error_body_plain(char *buf, size_t size, unsigned http_status, wl_grpc_code_t code,
+                           wl_reason_t reason, const char *message);
+
 #endif

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,19 +169,26 @@ void wl_exchange_stream_parks(wl_exchange_t *ex,
     ex->stream_park = park;
 }
 
+/* The answer when not even an error body can be allocated: written once, kept. */
+static char fallback[512];
+static pthread_once_t fallback_once = PTHREAD_ONCE_INIT;
+
+static void write_fallback(void)
+{
+    (void)wl_error_body_plain(fallback, sizeof(fallback), 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL,
+                              "internal error");
+}
+
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)
 {
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
     ex->content_type = "application/json";
     if (text == NULL) {
-        static const char fallback[] =
-            "{\"error\":{\"code\":500,\"status\":\"INTERNAL\",\"message\":\"internal error\","
-            "\"details\":[{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\","
-            "\"reason\":\"INTERNAL\",\"domain\":\"" WL_ERROR_DOMAIN "\",\"metadata\":{}}]}}";
+        pthread_once(&fallback_once, write_fallback);
         ex->status = 500;
-        ex->response = (char *)fallback;
-        ex->response_len = sizeof(fallback) - 1;
+        ex->response = fallback;
+        ex->response_len = strlen(fallback);
         return;
     }
     size_t len = strlen(text);

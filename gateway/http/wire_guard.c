@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "errors/error_info.h"
+#include "errors/status_map.h"
 #include "http/wire_framing.h"
 #include "walklist/log.h"
 
@@ -80,12 +81,8 @@ void wl_wire_guard_unregister(int fd)
 static void refuse(int fd, const char *why)
 {
     char body[512], head[256];
-    int body_len = snprintf(body, sizeof(body),
-                            "{\"error\":{\"code\":400,\"status\":\"INVALID_ARGUMENT\","
-                            "\"message\":\"%s\",\"details\":[{\"@type\":"
-                            "\"type.googleapis.com/google.rpc.ErrorInfo\",\"reason\":\"%s\","
-                            "\"domain\":\"%s\",\"metadata\":{}}]}}",
-                            why, wl_reason_name(WL_REASON_MALFORMED_REQUEST), WL_ERROR_DOMAIN);
+    int body_len = (int)wl_error_body_plain(body, sizeof(body), 400, WL_GRPC_INVALID_ARGUMENT,
+                                            WL_REASON_MALFORMED_REQUEST, why);
     int head_len = snprintf(head, sizeof(head),
                             "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n"
                             "Content-Type: application/json\r\nCache-Control: no-store\r\n"

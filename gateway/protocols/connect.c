@@ -3,6 +3,7 @@
 #include "protocols/connect.h"
 
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,16 @@ void wl_connect_destroy(wl_connect_t *connect)
 
 /* --- Answers ------------------------------------------------------------------------------ */
 
+/* The answer when not even an error body can be allocated: written once, kept. */
+static char fallback[256];
+static pthread_once_t fallback_once = PTHREAD_ONCE_INIT;
+
+static void write_fallback(void)
+{
+    (void)wl_connect_error_plain(fallback, sizeof(fallback), WL_GRPC_INTERNAL, WL_REASON_INTERNAL,
+                                 "internal error");
+}
+
 /* Connect's Error: {"code","message","details"} with Content-Type application/json; details
  * hold the BadRequest of err's violations, when it has any, then the ErrorInfo. A streaming
  * procedure's error is its stream's end message, in a 200 (the protocol's rule for streams). */
@@ -102,12 +113,9 @@ static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code
     ex->response = text ? wl_arena_strdup(&ex->arena, text) : NULL;
     free(text);
     if (ex->response == NULL) {
-        /* The details are ErrorInfo{reason: "INTERNAL", domain: "walklist.dev"}. */
-        static const char fallback[] = "{\"code\":\"internal\",\"message\":\"internal error\","
-                                       "\"details\":[{\"type\":\"google.rpc.ErrorInfo\","
-                                       "\"value\":\"CghJTlRFUk5BTBIMd2Fsa2xpc3QuZGV2\"}]}";
+        pthread_once(&fallback_once, write_fallback);
         ex->status = 500;
-        ex->response = (char *)fallback;
+        ex->response = fallback;
     }
     ex->response_len = strlen(ex->response);
 }

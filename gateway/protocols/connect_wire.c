@@ -8,6 +8,7 @@
 #include "codec/json_codec.h"
 #include "protocols/rpc.h"
 #include "walklist/base64.h"
+#include "walklist/json_writer.h"
 
 /*
  * A packed message of type desc as a Connect error detail: in binary, base64 without padding,
@@ -73,4 +74,41 @@ char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len)
     free(text);
     *len = WL_CONNECT_ENVELOPE + text_len;
     return out;
+}
+
+size_t wl_connect_error_plain(char *buf, size_t size, wl_grpc_code_t code, wl_reason_t reason,
+                              const char *message)
+{
+    /* ErrorInfo{reason, domain} packed on the stack: nothing here allocates. */
+    Google__Rpc__ErrorInfo info = GOOGLE__RPC__ERROR_INFO__INIT;
+    info.reason = (char *)wl_reason_name(reason);
+    info.domain = WL_ERROR_DOMAIN;
+    uint8_t packed[128];
+    char encoded[4 * (sizeof(packed) / 3 + 1) + 1];
+    size_t packed_len = google__rpc__error_info__get_packed_size(&info);
+    if (packed_len > sizeof(packed))
+        return 0;
+    google__rpc__error_info__pack(&info, packed);
+    wl_base64_encode(packed, packed_len, WL_BASE64_STANDARD, false, encoded);
+    wl_json_writer_t w;
+    wl_json_writer_init(&w, buf, size > 0 ? size - 1 : 0, 0);
+    wl_json_open_object(&w);
+    wl_json_key(&w, "code");
+    wl_json_cstring(&w, wl_grpc_connect_name(code));
+    wl_json_key(&w, "message");
+    wl_json_cstring(&w, message);
+    wl_json_key(&w, "details");
+    wl_json_open_array(&w);
+    wl_json_open_object(&w);
+    wl_json_key(&w, "type");
+    wl_json_cstring(&w, "google.rpc.ErrorInfo");
+    wl_json_key(&w, "value");
+    wl_json_cstring(&w, encoded);
+    wl_json_close_object(&w);
+    wl_json_close_array(&w);
+    wl_json_close_object(&w);
+    if (!wl_json_ok(&w))
+        return 0;
+    buf[w.len] = '\0';
+    return w.len;
 }

@@ -35,4 +35,12 @@ json_t *wl_connect_error_json(wl_arena_t *arena, wl_grpc_code_t code, const char
  */
 char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len);
 
+/**
+ * Connect's error JSON with only an ErrorInfo of reason, written without allocating (the JSON
+ * writer, into buf of size bytes, NUL-terminated): for the answer that must go out when nothing
+ * can be allocated. Its length; 0 when it does not fit.
+ */
+size_t wl_connect_error_plain(char *buf, size_t size, wl_grpc_code_t code, wl_reason_t reason,
+                              const char *message);
+
 #endif

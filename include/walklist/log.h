@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "walklist/error.h"
+#include "walklist/json_writer.h"
 
 /** JSON lines from now on (call once, before threads start). */
 void wl_log_use_json(bool json);
@@ -25,15 +26,16 @@ void wl_logv(const char *level, const char *msg, const char *fmt, va_list ap);
 
 /**
  * A JSON log line built field by field, for lines with fields of their own (the request log,
- * startup): the one writer of every JSON line, wl_log's included. Values are escaped so that
- * the line is valid JSON whatever the bytes: valid UTF-8 passes, any other byte and every
- * control becomes \u00XX. A line longer than its buffer is cut at a field, never mid-field,
- * and still closed. Written with one write(2) on wl_log_line_end.
+ * startup): every JSON line, wl_log's included, is one. Written with the JSON writer
+ * (json_writer.h) with every control escaped: valid UTF-8 passes, DEL, the C0 and C1 controls
+ * and every byte that is not UTF-8 become \u00XX, so that the line is valid JSON whatever the
+ * bytes and shows nothing a terminal would act on. A line longer than its buffer is cut at a
+ * field, or inside a string value at a whole character, and still closed. Written with one
+ * write(2) on wl_log_line_end.
  */
 typedef struct {
     char text[2048];
-    size_t len;
-    bool full; /* a field did not fit: the rest are dropped */
+    wl_json_writer_t json; /* into text, its closing "}\n" always kept free */
 } wl_log_line_t;
 
 void wl_log_line_begin(wl_log_line_t *line, const char *level, const char *msg);

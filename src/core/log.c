@@ -2,7 +2,6 @@
 #include "walklist/log.h"
 
 #include "walklist/redact.h"
-#include "walklist/utf8.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -64,71 +63,15 @@ void wl_logv(const char *level, const char *msg, const char *fmt, va_list ap)
     write_line(line, used);
 }
 
-/* Room kept for closing a line: a string's quote, then "}\n". */
-#define LINE_CLOSE 3
-
-/* Appends bytes as they are; false (the line left as it was) when they do not fit. */
-static bool put(wl_log_line_t *line, const char *bytes, size_t len)
+/* A field whose value is JSON text already (a number, true, false): key and value go whole or
+ * not at all. */
+static void raw_field(wl_log_line_t *line, const char *key, const char *value, size_t len)
 {
-    if (line->len + len > sizeof(line->text) - LINE_CLOSE)
-        return false;
-    memcpy(line->text + line->len, bytes, len);
-    line->len += len;
-    return true;
-}
-
-/* Appends value as the inside of a JSON string (see wl_log_line_t for the escaping), as much
- * of it as fits, never part of a character or an escape; false when it was cut. */
-static bool put_escaped(wl_log_line_t *line, const char *value, size_t len)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < len;) {
-        unsigned char c = (unsigned char)value[i];
-        if (c >= 0x80) {
-            uint32_t cp;
-            int n = wl_utf8_decode(value + i, len - i, &cp);
-            if (n > 1 && !wl_utf8_is_control(cp)) {
-                if (!put(line, value + i, (size_t)n))
-                    return false;
-                i += (size_t)n;
-                continue;
-            }
-        }
-        bool ok;
-        if (c == '"' || c == '\\') {
-            char escaped[2] = {'\\', (char)c};
-            ok = put(line, escaped, 2);
-        } else if (c < 0x20 || c >= 0x7f) {
-            char escaped[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            ok = put(line, escaped, 6);
-        } else {
-            ok = put(line, (const char *)&c, 1);
-        }
-        if (!ok)
-            return false;
-        i++;
-    }
-    return true;
-}
-
-/* Appends ,"key":value ({"key":value first). A string value is cut to what fits (and the
- * fields after it dropped); a field that cannot start is dropped whole. */
-static void field(wl_log_line_t *line, const char *key, const char *value, size_t len, bool quoted)
-{
-    if (line->full)
-        return;
-    size_t before = line->len;
-    bool started = put(line, line->len == 0 ? "{\"" : ",\"", 2) && put(line, key, strlen(key)) &&
-                   put(line, quoted ? "\":\"" : "\":", quoted ? 3 : 2);
-    if (!started || (!quoted && !put(line, value, len))) {
-        line->len = before;
-        line->full = true;
-        return;
-    }
-    if (quoted) {
-        line->full = !put_escaped(line, value, len);
-        line->text[line->len++] = '"'; /* LINE_CLOSE kept room for it */
-    }
+    wl_json_mark_t mark = wl_json_mark(&line->json);
+    wl_json_key(&line->json, key);
+    wl_json_raw(&line->json, value, len);
+    if (!wl_json_ok(&line->json))
+        wl_json_rewind(&line->json, mark);
 }
 
 /* RFC 3339, UTC, milliseconds: "2024-06-10T08:15:30.123Z" (what log pipelines parse). */
@@ -144,45 +87,53 @@ static size_t format_now(char out[32])
 
 void wl_log_line_begin(wl_log_line_t *line, const char *level, const char *msg)
 {
-    line->len = 0;
-    line->full = false;
+    wl_json_writer_init(&line->json, line->text, sizeof(line->text) - 2, WL_JSON_ESCAPE_CONTROLS);
+    wl_json_open_object(&line->json);
     char time_text[32];
-    field(line, "time", time_text, format_now(time_text), true);
-    field(line, "level", level, strlen(level), true);
-    field(line, "msg", msg, strlen(msg), true);
+    wl_log_line_str(line, "time", time_text, format_now(time_text));
+    wl_log_line_str(line, "level", level, strlen(level));
+    wl_log_line_str(line, "msg", msg, strlen(msg));
 }
 
+/* A string value is cut to what fits (the fields after it dropped); a field whose key does not
+ * fit is dropped whole. */
 void wl_log_line_str(wl_log_line_t *line, const char *key, const char *value, size_t len)
 {
-    field(line, key, value != NULL ? value : "", value != NULL ? len : 0, true);
+    wl_json_mark_t mark = wl_json_mark(&line->json);
+    wl_json_key(&line->json, key);
+    if (!wl_json_ok(&line->json)) {
+        wl_json_rewind(&line->json, mark);
+        return;
+    }
+    wl_json_string_cut(&line->json, value != NULL ? value : "", value != NULL ? len : 0, 0);
 }
 
 void wl_log_line_int(wl_log_line_t *line, const char *key, long long value)
 {
     char text[24];
     int n = snprintf(text, sizeof(text), "%lld", value);
-    field(line, key, text, (size_t)n, false);
+    raw_field(line, key, text, (size_t)n);
 }
 
 void wl_log_line_ms(wl_log_line_t *line, const char *key, double value)
 {
     char text[32];
     int n = snprintf(text, sizeof(text), "%.3f", value);
-    field(line, key, text, (size_t)n, false);
+    raw_field(line, key, text, (size_t)n);
 }
 
 void wl_log_line_bool(wl_log_line_t *line, const char *key, bool value)
 {
-    field(line, key, value ? "true" : "false", value ? 4 : 5, false);
+    raw_field(line, key, value ? "true" : "false", value ? 4 : 5);
 }
 
 void wl_log_line_end(wl_log_line_t *line)
 {
-    if (line->len == 0)
-        line->text[line->len++] = '{';
-    line->text[line->len++] = '}';
-    line->text[line->len++] = '\n';
-    write_line(line->text, line->len);
+    /* The writer kept these two bytes free. */
+    size_t len = line->json.len;
+    line->text[len++] = '}';
+    line->text[len++] = '\n';
+    write_line(line->text, len);
 }
 
 void wl_log(const char *level, const char *msg, const char *fmt, ...)

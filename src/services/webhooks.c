@@ -18,6 +18,7 @@
 #include "store/db.h"
 #include "store/webhooks.h"
 #include "walklist/log.h"
+#include "walklist/json_writer.h"
 #include "walklist/random.h"
 
 #define DUE_BATCH       8  /* endpoints looked at per round */
@@ -189,22 +190,6 @@ static void send_one(worker_t *w, const wl_webhook_lease_t *lease, const char *i
 
 /* --- Bodies ------------------------------------------------------------------------------ */
 
-/* A number field of an event's data as PostgreSQL prints jsonb ("key": 12); 0 when absent. */
-static int64_t data_int(const char *data, const char *key)
-{
-    char pattern[32];
-    snprintf(pattern, sizeof(pattern), "\"%s\": ", key);
-    const char *at = strstr(data, pattern);
-    return at != NULL ? strtoll(at + strlen(pattern), NULL, 10) : 0;
-}
-
-static bool data_true(const char *data, const char *key)
-{
-    char pattern[32];
-    snprintf(pattern, sizeof(pattern), "\"%s\": true", key);
-    return strstr(data, pattern) != NULL;
-}
-
 /*
  * The body of the first attempt of pending[0]. A stock.changed coalesces the stock.changed
  * deliveries right after it that were never attempted (their cursor ranges chain): one
@@ -217,37 +202,64 @@ static int build_body(worker_t *w, const wl_webhook_due_t *endpoint,
 {
     const wl_webhook_pending_t *head = &pending[0];
     *coalesced_count = 0;
-    if (strcmp(head->type, WL_WEBHOOK_EVENT_STOCK_CHANGED) != 0) {
-        *body = wl_arena_printf(arena, "{\"type\":\"%s\",\"timestamp\":\"%s\",\"data\":%s}",
-                                head->type, head->created_at, head->data);
-        return *body != NULL ? 0 : wl_error_set(err, WL_ENOMEM, NULL);
-    }
-    int64_t from = data_int(head->data, "from"), to = data_int(head->data, "to");
-    bool reset = data_true(head->data, "reset");
-    for (int i = 1; i < count; i++) {
+    bool stock = strcmp(head->type, WL_WEBHOOK_EVENT_STOCK_CHANGED) == 0;
+    int64_t to = head->stock_to;
+    bool reset = head->stock_reset;
+    for (int i = 1; stock && i < count; i++) {
         const wl_webhook_pending_t *next = &pending[i];
         if (strcmp(next->type, WL_WEBHOOK_EVENT_STOCK_CHANGED) != 0 || next->attempts > 0 ||
             next->body != NULL)
             break;
-        to = data_int(next->data, "to");
-        reset = reset || data_true(next->data, "reset");
+        to = next->stock_to;
+        reset = reset || next->stock_reset;
         coalesced[(*coalesced_count)++] = next->seq;
     }
     char cursor_from[WL_EXPORT_CURSOR_MAX], cursor_to[WL_EXPORT_CURSOR_MAX];
-    int rc = wl__export_cursor_seal(w->webhooks->core, w->conn, endpoint->org_id, from, cursor_from,
-                                    err);
-    if (rc == 0)
-        rc = wl__export_cursor_seal(w->webhooks->core, w->conn, endpoint->org_id, to, cursor_to,
-                                    err);
-    if (rc != 0)
-        return rc;
-    *body = wl_arena_printf(arena,
-                            "{\"type\":\"stock.changed\",\"timestamp\":\"%s\",\"data\":{"
-                            "\"cursorFrom\":\"%s\",\"cursorTo\":\"%s\",\"historyReset\":%s,"
-                            "\"changes\":%d}}",
-                            head->created_at, cursor_from, cursor_to, reset ? "true" : "false",
-                            *coalesced_count + 1);
-    return *body != NULL ? 0 : wl_error_set(err, WL_ENOMEM, NULL);
+    if (stock) {
+        int rc = wl__export_cursor_seal(w->webhooks->core, w->conn, endpoint->org_id,
+                                        head->stock_from, cursor_from, err);
+        if (rc == 0)
+            rc = wl__export_cursor_seal(w->webhooks->core, w->conn, endpoint->org_id, to, cursor_to,
+                                        err);
+        if (rc != 0)
+            return rc;
+    }
+    /* {"type":..,"timestamp":..,"data":..}: an event's data as it was stored, or a
+     * stock.changed's cursors (at most 160 bytes each) and counts. */
+    size_t size = strlen(head->type) + strlen(head->created_at) + strlen(head->data);
+    size = size > (SIZE_MAX - 1024) / WL_JSON_ESCAPE_GROWTH ? SIZE_MAX
+                                                            : size * WL_JSON_ESCAPE_GROWTH + 1024;
+    char *text = size != SIZE_MAX ? wl_arena_alloc(arena, size) : NULL;
+    if (text == NULL)
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    wl_json_writer_t json;
+    wl_json_writer_init(&json, text, size - 1, 0);
+    wl_json_open_object(&json);
+    wl_json_key(&json, "type");
+    wl_json_cstring(&json, head->type);
+    wl_json_key(&json, "timestamp");
+    wl_json_cstring(&json, head->created_at);
+    wl_json_key(&json, "data");
+    if (stock) {
+        wl_json_open_object(&json);
+        wl_json_key(&json, "cursorFrom");
+        wl_json_cstring(&json, cursor_from);
+        wl_json_key(&json, "cursorTo");
+        wl_json_cstring(&json, cursor_to);
+        wl_json_key(&json, "historyReset");
+        wl_json_bool(&json, reset);
+        wl_json_key(&json, "changes");
+        wl_json_int(&json, *coalesced_count + 1);
+        wl_json_close_object(&json);
+    } else {
+        wl_json_raw(&json, head->data, strlen(head->data));
+    }
+    wl_json_close_object(&json);
+    if (!wl_json_ok(&json))
+        return wl_error_set(err, WL_EINTERNAL, "the webhook body did not fit");
+    text[json.len] = '\0';
+    *body = text;
+    return 0;
 }
 
 /* --- Leases and attempts ------------------------------------------------------------------ */

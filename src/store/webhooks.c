@@ -279,7 +279,10 @@ int wl_webhooks_release(PGconn *conn, const wl_webhook_due_t *endpoint, const ch
 static const char pending_sql[] =
     "SELECT d.seq, d.attempts, " MS_OF("d.next_attempt_at") ", d.webhook_id, d.body, v.id,"
     " v.type, to_char(v.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
-    " v.data::text"
+    " v.data::text,"
+    " CASE WHEN v.type = 'stock.changed' THEN (v.data->>'from')::bigint ELSE 0 END,"
+    " CASE WHEN v.type = 'stock.changed' THEN (v.data->>'to')::bigint ELSE 0 END,"
+    " v.type = 'stock.changed' AND coalesce((v.data->>'reset')::boolean, false)"
     " FROM webhook_deliveries d JOIN webhook_events v ON v.org_id = d.org_id AND v.seq = d.seq"
     " WHERE d.org_id = $1 AND d.endpoint_id = $2 AND d.state = 'pending'"
     " ORDER BY d.seq LIMIT $3";
@@ -319,6 +322,9 @@ int wl_webhooks_pending(PGconn *conn, const wl_webhook_due_t *endpoint, int max,
         p->type = nullable(arena, res, i, 6, &ok);
         p->created_at = nullable(arena, res, i, 7, &ok);
         p->data = nullable(arena, res, i, 8, &ok);
+        p->stock_from = PQgetisnull(res, i, 9) ? 0 : wl_db_int64(res, i, 9);
+        p->stock_to = PQgetisnull(res, i, 10) ? 0 : wl_db_int64(res, i, 10);
+        p->stock_reset = PQgetvalue(res, i, 11)[0] == 't';
         *count += ok;
     }
     PQclear(res);

@@ -99,6 +99,10 @@ typedef struct {
     const char *type;
     const char *created_at; /* RFC 3339, UTC, milliseconds */
     const char *data;       /* the event's facts, JSON */
+    /* Of a stock.changed event (0, 0, false for the others): the export versions it goes from
+     * and to, and whether the export's change history was reset in between. */
+    int64_t stock_from, stock_to;
+    bool stock_reset;
 } wl_webhook_pending_t;
 
 /** The endpoint's pending deliveries, oldest event first, at most max. */
