@@ -64,14 +64,12 @@ char *wl_json_escape(char *out, const char *s, size_t len, unsigned flags);
 /** Writes into buf (cap bytes; nothing is NUL-terminated). flags: WL_JSON_ESCAPE_CONTROLS. */
 void wl_json_writer_init(wl_json_writer_t *w, char *buf, size_t cap, unsigned flags);
 
-
 /** An object's key (NUL-terminated, escaped like any string); its value comes next. */
 void wl_json_key(wl_json_writer_t *w, const char *key);
 
 /** A key the code spells, a string literal of letters, digits and '_' (nothing to escape):
  * written as it is, without scanning it. */
 #define WL_JSON_KEY(w, literal) wl_json_key_verbatim((w), "\"" literal "\":", sizeof(literal) + 2)
-
 
 /** A string of len bytes (NUL bytes included, escaped). */
 void wl_json_string(wl_json_writer_t *w, const char *s, size_t len);
@@ -85,7 +83,6 @@ void wl_json_cstring(wl_json_writer_t *w, const char *s);
 void wl_json_string_cut(wl_json_writer_t *w, const char *s, size_t len, size_t keep);
 
 void wl_json_int(wl_json_writer_t *w, int64_t value);
-
 
 /** True while every value fitted. */
 static inline bool wl_json_ok(const wl_json_writer_t *w)

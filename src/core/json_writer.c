@@ -116,6 +116,13 @@ static void put(wl_json_writer_t *w, const char *bytes, size_t n)
     w->len += n;
 }
 
+/* Bytes of the character at s: a whole UTF-8 sequence, or one byte (ASCII, or not UTF-8). */
+static size_t character_length(const char *s, size_t len)
+{
+    uint32_t cp;
+    int n = (unsigned char)s[0] >= 0x80 ? wl_utf8_decode(s, len, &cp) : 1;
+    return n > 1 ? (size_t)n : 1;
+}
 
 /* A quoted, escaped string near the end of the buffer: escaped piece by piece, each checked;
  * nothing of it stays when it does not fit whole. */
@@ -127,11 +134,7 @@ static void quoted_piecewise(wl_json_writer_t *w, const char *s, size_t len, cha
     put(w, "\"", 1);
     char piece[4 * WL_JSON_ESCAPE_GROWTH];
     for (size_t i = 0; i < len;) {
-        size_t n = 1;
-        uint32_t cp;
-        int decoded = (unsigned char)s[i] >= 0x80 ? wl_utf8_decode(s + i, len - i, &cp) : 1;
-        if (decoded > 1)
-            n = (size_t)decoded;
+        size_t n = character_length(s + i, len - i);
         char *end = escape(piece, s + i, n, w->flags);
         if (!room(w, (size_t)(end - piece))) {
             wl_json_rewind(w, mark);
@@ -197,11 +200,7 @@ void wl_json_string_cut(wl_json_writer_t *w, const char *s, size_t len, size_t k
     char piece[4 * WL_JSON_ESCAPE_GROWTH];
     bool cut = false;
     for (size_t i = 0; i < len && !cut;) {
-        size_t n = 1;
-        uint32_t cp;
-        int decoded = (unsigned char)s[i] >= 0x80 ? wl_utf8_decode(s + i, len - i, &cp) : 1;
-        if (decoded > 1)
-            n = (size_t)decoded;
+        size_t n = character_length(s + i, len - i);
         size_t escaped = (size_t)(escape(piece, s + i, n, w->flags) - piece);
         if (escaped > w->cap - w->len) {
             cut = true;
@@ -234,4 +233,3 @@ void wl_json_int(wl_json_writer_t *w, int64_t value)
         *--end = '-';
     w->len += n;
 }
-

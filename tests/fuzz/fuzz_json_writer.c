@@ -28,8 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *end = wl_json_escape(escaped + 1, s, len, flags);
     *end++ = '"';
     json_error_t error;
-    json_t *value = json_loadb(escaped, (size_t)(end - escaped), JSON_DECODE_ANY | JSON_ALLOW_NUL,
-                               &error);
+    json_t *value =
+        json_loadb(escaped, (size_t)(end - escaped), JSON_DECODE_ANY | JSON_ALLOW_NUL, &error);
     FUZZ_CHECK(value != NULL && json_is_string(value));
     if (wl_utf8_count(wl_span(s, len)) >= 0)
         FUZZ_CHECK(json_string_length(value) == len &&
