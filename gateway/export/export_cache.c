@@ -300,6 +300,15 @@ bool wl_export_cache_body_size(wl_export_cache_t *cache, int64_t org_id, int64_t
     return known;
 }
 
+bool wl_export_cache_has_body(wl_export_cache_t *cache, int64_t org_id)
+{
+    pthread_mutex_lock(&cache->lock);
+    entry_t *entry = find(cache, org_id);
+    bool any = entry != NULL && (entry->body[0].fd >= 0 || entry->body[1].fd >= 0);
+    pthread_mutex_unlock(&cache->lock);
+    return any;
+}
+
 wl_export_body_t *wl_export_cache_body_begin(wl_export_cache_t *cache, int64_t org_id,
                                              int64_t version, bool gzip, wl_export_ticket_t ticket)
 {

@@ -98,6 +98,9 @@ int wl_export_cache_open_body(wl_export_cache_t *cache, int64_t org_id, int64_t 
 bool wl_export_cache_body_size(wl_export_cache_t *cache, int64_t org_id, int64_t version, bool gzip,
                                uint64_t *size);
 
+/** Whether a body of the organization is cached, of whatever version and encoding. */
+bool wl_export_cache_has_body(wl_export_cache_t *cache, int64_t org_id);
+
 /** A body being recorded while it is sent. */
 typedef struct wl_export_body wl_export_body_t;
 

@@ -361,7 +361,11 @@ static void respond_full(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_
             return;
         if (!wl_exchange_may_wait(ex))
             return;
-        if (!known) {
+        /* The version alone (one statement) answers only a conditional request or one whose
+         * body may be cached; anything else goes straight to the snapshot, which reads the
+         * version too: a cold export borrows one connection. */
+        if (!known && (wl_exchange_header(ex, "If-None-Match") != NULL ||
+                       wl_export_cache_has_body(cache, org_id))) {
             wl_export_ticket_t ticket = wl_export_cache_ticket(cache, org_id);
             if (wl_core_export_version(core, &ex->principal, &version, &err) != 0) {
                 wl_exchange_core_error(ex, &err);

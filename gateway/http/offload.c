@@ -13,7 +13,8 @@ struct wl_offload {
     pthread_cond_t work; /* a job was queued, or stop */
     wl_offload_job_t *head;
     wl_offload_job_t **tail;
-    int pending; /* queued or running */
+    int pending;        /* queued or running */
+    uint64_t submitted; /* jobs handed over since the pool was made */
     bool stop;
     bool stopped; /* the threads are joined: jobs run where they are submitted */
     unsigned threads;
@@ -77,8 +78,17 @@ void wl_offload_submit(wl_offload_t *offload, wl_offload_job_t *job)
     *offload->tail = job;
     offload->tail = &job->next;
     offload->pending++;
+    offload->submitted++;
     pthread_cond_signal(&offload->work);
     pthread_mutex_unlock(&offload->lock);
+}
+
+uint64_t wl_offload_submitted(wl_offload_t *offload)
+{
+    pthread_mutex_lock(&offload->lock);
+    uint64_t submitted = offload->submitted;
+    pthread_mutex_unlock(&offload->lock);
+    return submitted;
 }
 
 int wl_offload_pending(wl_offload_t *offload)

@@ -9,6 +9,8 @@
 #ifndef WALKLIST_GATEWAY_OFFLOAD_H
 #define WALKLIST_GATEWAY_OFFLOAD_H
 
+#include <stdint.h>
+
 #include "walklist/error.h"
 
 typedef struct wl_offload wl_offload_t;
@@ -23,6 +25,9 @@ int wl_offload_create(unsigned threads, wl_offload_t **out, wl_error_t *err) WL_
 
 /** Queues job; it runs on one of the threads (after wl_offload_stop: on the caller's). */
 void wl_offload_submit(wl_offload_t *offload, wl_offload_job_t *job);
+
+/** Jobs handed to the threads since the pool was made: how often requests crossed threads. */
+uint64_t wl_offload_submitted(wl_offload_t *offload);
 
 /** Jobs submitted and not yet finished. */
 int wl_offload_pending(wl_offload_t *offload);

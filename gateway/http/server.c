@@ -276,7 +276,8 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t
     }
     if (endpoint == WL_OPS_METRICS) {
         size_t len = 0;
-        char *text = wl_metrics_render(server->metrics, server->core, &ex->arena, &len);
+        char *text = wl_metrics_render(server->metrics, server->core,
+                                       wl_offload_submitted(server->offload), &ex->arena, &len);
         if (text == NULL) {
             wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
             return;

@@ -169,7 +169,8 @@ void wl_metrics_record_grpc(wl_metrics_t *metrics, const char *method, wl_grpc_c
     pthread_mutex_unlock(&metrics->lock);
 }
 
-char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *arena, size_t *len)
+char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, uint64_t request_thread_jobs,
+                        wl_arena_t *arena, size_t *len)
 {
     char *text = NULL;
     size_t size = 0;
@@ -243,6 +244,20 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *aren
             "# TYPE walklist_db_reachable gauge\n"
             "walklist_db_reachable %d\n",
             in_use, open > in_use ? open - in_use : 0, size_total, reachable ? 1 : 0);
+    uint64_t borrows = 0, read_borrows = 0;
+    wl_core_pool_borrows(core, &borrows, &read_borrows);
+    fprintf(out,
+            "# HELP walklist_db_borrows_total Database connections lent to requests and upkeep, "
+            "by pool (the read replica's: read).\n"
+            "# TYPE walklist_db_borrows_total counter\n"
+            "walklist_db_borrows_total{pool=\"primary\"} %llu\n"
+            "walklist_db_borrows_total{pool=\"read\"} %llu\n"
+            "# HELP walklist_request_thread_jobs_total Steps of requests and pieces of streamed "
+            "answers handed from the I/O threads to request threads.\n"
+            "# TYPE walklist_request_thread_jobs_total counter\n"
+            "walklist_request_thread_jobs_total %llu\n",
+            (unsigned long long)borrows, (unsigned long long)read_borrows,
+            (unsigned long long)request_thread_jobs);
     wl_core_access_stats_t access;
     wl_core_access_stats(core, &access);
     uint64_t admission_commits = 0, admission_requests = 0;

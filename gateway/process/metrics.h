@@ -37,7 +37,9 @@ void wl_metrics_grpc_started(wl_metrics_t *metrics);
  */
 void wl_metrics_record_grpc(wl_metrics_t *metrics, const char *method, wl_grpc_code_t code);
 
-/** The exposition text (Prometheus text format 0.0.4) in arena memory; NULL when out of memory. */
-char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, wl_arena_t *arena, size_t *len);
+/** The exposition text (Prometheus text format 0.0.4) in arena memory; NULL when out of memory.
+ * request_thread_jobs: the steps handed to request threads so far (offload.h). */
+char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, uint64_t request_thread_jobs,
+                        wl_arena_t *arena, size_t *len);
 
 #endif

@@ -97,6 +97,10 @@ void wl_core_destroy(wl_core_t *core);
 /** Database pool figures for metrics: the size, connections lent out, connections open, and
  * whether the database is reachable (false from a failed connection until the pool's prober
  * connects again; requests meanwhile are refused WL_EUNAVAILABLE at once). */
+/** Connections lent by the primary's pool and by the read replica's (0 without one) since the
+ * core was made: what requests cost the pools, for metrics and tests. */
+void wl_core_pool_borrows(wl_core_t *core, uint64_t *primary, uint64_t *read);
+
 void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open, bool *reachable);
 
 /**

@@ -165,6 +165,16 @@ void wl_core_pool_stats(wl_core_t *core, int *size, int *in_use, int *open, bool
     *reachable = !stats.unreachable;
 }
 
+void wl_core_pool_borrows(wl_core_t *core, uint64_t *primary, uint64_t *read)
+{
+    wl_pool_stats_t stats = {0}, read_stats = {0};
+    wl_pool_stats(core->pool, &stats);
+    if (core->read_pool != NULL)
+        wl_pool_stats(core->read_pool, &read_stats);
+    *primary = stats.borrows;
+    *read = read_stats.borrows;
+}
+
 void wl_core_close_database(wl_core_t *core)
 {
     wl_pool_close(core->pool);

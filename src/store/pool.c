@@ -42,6 +42,7 @@ struct wl_pool {
     int timeout_ms;
     int size;
     int in_use;
+    uint64_t borrows; /* successful wl_pool_acquire calls */
     pool_slot_t *slots;
     health_t health;
     bool closed; /* wl_pool_close: refuse every borrower */
@@ -303,6 +304,7 @@ int wl_pool_acquire(wl_pool_t *pool, PGconn **out, wl_error_t *err)
         return err->code != 0 ? err->code : WL_EUNAVAILABLE;
     }
     slot->conn = conn;
+    pool->borrows++;
     pthread_mutex_unlock(&pool->lock);
     /* A statement may take up to its statement_timeout, which a server that stopped cannot
      * enforce: past that and the liveness timeout of silence, it is given up on here. */
@@ -362,5 +364,6 @@ void wl_pool_stats(wl_pool_t *pool, wl_pool_stats_t *out)
     for (int i = 0; i < pool->size; i++)
         out->open += pool->slots[i].conn != NULL;
     out->unreachable = pool->health == HEALTH_DOWN;
+    out->borrows = pool->borrows;
     pthread_mutex_unlock(&pool->lock);
 }

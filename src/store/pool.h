@@ -15,6 +15,7 @@
 
 #include <libpq-fe.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "walklist/error.h"
 
@@ -33,6 +34,7 @@ typedef struct {
     int in_use;
     int open;         /* connections currently established */
     bool unreachable; /* the last attempt to reach the database failed */
+    uint64_t borrows; /* connections lent since the pool was made (wl_pool_acquire succeeded) */
 } wl_pool_stats_t;
 
 int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out,

@@ -1,5 +1,6 @@
 /* --database-read-url: the export and the breakdown read from the replica, everything else
  * from the primary. Two databases with different stock stand in for primary and replica. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "e2e.h"
@@ -14,6 +15,18 @@ static void load(PGconn *db, int64_t org, const char *on_hand)
     fixture_import(db, org, "products", "sku,name,eans\nP,Product,\n");
     snprintf(stock, sizeof(stock), "sku,warehouse,on_hand\nP,W,%s\n", on_hand);
     fixture_import(db, org, "stock", stock);
+}
+
+/* A counter of /metrics, by its whole name with labels; -1 when absent. */
+static long long metric(uint16_t port, const char *name)
+{
+    http_response_t res = e2e_request(port, "GET", "/metrics", NULL, NULL, NULL);
+    long long value = -1;
+    char *at = res.body != NULL ? strstr(res.body, name) : NULL;
+    if (at != NULL && at[strlen(name)] == ' ')
+        value = strtoll(at + strlen(name) + 1, NULL, 10);
+    http_response_free(&res);
+    return value;
 }
 
 int main(void)
@@ -34,11 +47,17 @@ int main(void)
     const char *args[] = {"--database-read-url", replica_info, NULL};
     service_start(&service, primary_info, args);
 
+    /* A cold export (nothing of the organization cached, no If-None-Match) borrows one
+     * connection: its snapshot reads the version too. */
+    const char *read_borrows = "walklist_db_borrows_total{pool=\"read\"}";
+    long long borrowed = metric(service.port, read_borrows);
+    CHECK(borrowed >= 0);
     http_response_t res = e2e_request(service.port, "GET", "/api/v1/stock-export", key, NULL, NULL);
     CHECK_INT(res.status, 200);
     json_t *items = json_object_get(res.json, "items");
     CHECK_INT(json_integer_value(json_object_get(json_array_get(items, 0), "qty")), 7);
     http_response_free(&res);
+    CHECK_INT(metric(service.port, read_borrows) - borrowed, 1);
     res = e2e_request(service.port, "GET", "/api/v1/stock", key, NULL, NULL);
     CHECK_INT(res.status, 200);
     items = json_object_get(res.json, "items");
