@@ -15,6 +15,7 @@
 #include "http/negotiate.h"
 #include "http/query.h"
 #include "protocols/routes.h"
+#include "protocols/unary.h"
 #include "errors/status_map.h"
 
 #define JSON_BODY_LIMIT (64u * 1024)
@@ -189,6 +190,72 @@ static const char *reply_id(const ProtobufCMessage *reply)
     return *(const char *const *)((const char *)reply + field->offset);
 }
 
+/* The request message of a REST or device route: decoded from the body (or made empty), then
+ * bound from the path and the query; kept for a run again after the admission. */
+static int decode_route(wl_exchange_t *ex, const ProtobufCMessageDescriptor *desc,
+                        ProtobufCMessage **input, wl_error_t *err, void *data)
+{
+    (void)data;
+    request_state_t *state = ex->handler_state;
+    const wl_route_t *route = state->match.route;
+    if (state->input != NULL) {
+        *input = state->input;
+        return 0;
+    }
+    int rc = 0;
+    ProtobufCMessage *message = NULL;
+    if (route->device != NULL) {
+        rc = route->device->decode(wl_span(ex->body ? ex->body : "", ex->body_len), &ex->arena,
+                                   &message, err);
+    } else if (route->json_body) {
+        rc =
+            wl_json_decode(desc, ex->body ? ex->body : "", ex->body_len, &ex->arena, &message, err);
+    } else {
+        message = wl_arena_alloc(&ex->arena, desc->sizeof_message);
+        if (message == NULL)
+            rc = wl_error_set(err, WL_ENOMEM, NULL);
+        else
+            desc->message_init(message);
+    }
+    if (rc == 0)
+        rc = bind_path_params(state, message, err);
+    if (rc == 0 && route->bind_query)
+        rc = wl_query_bind(&state->query, message, route->query_mode, &ex->arena, err);
+    if (rc == 0)
+        state->input = *input = message;
+    return rc;
+}
+
+/* The route's answer: the device encoding, or JSON with the route's status (and Location). */
+static bool reply_route(wl_exchange_t *ex, const ProtobufCMessage *reply, void *data)
+{
+    (void)data;
+    request_state_t *state = ex->handler_state;
+    const wl_route_t *route = state->match.route;
+    if (route->device != NULL) {
+        wl_error_t err;
+        wl_error_init(&err);
+        if (route->device->encode(reply, ex, &err) == 0)
+            return true;
+        wl_exchange_core_error(ex, &err);
+        return true;
+    }
+    const char *id = route->location ? reply_id(reply) : NULL;
+    if (id != NULL) {
+        char *location = wl_arena_printf(&ex->arena, "%s%s", route->location, id);
+        if (location != NULL)
+            wl_exchange_add_header(ex, "Location", location);
+    }
+    wl_exchange_json(ex, route->success_status, wl_json_encode(reply));
+    return true;
+}
+
+static void answer_route_error(wl_exchange_t *ex, const wl_error_t *err, void *data)
+{
+    (void)data;
+    wl_exchange_core_error(ex, err);
+}
+
 void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
 {
     request_state_t *state = ex->handler_state;
@@ -198,73 +265,11 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
         return;
     }
     const route_target_t *target = &api->targets[state->match.index];
-    /* Where no request may wait (libmicrohttpd's thread), a method that waits for nothing but
-     * its admission runs up to it, and runs again once its group has committed. */
-    bool defer = !ex->may_wait;
-    if (defer && !wl_core_method_policy(target->service, target->method_index)->admits_with_work) {
-        ex->stop = WL_EXCHANGE_NEEDS_DATABASE;
-        return;
-    }
-    const ProtobufCMessageDescriptor *input_desc =
-        target->service->descriptor->methods[target->method_index].input;
-    wl_error_t err;
-    wl_error_init(&err);
-
-    ProtobufCMessage *input = state->input;
-    int rc = 0;
-    if (input != NULL) {
-        /* decoded and bound when the call first ran */
-    } else if (route->device != NULL) {
-        rc = route->device->decode(wl_span(ex->body ? ex->body : "", ex->body_len), &ex->arena,
-                                   &input, &err);
-    } else if (route->json_body) {
-        rc = wl_json_decode(input_desc, ex->body ? ex->body : "", ex->body_len, &ex->arena, &input,
-                            &err);
-    } else {
-        input = wl_arena_alloc(&ex->arena, input_desc->sizeof_message);
-        if (input == NULL)
-            rc = wl_error_set(&err, WL_ENOMEM, NULL);
-        else
-            input_desc->message_init(input);
-    }
-    if (rc == 0 && state->input == NULL)
-        rc = bind_path_params(state, input, &err);
-    if (rc == 0 && state->input == NULL && route->bind_query)
-        rc = wl_query_bind(&state->query, input, route->query_mode, &ex->arena, &err);
-    if (rc == 0) {
-        state->input = input;
-        wl_call_t call = {.core = api->core,
-                          .arena = &ex->arena,
-                          .admission = ex->admission,
-                          .err = &err,
-                          .defer_admission = defer,
-                          .idempotency_key = wl_exchange_header(ex, "Idempotency-Key")};
-        rc = wl_core_invoke(&call, target->service, target->method_index, input);
-        if (rc == WL_EWOULDWAIT) {
-            wl_exchange_stopped(ex);
-            return;
-        }
-        if (!wl_access_admitted(&api->access, ex))
-            return;
-        if (rc == 0 && route->device != NULL) {
-            rc = route->device->encode(call.reply, ex, &err);
-            if (rc == 0)
-                return;
-        } else if (rc == 0) {
-            const char *id = route->location ? reply_id(call.reply) : NULL;
-            if (id != NULL) {
-                char *location = wl_arena_printf(&ex->arena, "%s%s", route->location, id);
-                if (location != NULL)
-                    wl_exchange_add_header(ex, "Location", location);
-            }
-            if (call.replayed)
-                wl_exchange_add_header(ex, "Idempotent-Replayed", "true");
-            wl_exchange_json(ex, route->success_status, wl_json_encode(call.reply));
-            return;
-        }
-    }
-    if (wl_access_admitted(&api->access, ex))
-        wl_exchange_core_error(ex, &err);
+    wl_unary_transport_t transport = {.access = &api->access,
+                                      .decode = decode_route,
+                                      .reply = reply_route,
+                                      .answer_error = answer_route_error};
+    wl_unary_call(&transport, api->core, ex, target->service, target->method_index);
 }
 
 void wl_api_body_too_large(wl_api_t *api, wl_exchange_t *ex)

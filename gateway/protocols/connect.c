@@ -14,6 +14,7 @@
 #include "protocols/access.h"
 #include "protocols/api.h"
 #include "protocols/rpc.h"
+#include "protocols/unary.h"
 #include "codec/json_codec.h"
 #include "http/negotiate.h"
 #include "errors/status_map.h"
@@ -400,21 +401,15 @@ static void answer_expired(wl_exchange_t *ex, void *data)
 void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
 {
     call_state_t *state = ex->handler_state;
-    /* Where no request may wait, only a method that waits for nothing but its admission runs
-     * (up to it: rpc.h). */
-    const wl_rpc_procedure_t *procedure = state->procedure;
-    if (!ex->may_wait &&
-        !wl_core_method_policy(procedure->service, procedure->method_index)->admits_with_work) {
-        ex->stop = WL_EXCHANGE_NEEDS_DATABASE;
-        return;
-    }
-    wl_rpc_transport_t transport = {.access = &connect->access,
-                                    .decode = decode_request,
-                                    .reply = state->streaming ? start_stream : answer_reply,
-                                    .expired = call_expired,
-                                    .answer_expired = answer_expired,
-                                    .data = state};
-    wl_rpc_finish(&transport, connect->core, ex, state->procedure);
+    wl_unary_transport_t transport = {.access = &connect->access,
+                                      .decode = decode_request,
+                                      .reply = state->streaming ? start_stream : answer_reply,
+                                      .expired = call_expired,
+                                      .answer_expired = answer_expired,
+                                      .reply_limit = WL_RPC_REPLY_LIMIT,
+                                      .data = state};
+    wl_unary_call(&transport, connect->core, ex, state->procedure->service,
+                  state->procedure->method_index);
 }
 
 bool wl_connect_parse_timeout(const char *value, struct timespec start, struct timespec *deadline)

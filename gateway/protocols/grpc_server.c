@@ -25,6 +25,7 @@
 #include "grpc/health/v1/health.pb-c.h"
 #include "http/offload.h"
 #include "protocols/rpc.h"
+#include "protocols/unary.h"
 #include "walklist/v1/stock.pb-c.h"
 #include "walklist/log.h"
 #include "walklist/redact.h"
@@ -467,13 +468,14 @@ static void run_procedure(wl_grpc_server_t *server, call_t *c)
         return;
     if (!wl_access_begin(&server->access, ex, token, policy, ex->body_len <= DEFER_MESSAGE_LIMIT))
         return;
-    wl_rpc_transport_t transport = {.access = &server->access,
-                                    .decode = decode_message,
-                                    .reply = c->streaming ? answer_first : answer_reply,
-                                    .expired = call_expired,
-                                    .answer_expired = answer_expired,
-                                    .data = c};
-    wl_rpc_finish(&transport, server->core, ex, c->procedure);
+    wl_unary_transport_t transport = {.access = &server->access,
+                                      .decode = decode_message,
+                                      .reply = c->streaming ? answer_first : answer_reply,
+                                      .expired = call_expired,
+                                      .answer_expired = answer_expired,
+                                      .reply_limit = WL_RPC_REPLY_LIMIT,
+                                      .data = c};
+    wl_unary_call(&transport, server->core, ex, c->procedure->service, c->procedure->method_index);
 }
 
 /* grpc.health.v1.Health/Check: the readiness of /readyz, for the server ("") or one of its

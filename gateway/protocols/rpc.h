@@ -1,11 +1,9 @@
 /*
  * What the RPC transports (Connect on HTTP/1.1, gRPC on HTTP/2) share, so that each method
  * behaves the same on both: the procedures ("/<package>.<Service>/<Method>") built from the
- * core registry's service descriptors, one unary call run against the core in the order both
- * answer (a refused admission first, then the request's own problems, the deadline, the
- * reply's size), the binary decoding of a request message, and the google.rpc.BadRequest
- * detail of field violations (the ErrorInfo detail is error_info.h's). Each transport brings its
- * codec and writes its own answers.
+ * core registry's service descriptors and their limits, the binary decoding of a request
+ * message, and the google.rpc.BadRequest detail of field violations (the ErrorInfo detail is
+ * error_info.h's). Their calls run through unary.h, as REST's do.
  */
 #ifndef WALKLIST_GATEWAY_RPC_H
 #define WALKLIST_GATEWAY_RPC_H
@@ -56,36 +54,6 @@ void wl_rpc_procedures_dispose(wl_rpc_procedures_t *procedures);
 /** The procedure of a path, NULL when none. */
 const wl_rpc_procedure_t *wl_rpc_procedures_find(const wl_rpc_procedures_t *procedures,
                                                  wl_span_t path);
-
-/** How a transport takes part in wl_rpc_finish; every function gets data. */
-typedef struct {
-    const wl_access_t *access; /* its answer function writes every error */
-    /* Decodes ex->body into *input (arena memory); a WL_E* code with err filled otherwise. */
-    int (*decode)(wl_exchange_t *ex, const ProtobufCMessageDescriptor *desc,
-                  ProtobufCMessage **input, wl_error_t *err, void *data);
-    /* Sets the successful answer for reply (its binary encoding within WL_RPC_REPLY_LIMIT);
-     * false when out of memory. */
-    bool (*reply)(wl_exchange_t *ex, const ProtobufCMessage *reply, void *data);
-    /* True once the call's deadline has passed (the client has given up). */
-    bool (*expired)(void *data);
-    /* Answers DEADLINE_EXCEEDED with the transport's message. */
-    void (*answer_expired)(wl_exchange_t *ex, void *data);
-    void *data;
-} wl_rpc_transport_t;
-
-/**
- * Runs one unary call of procedure whose admission started (ex->admission; wl_access_begin)
- * and whose request message is in ex->body: decodes it, invokes the method (with the
- * Idempotency-Key header), and sets the answer: the admission's refusal when it was refused
- * (also when the message could not be decoded), DEADLINE_EXCEEDED once transport->expired
- * says so (checked before the method and after it: the method may have completed), the reply,
- * RESOURCE_EXHAUSTED for a reply over WL_RPC_REPLY_LIMIT or the arena's limit, or the core's
- * error. ex->arena.limit should be WL_RPC_ARENA_LIMIT. Where the request may not wait
- * (ex->may_wait false), a call that would stops unanswered (wl_exchange_stopped) and is run
- * again, from the start, once its admission is decided or where it may wait.
- */
-void wl_rpc_finish(const wl_rpc_transport_t *transport, wl_core_t *core, wl_exchange_t *ex,
-                   const wl_rpc_procedure_t *procedure);
 
 /** Decodes a binary request message, refusing strings that protobuf-c would pass on
  * damaged (a NUL byte, invalid UTF-8) with a field violation. */
