@@ -99,7 +99,8 @@ void wl_unary_call(const wl_unary_transport_t *transport, wl_core_t *core, wl_ex
     }
     if (arena_full) {
         char message[128];
-        snprintf(message, sizeof(message), "the reply needs more than the %zu MiB a unary call may use",
+        snprintf(message, sizeof(message),
+                 "the reply needs more than the %zu MiB a unary call may use",
                  arena_limit / (1024 * 1024));
         access->answer(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_REPLY_TOO_LARGE, message,
                        NULL);
