@@ -322,7 +322,7 @@ static bool set_reply(call_t *c, const ProtobufCMessage *reply)
     return c->reply != NULL;
 }
 
-/* --- The unary call (rpc.h) ------------------------------------------------------------------ */
+/* --- The unary call (unary.h) ---------------------------------------------------------------- */
 
 static int decode_message(wl_exchange_t *ex, const ProtobufCMessageDescriptor *desc,
                           ProtobufCMessage **input, wl_error_t *err, void *data)

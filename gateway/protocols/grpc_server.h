@@ -5,7 +5,7 @@
  * C core (grpc/grpc.h, a completion queue and generic calls, grpc_server_request_call), plus
  * grpc.health.v1.Health/Check. Calls run on a fixed pool of worker threads, never on the
  * completion queue's thread, through the same procedures, access checks and unary call as the
- * Connect transport (rpc.h, access.h): Bearer keys in the authorization metadata, the same
+ * Connect transport (rpc.h, unary.h, access.h): Bearer keys in the authorization metadata, the same
  * scopes, rate limits, tenancy, status codes and messages, field violations as a
  * google.rpc.Status with a google.rpc.BadRequest detail in grpc-status-details-bin.
  */

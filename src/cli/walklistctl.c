@@ -923,8 +923,10 @@ int main(int argc, char **argv)
         command_usage(stderr, command, &args);
         return 2;
     }
+    /* distribute runs its DDL on a connection of its own (distribute.h): no admin for it. */
+    bool needs_admin = needs_database && command->run != cmd_distribute;
     wl_admin_t *admin = NULL;
-    if (needs_database && wl_admin_connect(args.database_url, "walklistctl", &admin, &err) != 0)
+    if (needs_admin && wl_admin_connect(args.database_url, "walklistctl", &admin, &err) != 0)
         return fail(&err);
     int rc = command->run(admin, &args, &err);
     wl_admin_close(admin);

@@ -125,6 +125,15 @@ int main(void)
     int changed = -1;
     CHECK_INT(wl_distribute(conninfo, 32, &changed, &err), WL_EPRECONDITION);
     CHECK_INT(changed, 0);
+
+    /* A database that cannot be reached: WL_EUNAVAILABLE with libpq's reason, nothing counted. */
+    wl_error_init(&err);
+    changed = -1;
+    CHECK_INT(wl_distribute("host=/nonexistent-walklist-socket-dir dbname=x connect_timeout=2", 32,
+                            &changed, &err),
+              WL_EUNAVAILABLE);
+    CHECK(strstr(err.message, "cannot connect to the database") != NULL);
+    CHECK_INT(changed, 0);
     PQfinish(db);
     return test_exit();
 }
