@@ -223,10 +223,3 @@ void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err)
         wl_exchange_add_header(ex, "Retry-After", "1");
     wl_exchange_error(ex, status, code, wl_reason_of_error(err->code), NULL, err);
 }
-
-void wl_exchange_stopped(wl_exchange_t *ex)
-{
-    ex->stop = ex->admission != NULL && wl_admission_prepared(ex->admission)
-                   ? WL_EXCHANGE_AWAITS_ADMISSION
-                   : WL_EXCHANGE_NEEDS_DATABASE;
-}

@@ -36,10 +36,14 @@ typedef enum {
     /* It would wait for the database where it may not (!may_wait): it runs again, from where it
      * began, on a request thread (offload.h). */
     WL_EXCHANGE_NEEDS_DATABASE,
-    /* It stopped at the request's admission, prepared for the database
-     * (wl_admission_prepared): it runs again, here, once the admission's group is decided. */
-    WL_EXCHANGE_AWAITS_ADMISSION,
+    /* It started a step of the core that went on without it (wl_admission_decide_async,
+     * wl_core_invoke_async with the exchange's completion): it runs again, from where it began,
+     * on libmicrohttpd's thread once that step finished. */
+    WL_EXCHANGE_AWAITS_CORE,
 } wl_exchange_stop_t;
+
+/* A unary call the core runs meanwhile (protocols/unary.c owns it). */
+typedef struct wl_unary_pending wl_unary_pending_t;
 
 typedef struct {
     /* The HTTP/1.1 request's connection, or NULL for a transport of its own (gRPC), which
@@ -89,6 +93,11 @@ typedef struct {
     void *stream_state;
     /* Where the request runs (offload.h): true on a thread that may wait for the database. */
     bool may_wait;
+    /* How a step of the core started for the request ends, as the server set it up: the core's
+     * waits go to the request threads, and its completion brings the request back to
+     * libmicrohttpd's thread (the one way completions return there). */
+    wl_completion_t completion;
+    wl_unary_pending_t *unary; /* the unary call started for the request, NULL before */
     /* Why the step that just ran returned unanswered, when it stopped (the server reads and
      * clears it): see wl_exchange_stop_t. */
     wl_exchange_stop_t stop;
@@ -110,12 +119,6 @@ static inline bool wl_exchange_may_wait(wl_exchange_t *ex)
         ex->stop = WL_EXCHANGE_NEEDS_DATABASE;
     return ex->may_wait;
 }
-
-/**
- * After a step that may not wait stopped (WL_EWOULDWAIT): it goes on after its admission's
- * group when the admission is prepared for it, else where it may wait.
- */
-void wl_exchange_stopped(wl_exchange_t *ex);
 
 /** A request header's value (case-insensitive name), or NULL. */
 const char *wl_exchange_header(const wl_exchange_t *ex, const char *name);

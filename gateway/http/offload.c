@@ -83,6 +83,11 @@ void wl_offload_submit(wl_offload_t *offload, wl_offload_job_t *job)
     pthread_mutex_unlock(&offload->lock);
 }
 
+void wl_offload_run_elsewhere(wl_job_t *job, void *executor)
+{
+    wl_offload_submit(executor, job);
+}
+
 uint64_t wl_offload_submitted(wl_offload_t *offload)
 {
     pthread_mutex_lock(&offload->lock);

@@ -11,20 +11,22 @@
 
 #include <stdint.h>
 
+#include "walklist/core.h"
 #include "walklist/error.h"
 
 typedef struct wl_offload wl_offload_t;
 
-/* A step to run: its owner embeds it and keeps it alive until run returns. */
-typedef struct wl_offload_job {
-    void (*run)(struct wl_offload_job *job);
-    struct wl_offload_job *next;
-} wl_offload_job_t;
+/* A step to run: its owner embeds it and keeps it alive until run returns. The core's job
+ * (walklist/core.h), so that the core's waits run here too (wl_offload_run_elsewhere). */
+typedef wl_job_t wl_offload_job_t;
 
 int wl_offload_create(unsigned threads, wl_offload_t **out, wl_error_t *err) WL_CHECK_RESULT;
 
 /** Queues job; it runs on one of the threads (after wl_offload_stop: on the caller's). */
 void wl_offload_submit(wl_offload_t *offload, wl_offload_job_t *job);
+
+/** wl_offload_submit in the shape of wl_completion_t.run_elsewhere (executor: the pool). */
+void wl_offload_run_elsewhere(wl_job_t *job, void *executor);
 
 /** Jobs handed to the threads since the pool was made: how often requests crossed threads. */
 uint64_t wl_offload_submitted(wl_offload_t *offload);

@@ -63,11 +63,11 @@ struct wl_server {
     struct MHD_Daemon *daemon;
     struct MHD_Daemon *ops_daemon; /* --ops-listen: /healthz, /readyz, /metrics on their own */
     uint16_t ops_port;
-    wl_acceptor_t *acceptor;        /* owns the listening socket once started */
-    wl_linger_t *linger;            /* connections answered before their body was read */
-    atomic_int active_requests;     /* between the request line and its completion */
-    atomic_int awaiting_admissions; /* connections suspended until their admission's group */
-    atomic_bool stopping;           /* wl_server_stop began: close after every answer */
+    wl_acceptor_t *acceptor;    /* owns the listening socket once started */
+    wl_linger_t *linger;        /* connections answered before their body was read */
+    atomic_int active_requests; /* between the request line and its completion */
+    atomic_int awaiting_core;   /* connections suspended until a step of the core finished */
+    atomic_bool stopping;       /* wl_server_stop began: close after every answer */
     int listen_fd;
     uint16_t port;
 };
@@ -81,19 +81,20 @@ struct wl_server {
  *   HEAD -> ROUTE -> BODY -> ANSWER -> DECIDED -> SENT
  *             |        (routed, unanswered: the body comes in; then the protocol answers)
  *             |-> DECIDED (answered by routing: sent once the request is in, or at once)
- *   ROUTE, ANSWER -> AWAY -> (the step ran on a request thread, or its admission was decided)
- *   ROUTE -> ROUTE_STOPPED (it stopped where libmicrohttpd lets nothing suspend: the final
- *            call sends it away)
+ *   ROUTE, ANSWER -> AWAY -> (the step ran on a request thread, or the step of the core it
+ *                            started finished) -> the same step again, or the next
+ *   HEAD -> ROUTE_AT_FINAL_CALL -> ROUTE (a request without a body is routed at libmicrohttpd's
+ *            final call, where its connection may be suspended should routing go away)
  */
 typedef enum {
-    REQ_HEAD,          /* nothing read yet: the head is checked in the first call */
-    REQ_ROUTE,         /* the routing table's row and the protocol's beginning (dispatch) */
-    REQ_ROUTE_STOPPED, /* routing stopped before its connection could be suspended */
-    REQ_BODY,          /* routed and unanswered: the body comes in */
-    REQ_ANSWER,        /* the whole request is in: the protocol answers it (finish) */
-    REQ_AWAY,          /* suspended: its step runs on a request thread or awaits its admission */
-    REQ_DECIDED,       /* answered: sent once the request is in (the body is dropped), or at once */
-    REQ_SENT,          /* queued to libmicrohttpd: what still comes is discarded */
+    REQ_HEAD,                /* nothing read yet: the head is checked in the first call */
+    REQ_ROUTE,               /* the routing table's row and the protocol's beginning (dispatch) */
+    REQ_ROUTE_AT_FINAL_CALL, /* no body announced: routed once the final call came */
+    REQ_BODY,                /* routed and unanswered: the body comes in */
+    REQ_ANSWER,              /* the whole request is in: the protocol answers it (finish) */
+    REQ_AWAY,                /* suspended: its step runs on a request thread, or awaits the core */
+    REQ_DECIDED, /* answered: sent once the request is in (the body is dropped), or at once */
+    REQ_SENT,    /* queued to libmicrohttpd: what still comes is discarded */
 } request_state_t;
 
 /* Where advance() runs: libmicrohttpd's thread, or a request thread, which never talks to
@@ -107,11 +108,12 @@ typedef struct {
     char *raw_uri;
     request_state_t state;
     bool whole; /* libmicrohttpd's final call came: the whole request is in */
-    /* While away (or stopped): the step it was at, and why it stopped. come_back sets the step
-     * to go on from: the same one after an admission, the next after a request thread. */
+    /* While away: the step it was at. come_back sets the step to go on from: the same one
+     * after a step of the core, the next after a request thread. */
     request_state_t step;
-    wl_exchange_stop_t stop;
-    int admissions_awaited;
+    /* A step of the core started by the request, while away: who got there first, the core's
+     * completion (CORE_FINISHED) or the suspension (CORE_AWAITED); the second one resumes. */
+    atomic_uint core_meeting;
     wl_offload_job_t job; /* its step on a request thread, while the connection waits */
     bool connect;         /* handled by the Connect transport */
     bool body_too_large;
@@ -165,6 +167,8 @@ static bool valid_request_id(const char *id)
     return true;
 }
 
+static void core_step_finished(void *data);
+
 static void prepare(request_t *req, const char *method)
 {
     wl_exchange_t *ex = &req->ex;
@@ -180,6 +184,10 @@ static void prepare(request_t *req, const char *method)
         snprintf(ex->request_id, sizeof(ex->request_id), "unknown");
     }
     wl_exchange_read_origin(ex);
+    ex->completion = (wl_completion_t){.run_elsewhere = wl_offload_run_elsewhere,
+                                       .executor = req->server->offload,
+                                       .done = core_step_finished,
+                                       .data = req};
 }
 
 typedef struct {
@@ -622,40 +630,43 @@ static void run_away(wl_offload_job_t *job)
     advance(req, ON_REQUEST_THREAD);
 }
 
-/* On a committer thread: the admission the step stopped at is decided; the step (req->step)
- * runs again on libmicrohttpd's thread. */
-static void admission_decided(void *data)
+enum { CORE_FINISHED = 1, CORE_AWAITED = 2 };
+
+/* Once a step of the core the request started finished and its connection is suspended: the
+ * step (req->step) runs again on libmicrohttpd's thread. */
+static void back_from_core(request_t *req)
 {
-    request_t *req = data;
     wl_server_t *server = req->server;
     resume_on_io_thread(req->ex.connection);
-    atomic_fetch_sub(&server->awaiting_admissions, 1); /* req may be gone by now */
+    atomic_fetch_sub(&server->awaiting_core, 1); /* req may be gone by now */
+}
+
+/* The exchange's completion (wl_completion_t.done): on the thread that finished the step of the
+ * core, possibly before the request went away. */
+static void core_step_finished(void *data)
+{
+    request_t *req = data;
+    if (atomic_fetch_or(&req->core_meeting, CORE_FINISHED) & CORE_AWAITED)
+        back_from_core(req);
 }
 
 /*
- * Where a request goes when its step (req->state) stopped: on a request thread, or (its
- * admission prepared for the database) after its admission's group, its connection suspended
- * meanwhile.
+ * Where a request goes when its step (req->state) stopped: on a request thread, or (it started
+ * a step of the core) nowhere until that step finished, its connection suspended meanwhile.
  */
 static enum MHD_Result go_away(request_t *req, wl_exchange_stop_t stop)
 {
     wl_server_t *server = req->server;
-    /* A step stops at its admission at most twice (a decision before the body, then the work
-     * of a decided admission); a third stop is not expected and goes where it may wait. */
-    if (stop == WL_EXCHANGE_AWAITS_ADMISSION && req->admissions_awaited == 2) {
-        wl_admission_abandon(req->ex.admission);
-        stop = WL_EXCHANGE_NEEDS_DATABASE;
-    }
     req->step = req->state;
     req->state = REQ_AWAY;
     wl_wire_guard_hold_eof(connection_fd(&req->ex));
-    if (stop == WL_EXCHANGE_AWAITS_ADMISSION) {
-        req->admissions_awaited++;
-        atomic_fetch_add(&server->awaiting_admissions, 1);
-    }
+    if (stop == WL_EXCHANGE_AWAITS_CORE)
+        atomic_fetch_add(&server->awaiting_core, 1);
     suspend_while_away(req->ex.connection);
-    if (stop == WL_EXCHANGE_AWAITS_ADMISSION) {
-        wl_admission_queue(server->core, req->ex.admission, admission_decided, req);
+    if (stop == WL_EXCHANGE_AWAITS_CORE) {
+        /* The step may have finished already (it is suspended now either way). */
+        if (atomic_fetch_or(&req->core_meeting, CORE_AWAITED) & CORE_FINISHED)
+            back_from_core(req);
     } else {
         req->job.run = run_away;
         wl_offload_submit(server->offload, &req->job);
@@ -713,10 +724,20 @@ static enum MHD_Result advance(request_t *req, runs_on_t where)
             /* Requests on the operations listener have a thread of their own (and the probes
              * there are meant to see the database). */
             ex->may_wait = req->listener->ops_only;
-            req->state = refuse_head(req) ? REQ_DECIDED : REQ_ROUTE;
+            if (refuse_head(req))
+                req->state = REQ_DECIDED;
+            else
+                req->state = req->whole || body_announced(ex) ? REQ_ROUTE : REQ_ROUTE_AT_FINAL_CALL;
+            break;
+        case REQ_ROUTE_AT_FINAL_CALL:
+            if (!req->whole)
+                return MHD_YES;
+            req->state = REQ_ROUTE;
             break;
         case REQ_AWAY:
-            req->state = req->step; /* resumed, or on the request thread that runs it */
+            /* Resumed, or on the request thread that runs it: nothing else touches it now. */
+            atomic_store(&req->core_meeting, 0);
+            req->state = req->step;
             break;
         case REQ_ROUTE:
         case REQ_ANSWER: {
@@ -725,24 +746,16 @@ static enum MHD_Result advance(request_t *req, runs_on_t where)
                 dispatch(req->listener, req);
             else
                 finish(req);
+            /* Routing runs once the request is in or its body is announced, so the connection
+             * may be suspended here (libmicrohttpd's rule). */
             wl_exchange_stop_t stop = take_stop(ex);
-            if (stop != WL_EXCHANGE_GOES_ON && where == ON_IO_THREAD) {
-                if (req->whole || body_announced(ex))
-                    return go_away(req, stop);
-                req->state = REQ_ROUTE_STOPPED; /* only routing runs before the final call */
-                req->stop = stop;
-                return MHD_YES;
-            }
+            if (stop != WL_EXCHANGE_GOES_ON && where == ON_IO_THREAD)
+                return go_away(req, stop);
             if (!routing && ex->status == 0)
                 wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
             req->state = ex->status != 0 ? REQ_DECIDED : REQ_BODY;
             break;
         }
-        case REQ_ROUTE_STOPPED:
-            if (!req->whole)
-                return MHD_YES;
-            req->state = REQ_ROUTE; /* the final call: now it may be suspended */
-            return go_away(req, req->stop);
         case REQ_BODY:
             if (req->whole) {
                 req->state = REQ_ANSWER;
@@ -840,8 +853,6 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
     if (req == NULL)
         return;
     wl_exchange_t *ex = &req->ex;
-    if (ex->admission != NULL)
-        wl_admission_abandon(ex->admission);
     if (req->state != REQ_HEAD) {
         const char *rejected_bucket = NULL;
         if (ex->status == 429)
@@ -1159,9 +1170,9 @@ static bool no_request_active(wl_server_t *server)
     return atomic_load(&server->active_requests) == 0 && wl_grpc_server_active(server->grpc) == 0;
 }
 
-static bool no_admission_awaited(wl_server_t *server)
+static bool no_core_step_awaited(wl_server_t *server)
 {
-    return atomic_load(&server->awaiting_admissions) == 0;
+    return atomic_load(&server->awaiting_core) == 0;
 }
 
 static bool database_idle(wl_server_t *server)
@@ -1202,8 +1213,9 @@ void wl_server_stop(wl_server_t *server, int drain_timeout_ms)
     /* Every suspended connection is resumed before libmicrohttpd stops (its rule): the steps
      * still queued run now, against closed pools when the drain timed out. */
     wl_offload_stop(server->offload);
-    /* Admissions in flight end within their statements' limits (admissions.h). */
-    (void)wait_for(server, no_admission_awaited, INT_MAX);
+    /* Steps of the core in flight (admission groups; calls on the request threads, which run
+     * on their starters' threads from now on) end within their statements' limits. */
+    (void)wait_for(server, no_core_step_awaited, INT_MAX);
     /* Closes whatever is left: idle keep-alive connections. The operations listener goes last:
      * probes see the drain (/readyz 503) until the end. */
     MHD_stop_daemon(server->daemon);

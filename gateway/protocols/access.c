@@ -110,16 +110,15 @@ bool wl_access_admitted(const wl_access_t *access, wl_exchange_t *ex)
 {
     if (ex->admission == NULL)
         return true; /* nothing asked for admission (no route needs one before it starts) */
-    /* Where the request may not wait, a decision the database must make stops it here, to go
-     * on once its group has committed (or on a request thread: exchange.h). */
-    wl_admission_defer(ex->admission, !ex->may_wait);
+    /* Where the request may not wait, a decision the database must make is made meanwhile: the
+     * request stops here, and runs again once it is decided. */
+    if (!ex->may_wait && !wl_admission_decide_async(access->core, ex->admission, &ex->completion)) {
+        ex->stop = WL_EXCHANGE_AWAITS_CORE;
+        return false;
+    }
     wl_error_t err;
     wl_error_init(&err);
     int rc = wl_admission_decide(access->core, ex->admission, &err);
-    if (rc == WL_EWOULDWAIT) {
-        wl_exchange_stopped(ex);
-        return false;
-    }
     follow(ex);
     if (rc == 0)
         return true;

@@ -25,49 +25,65 @@ static void answer_core_error(const wl_unary_transport_t *transport, wl_exchange
                               NULL, err);
 }
 
+/* A call started where the request may not wait: kept (arena memory) while the core runs it,
+ * for the run of the request that answers it. */
+struct wl_unary_pending {
+    wl_call_t call;
+    wl_error_t err;
+    bool expired_first; /* the deadline passed before the call could start: it never ran */
+};
+
 void wl_unary_call(const wl_unary_transport_t *transport, wl_core_t *core, wl_exchange_t *ex,
                    const wl_service_entry_t *service, unsigned method_index)
 {
-    /* Where no request may wait (libmicrohttpd's thread), a method that waits for nothing but
-     * its admission runs up to it, and runs again once its group has committed. */
-    if (!ex->may_wait && !wl_core_method_policy(service, method_index)->admits_with_work) {
-        ex->stop = WL_EXCHANGE_NEEDS_DATABASE;
-        return;
-    }
     const wl_access_t *access = transport->access;
     bool (*expired)(void *) = transport->expired != NULL ? transport->expired : never_expired;
-    wl_error_t err;
-    wl_error_init(&err);
-
-    ProtobufCMessage *input = NULL;
-    int rc = transport->decode(ex, service->descriptor->methods[method_index].input, &input, &err,
-                               transport->data);
-    if (rc == 0 && expired(transport->data)) {
+    wl_unary_pending_t *pending = ex->unary;
+    if (pending == NULL) {
+        pending = wl_arena_alloc(&ex->arena, sizeof(*pending));
+        if (pending == NULL) {
+            access->answer(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
+            return;
+        }
+        ex->unary = pending;
+        wl_error_init(&pending->err);
+        ProtobufCMessage *input = NULL;
+        int rc = transport->decode(ex, service->descriptor->methods[method_index].input, &input,
+                                   &pending->err, transport->data);
+        pending->expired_first = rc == 0 && expired(transport->data);
+        pending->call = (wl_call_t){.core = core,
+                                    .arena = &ex->arena,
+                                    .admission = ex->admission,
+                                    .err = &pending->err,
+                                    .gave_up = transport->expired,
+                                    .gave_up_data = transport->data,
+                                    .idempotency_key = wl_exchange_header(ex, "Idempotency-Key")};
+        if (rc != 0 || pending->expired_first) {
+            /* Answered below, without the core. */
+        } else if (ex->may_wait) {
+            rc = wl_core_invoke(&pending->call, service, method_index, input); /* err says */
+        } else if (!wl_core_invoke_async(&pending->call, service, method_index, input,
+                                         &ex->completion)) {
+            /* The core goes on where it may wait; the request runs again once it finished. */
+            ex->stop = WL_EXCHANGE_AWAITS_CORE;
+            return;
+        }
+    }
+    if (pending->expired_first) {
         if (wl_access_admitted(access, ex))
             transport->answer_expired(ex, transport->data);
         return;
     }
-    wl_call_t call = {.core = core,
-                      .arena = &ex->arena,
-                      .admission = ex->admission,
-                      .err = &err,
-                      .gave_up = transport->expired,
-                      .gave_up_data = transport->data,
-                      .defer_admission = !ex->may_wait,
-                      .idempotency_key = wl_exchange_header(ex, "Idempotency-Key")};
-    if (rc == 0)
-        rc = wl_core_invoke(&call, service, method_index, input);
-    if (rc == WL_EWOULDWAIT) {
-        wl_exchange_stopped(ex); /* it runs again, from the start */
-        return;
-    }
+    const wl_call_t *call = &pending->call;
+    wl_error_t *err = &pending->err;
+    int rc = err->code;
     /* A refused admission answers first (also when the body could not be decoded). */
     if (!wl_access_admitted(access, ex))
         return;
     bool answered = false;
     if (rc == 0 && !expired(transport->data)) {
         if (transport->reply_limit > 0 &&
-            protobuf_c_message_get_packed_size(call.reply) > transport->reply_limit) {
+            protobuf_c_message_get_packed_size(call->reply) > transport->reply_limit) {
             char message[256];
             snprintf(message, sizeof(message),
                      "the reply is larger than %zu bytes, the most a unary call returns (GET "
@@ -77,7 +93,7 @@ void wl_unary_call(const wl_unary_transport_t *transport, wl_core_t *core, wl_ex
                            NULL);
             answered = true;
         } else {
-            answered = transport->reply(ex, call.reply, transport->data);
+            answered = transport->reply(ex, call->reply, transport->data);
         }
     }
     size_t arena_limit = ex->arena.limit;
@@ -88,7 +104,7 @@ void wl_unary_call(const wl_unary_transport_t *transport, wl_core_t *core, wl_ex
         answered = false;
     }
     if (answered) {
-        if (call.replayed && ex->status >= 200 && ex->status < 300)
+        if (call->replayed && ex->status >= 200 && ex->status < 300)
             wl_exchange_add_header(ex, "Idempotent-Replayed", "true");
         return;
     }
@@ -107,6 +123,6 @@ void wl_unary_call(const wl_unary_transport_t *transport, wl_core_t *core, wl_ex
         return;
     }
     if (rc == 0)
-        wl_error_set(&err, WL_ENOMEM, NULL);
-    answer_core_error(transport, ex, &err);
+        wl_error_set(err, WL_ENOMEM, NULL);
+    answer_core_error(transport, ex, err);
 }

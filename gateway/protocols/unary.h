@@ -38,9 +38,10 @@ typedef struct {
 /**
  * Runs one call of method method_index of service whose admission started (ex->admission;
  * wl_access_begin): decodes the request, invokes the method (with the Idempotency-Key
- * header), and sets the answer. Where the request may not wait (ex->may_wait false), only a
- * method that admits with its work runs, up to its admission; a call that would wait stops
- * unanswered (ex->stop) and runs again once its admission is decided or where it may wait.
+ * header), and sets the answer. Where the request may not wait (ex->may_wait false), the call
+ * runs asynchronously (wl_core_invoke_async with ex->completion): when it waits, the request
+ * stops unanswered (ex->stop WL_EXCHANGE_AWAITS_CORE), and its next run, once the call
+ * finished, answers it from ex->unary.
  */
 void wl_unary_call(const wl_unary_transport_t *transport, wl_core_t *core, wl_exchange_t *ex,
                    const wl_service_entry_t *service, unsigned method_index);

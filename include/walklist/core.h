@@ -223,29 +223,39 @@ wl_admission_t *wl_core_admission(wl_core_t *core, wl_arena_t *arena, wl_span_t 
 bool wl_admission_pending(const wl_admission_t *admission);
 
 /**
- * Whether the admission's decider may not wait (an event loop's thread): wl_admission_decide
- * then returns WL_EWOULDWAIT instead of waiting, with the admission prepared when it must go to
- * the database (as a call with wl_call_t.defer_admission does; wl_core_invoke sets it).
+ * A piece of work handed to another thread: its owner embeds it and keeps it alive until run
+ * returns.
  */
-void wl_admission_defer(wl_admission_t *admission, bool defer);
+typedef struct wl_job {
+    void (*run)(struct wl_job *job);
+    struct wl_job *next;
+} wl_job_t;
 
 /**
- * True when a call that may not wait (wl_call_t.defer_admission) stopped at this admission:
- * it is prepared for the database and waits for wl_admission_queue.
+ * How an asynchronous step of the core (wl_admission_decide_async, wl_core_invoke_async) ends.
+ * The core waits for the database where it can without a thread (an admission's group on a
+ * committer); every other wait runs on run_elsewhere's threads. done(data) runs once, on the
+ * thread that finished the step (a committer, or one of run_elsewhere's), possibly before the
+ * step's start has returned; it must not wait for anything.
  */
-bool wl_admission_prepared(const wl_admission_t *admission);
+typedef struct {
+    /* Runs job on a thread that may wait for the database; NULL: such a wait happens in the
+     * starting thread, and the step finishes before its start returns. */
+    void (*run_elsewhere)(wl_job_t *job, void *executor);
+    void *executor;
+    void (*done)(void *data);
+    void *data;
+} wl_completion_t;
 
 /**
- * Sends a prepared admission in the next group and returns at once; done(data) runs on a
- * committer thread when its group has committed or failed, and the call invoked again then
- * finishes without waiting. The caller keeps the admission (its arena) alive until done.
+ * Decides the admission (as wl_admission_decide) without waiting in the calling thread: true
+ * when it is decided on return (from what the process knows, or it was decided already), and
+ * completion->done is not called; false when it went to the database, and completion->done
+ * runs once it is decided. The caller keeps the admission (its arena) alive until then; then
+ * wl_admission_decide gives the decision at once.
  */
-void wl_admission_queue(wl_core_t *core, wl_admission_t *admission, void (*done)(void *data),
-                        void *data);
-
-/** Gives up an admission prepared and never queued (the request ended before): what it had
- * reserved is released. Nothing otherwise. */
-void wl_admission_abandon(wl_admission_t *admission);
+bool wl_admission_decide_async(wl_core_t *core, wl_admission_t *admission,
+                               const wl_completion_t *completion);
 
 /**
  * Decides the admission now when it is pending (one round trip at most),
@@ -314,13 +324,6 @@ typedef struct {
      * request counted in a group admission is not: the group commits together. NULL: never. */
     bool (*gave_up)(void *data);
     void *gave_up_data;
-    /* The caller's thread may not wait for the database (an event loop's). A method whose
-     * only wait is its admission (policy admits_with_work) then stops there when the admission
-     * must go to the database: WL_EWOULDWAIT with the admission prepared (wl_admission_prepared;
-     * queue it with wl_admission_queue, then invoke the same call again: its method runs again
-     * from the start and finds its admission done). Any other wait returns WL_EWOULDWAIT
-     * before the call has done anything: run it again where it may wait. */
-    bool defer_admission;
     /* Out: the reply repeats the first response to this idempotency key. */
     bool replayed;
     const ProtobufCMessage *reply; /* set on success; arena memory */
@@ -334,6 +337,18 @@ typedef struct {
  */
 int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned method_index,
                    const ProtobufCMessage *input) WL_CHECK_RESULT;
+
+/**
+ * Runs the call (as wl_core_invoke) without waiting in the calling thread: true when it
+ * finished on return (refused from what the process knows, say), and completion->done is not
+ * called; false when it waits for the database, and completion->done runs once it finished.
+ * Either way call->reply or call->err then says how it ended. A method that admits with its
+ * work sends it in its admission's group and finishes on the committer; any other wait runs on
+ * completion->run_elsewhere's threads. The caller keeps call, its arena and input alive until
+ * the call finished.
+ */
+bool wl_core_invoke_async(wl_call_t *call, const wl_service_entry_t *service, unsigned method_index,
+                          const ProtobufCMessage *input, const wl_completion_t *completion);
 
 /** One SKU of the stock export (CONTRACT section 4). */
 typedef struct {

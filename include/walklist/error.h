@@ -62,8 +62,7 @@ typedef enum {
     XX(ENOMEM, INTERNAL, "out of memory")                                                          \
     XX(EINTERNAL, INTERNAL, "internal error")                                                      \
     XX(EIDEMPOTENCY, FAILED_PRECONDITION, "the Idempotency-Key was used for a different request")  \
-    XX(EHISTORY, OUT_OF_RANGE, "the changes since the cursor are no longer kept")                  \
-    XX(EWOULDWAIT, INTERNAL, "the call would wait for the database where it may not")
+    XX(EHISTORY, OUT_OF_RANGE, "the changes since the cursor are no longer kept")
 
 typedef enum {
     WL_OK = 0,

@@ -9,8 +9,8 @@
 
 /* One admission's way to the database: the request it sends, the permit fetch it may make,
  * and what answering it needs. In the caller's frame when the caller waits for it; in the
- * request's arena when a call that may not wait stops there (wl_admission_prepared), to be
- * queued (wl_admission_queue) and answered when the call runs again. */
+ * request's arena when a step that may not wait stops there (wl__admission_prepared), to be
+ * queued (wl__admission_queue) and answered when the step runs again. */
 typedef struct {
     wl_admission_waiter_t waiter; /* first: the committer's done finds the slot from it */
     wl_core_t *core;
@@ -29,7 +29,7 @@ typedef struct {
 struct wl_admission {
     const wl_method_policy_t *policy;
     wl_arena_t *arena;
-    bool defers;            /* the caller may not wait (wl_call_t.defer_admission) */
+    bool defers;            /* the decider may not wait (wl__admission_defer) */
     admit_slot_t *prepared; /* stopped here, until answered when the call runs again */
     bool decided;
     int result;
@@ -76,14 +76,19 @@ bool wl_admission_pending(const wl_admission_t *admission)
     return !admission->decided;
 }
 
-bool wl_admission_prepared(const wl_admission_t *admission)
+bool wl__admission_prepared(const wl_admission_t *admission)
 {
     return admission->prepared != NULL && !admission->prepared->queued;
 }
 
-void wl_admission_defer(wl_admission_t *admission, bool defer)
+void wl__admission_defer(wl_admission_t *admission, bool defer)
 {
     admission->defers = defer;
+}
+
+bool wl__admission_defers(const wl_admission_t *admission)
+{
+    return admission != NULL && admission->defers;
 }
 
 /* Once the database answered the slot's request (rc): a permit fetch is settled at once, for
@@ -113,17 +118,8 @@ const wl_admit_t *wl__admit_sent(const wl_admission_t *admission)
     return slot != NULL && slot->queued && slot->with_work ? &slot->request : NULL;
 }
 
-void wl_admission_abandon(wl_admission_t *admission)
-{
-    admit_slot_t *slot = admission->prepared;
-    if (slot == NULL || slot->queued)
-        return;
-    admission->prepared = NULL;
-    settle_fetch(slot, WL_ECANCELLED);
-}
-
-void wl_admission_queue(wl_core_t *core, wl_admission_t *admission, void (*done)(void *data),
-                        void *data)
+void wl__admission_queue(wl_core_t *core, wl_admission_t *admission, void (*done)(void *data),
+                         void *data)
 {
     admit_slot_t *slot = admission->prepared;
     slot->queued = true;
@@ -241,7 +237,7 @@ static int prepare(wl_admission_t *admission, const admit_slot_t *local, wl_erro
             slot->fetch.ask.return_at = slot->fetch.return_at;
     }
     admission->prepared = slot;
-    return wl_error_set(err, WL_EWOULDWAIT, "the admission waits to be queued");
+    return wl_error_set(err, WL__EWOULDWAIT, "the admission waits to be queued");
 }
 
 /* The call runs again after its prepared admission was queued and answered. */
@@ -313,7 +309,7 @@ int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_e
             int64_t org = admission->principal.org_id;
             wl_rate_spend_t spent = wl_rate_leases_spend(core->leases, org, rate, &slot.fetch, 0);
             if (spent == WL_RATE_BUSY && admission->defers)
-                return wl_error_set(err, WL_EWOULDWAIT, "the bucket's permits are being fetched");
+                return wl_error_set(err, WL__EWOULDWAIT, "the bucket's permits are being fetched");
             /* Another request's ask of the bucket is in flight: waiting for it costs this one's
              * budget too (a group's silence at most, then 503), and nothing once the database
              * was given up on (the ask is then stuck until its own limit). */
@@ -350,6 +346,71 @@ int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_e
 int wl_admission_decide(wl_core_t *core, wl_admission_t *admission, wl_error_t *err)
 {
     return wl__admit(core, admission, NULL, err);
+}
+
+/* An admission decided asynchronously, from its start to its completion. */
+typedef struct {
+    wl_job_t job; /* first: run_decided finds the rest from it */
+    wl_core_t *core;
+    wl_admission_t *admission;
+    wl_completion_t completion;
+} async_admission_t;
+
+/* Decides the admission (waiting where it may, or from its group's answer); the decision
+ * stays in it (wl_admission_result). */
+static void decide_here(wl_core_t *core, wl_admission_t *admission)
+{
+    wl_error_t err;
+    wl_error_init(&err);
+    int rc = wl__admit(core, admission, NULL, &err);
+    (void)rc;
+}
+
+/* On the thread that may wait (completion->run_elsewhere's). */
+static void decide_waiting(wl_job_t *job)
+{
+    async_admission_t *async = (async_admission_t *)job;
+    decide_here(async->core, async->admission);
+    async->completion.done(async->completion.data);
+}
+
+/* On a committer, once the admission's group is done: its answer decides it. */
+static void group_decided(void *data)
+{
+    async_admission_t *async = data;
+    decide_here(async->core, async->admission);
+    async->completion.done(async->completion.data);
+}
+
+bool wl_admission_decide_async(wl_core_t *core, wl_admission_t *admission,
+                               const wl_completion_t *completion)
+{
+    if (admission->decided)
+        return true;
+    wl_error_t err;
+    wl_error_init(&err);
+    async_admission_t *async = wl_arena_alloc(admission->arena, sizeof(*async));
+    if (async == NULL) {
+        (void)decided(admission, WL_ENOMEM, &err, "out of memory");
+        return true;
+    }
+    *async = (async_admission_t){.core = core, .admission = admission, .completion = *completion};
+    admission->defers = true;
+    int rc = wl__admit(core, admission, NULL, &err);
+    admission->defers = false;
+    if (rc != WL__EWOULDWAIT)
+        return true;
+    if (wl__admission_prepared(admission)) {
+        wl__admission_queue(core, admission, group_decided, async);
+        return false;
+    }
+    if (completion->run_elsewhere != NULL) {
+        async->job.run = decide_waiting;
+        completion->run_elsewhere(&async->job, completion->executor);
+        return false;
+    }
+    decide_here(core, admission); /* waits here: nowhere else to */
+    return true;
 }
 
 int wl_core_authorize(wl_core_t *core, wl_span_t token, const char *bucket, wl_principal_t *out,

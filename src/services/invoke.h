@@ -10,8 +10,9 @@
 
 #include "walklist/core.h"
 
-/** WL_EWOULDWAIT, for a call that may not wait (wl_call_t.defer_admission) at a wait that is
- * not its admission's; nothing done yet that running the call again would repeat. */
+/** WL__EWOULDWAIT, for a call that may not wait (its admission defers: wl__admission_defers) at
+ * a wait that is not its admission's; nothing done yet that running the call again would
+ * repeat. */
 int wl__would_wait(wl_call_t *call);
 
 /*

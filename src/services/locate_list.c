@@ -121,7 +121,7 @@ static int create_locate_list(wl_call_t *call, const Walklist__V1__CreateLocateL
     wl_span_t *codes = NULL;
     size_t codes_count = 0;
     char id[23];
-    if (call->idempotency_key != NULL && call->defer_admission)
+    if (call->idempotency_key != NULL && wl__admission_defers(call->admission))
         return wl__would_wait(call); /* its insert waits for the database too */
     const wl_admit_t *sent = wl__admit_sent(call->admission);
     if (sent != NULL && sent->action == WL_ADMIT_CREATE) {
@@ -162,7 +162,7 @@ static int get_locate_list(wl_call_t *call, const Walklist__V1__GetLocateListReq
         return rc != 0 ? rc : wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
     }
     bool admits = call->admission != NULL && wl_admission_pending(call->admission);
-    if (!admits && call->defer_admission)
+    if (!admits && wl__admission_defers(call->admission))
         return wl__would_wait(call); /* the list is read on its own */
     if (admits) {
         wl_admit_t work = {.action = WL_ADMIT_GET, .list_id = input->id, .arena = call->arena};

@@ -74,9 +74,30 @@ extern const wl_service_table_t wl__inventory_service;
 int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work,
               wl_error_t *err) WL_CHECK_RESULT;
 
-/** The work a call sent with its admission when it stopped there (wl_call_t.defer_admission),
- * as it runs again: what it validated and computed then; NULL otherwise. */
+/** The work a call sent with its admission when it stopped there (wl__admission_defer), as it
+ * runs again: what it validated and computed then; NULL otherwise. */
 const wl_admit_t *wl__admit_sent(const wl_admission_t *admission);
+
+/*
+ * The steps under wl_admission_decide_async and wl_core_invoke_async: run where nothing may
+ * wait, a step stops with WL__EWOULDWAIT where it would wait for the database, before it has
+ * done anything that running it again would repeat, or at its admission, prepared for the
+ * next group (wl__admission_prepared) and run again once that group is done.
+ */
+#define WL__EWOULDWAIT (WL__ERRNO_BASE - 1)
+
+/** Whether the admission's decider may not wait (the step runs where nothing may wait). */
+void wl__admission_defer(wl_admission_t *admission, bool defer);
+bool wl__admission_defers(const wl_admission_t *admission);
+
+/** True when a step that may not wait stopped at this admission: it is prepared for the
+ * database and waits for wl__admission_queue. */
+bool wl__admission_prepared(const wl_admission_t *admission);
+
+/** Sends a prepared admission in the next group and returns at once; done(data) runs on a
+ * committer when its group has committed or failed. */
+void wl__admission_queue(wl_core_t *core, wl_admission_t *admission, void (*done)(void *data),
+                         void *data);
 
 /** After a commit that may have changed the organization's export, before the answer. */
 void wl__core_export_may_have_changed(wl_core_t *core, int64_t org_id);

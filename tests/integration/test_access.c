@@ -14,6 +14,8 @@
 #include "testdb.h"
 #include "walklist/admin.h"
 #include "walklist/core.h"
+#include "walklist/v1/locate_list.pb-c.h"
+#include "walklist/v1/stock.pb-c.h"
 
 static const char *conninfo;
 static PGconn *db;
@@ -277,62 +279,76 @@ static void test_full_bucket_is_remembered(int64_t org)
     wl_core_destroy(core);
 }
 
-static void post(void *data)
-{
-    sem_post(data);
-}
-
-/* Starts an admission whose decider may not wait: it stops, prepared for the database. */
-static wl_admission_t *stopped_admission(wl_core_t *core, wl_arena_t *arena, const char *token,
-                                         const wl_method_policy_t *policy)
-{
-    wl_admission_t *admission = wl_core_admission(core, arena, wl_span_str(token), policy);
-    wl_admission_defer(admission, true);
-    wl_error_t err;
-    wl_error_init(&err);
-    CHECK_INT(wl_admission_decide(core, admission, &err), WL_EWOULDWAIT);
-    CHECK(wl_admission_pending(admission));
-    return admission;
-}
-
-/* Queues a prepared admission and waits for its group (as the server's committer callback). */
-static void queue_and_wait(wl_core_t *core, wl_admission_t *admission)
-{
-    CHECK(wl_admission_prepared(admission));
-    if (!wl_admission_prepared(admission))
-        return;
+/* What a completion saw: that it ran, and on which thread. */
+typedef struct {
     sem_t done;
-    sem_init(&done, 0, 0);
-    wl_admission_queue(core, admission, post, &done);
-    while (sem_wait(&done) != 0)
+    pthread_t thread;
+} completion_seen_t;
+
+static void completed(void *data)
+{
+    completion_seen_t *seen = data;
+    seen->thread = pthread_self();
+    sem_post(&seen->done);
+}
+
+static void wait_completed(completion_seen_t *seen)
+{
+    while (sem_wait(&seen->done) != 0)
         ;
-    sem_destroy(&done);
+}
+
+/* A stand-in for a server's request threads: each job on a thread of its own. */
+typedef struct {
+    pthread_t thread;
+    wl_job_t *job;
+    int jobs;
+} thread_executor_t;
+
+static void *run_job(void *data)
+{
+    thread_executor_t *executor = data;
+    executor->job->run(executor->job);
+    return NULL;
+}
+
+static void run_on_thread(wl_job_t *job, void *data)
+{
+    thread_executor_t *executor = data;
+    executor->job = job;
+    executor->jobs++;
+    if (pthread_create(&executor->thread, NULL, run_job, executor) != 0)
+        FAIL("pthread_create");
 }
 
 /*
- * An admission decided without waiting (libmicrohttpd's threads): it stops prepared, nothing
- * sent; queued, it is counted in its group and answered when decided again. A permit fetch is
- * settled when its group commits, even when the request never runs again (its client left), and
- * an admission abandoned before it is queued leaves nothing behind: in both cases the next
- * request of the bucket goes to the database instead of finding the bucket busy for ever.
+ * An admission decided asynchronously (as libmicrohttpd's threads decide them): what the
+ * process knows is decided at once, without the completion; the rest goes to the database in a
+ * group and the completion runs on the committer once it is decided. A permit fetch is settled
+ * there too, whether or not its request looks at the decision again, so the next request of the
+ * bucket goes to the database instead of finding the bucket busy for ever.
  */
-static void test_admission_decided_without_waiting(int64_t org)
+static void test_admission_decided_asynchronously(int64_t org)
 {
     char token[WL_KEY_TOKEN_SIZE];
     fixture_key(db, org, "lists:write", token);
     wl_core_t *core = core_new(60000, 30, 0);
     wait_listening(core); /* so that the key is known after its first check */
     const wl_method_policy_t policy = {WL_SCOPE_LISTS_WRITE, "locate-lists", false};
+    thread_executor_t executor = {0};
+    completion_seen_t seen;
+    sem_init(&seen.done, 0, 0);
+    const wl_completion_t completion = {run_on_thread, &executor, completed, &seen};
     wl_error_t err;
 
-    /* A key seen for the first time: stopped, queued, decided. */
+    /* A key seen for the first time: decided in a group, on the committer. */
     wl_arena_t arena;
     wl_arena_init(&arena, 0);
-    wl_admission_t *first = stopped_admission(core, &arena, token, &policy);
-    CHECK(wl_admission_prepared(first));
-    CHECK_INT(fixture_counted(db, org, "locate-lists"), 0);
-    queue_and_wait(core, first);
-    CHECK(!wl_admission_prepared(first));
+    wl_admission_t *first = wl_core_admission(core, &arena, wl_span_str(token), &policy);
+    CHECK(!wl_admission_decide_async(core, first, &completion));
+    wait_completed(&seen);
+    CHECK(!pthread_equal(seen.thread, pthread_self()));
+    CHECK(!wl_admission_pending(first));
     CHECK_INT(fixture_counted(db, org, "locate-lists"), 1);
     wl_error_init(&err);
     CHECK_INT(wl_admission_decide(core, first, &err), 0);
@@ -340,42 +356,135 @@ static void test_admission_decided_without_waiting(int64_t org)
     CHECK_INT(wl_admission_rate(first)->remaining, 29);
     wl_arena_dispose(&arena);
 
-    /* The key is known now: its bucket's permit is fetched. The request never runs again. */
+    /* The key is known now: its bucket's permit is fetched. The request never looks again. */
     wl_arena_init(&arena, 0);
-    wl_admission_t *left = stopped_admission(core, &arena, token, &policy);
-    CHECK(wl_admission_prepared(left));
-    queue_and_wait(core, left);
+    wl_admission_t *left = wl_core_admission(core, &arena, wl_span_str(token), &policy);
+    CHECK(!wl_admission_decide_async(core, left, &completion));
+    wait_completed(&seen);
     wl_arena_dispose(&arena);
     CHECK_INT(fixture_counted(db, org, "locate-lists"), 2);
 
-    /* Prepared and abandoned before it was queued: nothing counted, nothing held. */
+    /* So the next request goes to the database too, not stopped by a busy bucket. */
     wl_arena_init(&arena, 0);
-    wl_admission_t *abandoned = stopped_admission(core, &arena, token, &policy);
-    CHECK(wl_admission_prepared(abandoned));
-    wl_admission_abandon(abandoned);
-    CHECK(!wl_admission_prepared(abandoned));
-    wl_arena_dispose(&arena);
-    CHECK_INT(fixture_counted(db, org, "locate-lists"), 2);
-
-    /* So the next request goes to the database (prepared), not stopped by a busy bucket. */
-    wl_arena_init(&arena, 0);
-    wl_admission_t *next = stopped_admission(core, &arena, token, &policy);
-    CHECK(wl_admission_prepared(next));
-    queue_and_wait(core, next);
+    wl_admission_t *next = wl_core_admission(core, &arena, wl_span_str(token), &policy);
+    CHECK(!wl_admission_decide_async(core, next, &completion));
+    wait_completed(&seen);
     wl_error_init(&err);
     CHECK_INT(wl_admission_decide(core, next, &err), 0);
     CHECK_INT(wl_admission_rate(next)->remaining, 27);
     wl_arena_dispose(&arena);
 
-    /* What needs no database is decided at once, without stopping. */
+    /* What needs no database is decided at once: no completion, nothing counted. */
     wl_arena_init(&arena, 0);
     wl_admission_t *malformed = wl_core_admission(core, &arena, wl_span_str("not-a-key"), &policy);
-    wl_admission_defer(malformed, true);
-    wl_error_init(&err);
-    CHECK_INT(wl_admission_decide(core, malformed, &err), WL_EUNAUTHENTICATED);
-    CHECK(!wl_admission_prepared(malformed));
+    CHECK(wl_admission_decide_async(core, malformed, &completion));
+    CHECK_INT(wl_admission_result(malformed), WL_EUNAUTHENTICATED);
     wl_arena_dispose(&arena);
     CHECK_INT(fixture_counted(db, org, "locate-lists"), 3);
+    CHECK_INT(sem_trywait(&seen.done), -1);
+    CHECK_INT(executor.jobs, 0); /* nothing here waited anywhere but in a group */
+    sem_destroy(&seen.done);
+    wl_core_destroy(core);
+}
+
+/* One call of a method of a core service, started asynchronously. */
+typedef struct {
+    wl_arena_t arena;
+    wl_error_t err;
+    wl_call_t call;
+    bool finished;
+} async_call_t;
+
+static void start_call(async_call_t *ctx, wl_core_t *core, const char *token,
+                       const char *service_name, const char *method_name,
+                       const ProtobufCMessage *input, const wl_completion_t *completion)
+{
+    wl_arena_init(&ctx->arena, 0);
+    wl_error_init(&ctx->err);
+    const wl_service_entry_t *service = wl_core_find_service(core, service_name);
+    const ProtobufCMethodDescriptor *method =
+        protobuf_c_service_descriptor_get_method_by_name(service->descriptor, method_name);
+    unsigned index = (unsigned)(method - service->descriptor->methods);
+    ctx->call = (wl_call_t){.core = core,
+                            .arena = &ctx->arena,
+                            .err = &ctx->err,
+                            .admission = wl_core_admission(core, &ctx->arena, wl_span_str(token),
+                                                           wl_core_method_policy(service, index))};
+    ctx->finished = wl_core_invoke_async(&ctx->call, service, index, input, completion);
+}
+
+/*
+ * A call run asynchronously: a creation travels in its admission's group and finishes on the
+ * committer (no other thread); its refusal of a bad list writes nothing; a method that waits
+ * otherwise runs on the executor's thread; without an executor it finishes before its start
+ * returns.
+ */
+static void test_call_runs_asynchronously(int64_t org)
+{
+    char token[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "lists:write,stock:read", token);
+    wl_core_t *core = core_new(60000, 30, 0);
+    thread_executor_t executor = {0};
+    completion_seen_t seen;
+    sem_init(&seen.done, 0, 0);
+    const wl_completion_t completion = {run_on_thread, &executor, completed, &seen};
+    char *codes[] = {"SKU-1", "SKU-2"};
+    Walklist__V1__CreateLocateListRequest create = WALKLIST__V1__CREATE_LOCATE_LIST_REQUEST__INIT;
+    create.name = "Async";
+    create.codes = codes;
+    create.n_codes = 2;
+    char count_sql[128];
+    snprintf(count_sql, sizeof(count_sql), "SELECT count(*) FROM locate_lists WHERE org_id = %lld",
+             (long long)org);
+
+    async_call_t ctx;
+    start_call(&ctx, core, token, "walklist.v1.LocateListService", "CreateLocateList", &create.base,
+               &completion);
+    CHECK(!ctx.finished);
+    wait_completed(&seen);
+    CHECK(!pthread_equal(seen.thread, pthread_self()));
+    CHECK_INT(ctx.err.code, 0);
+    CHECK(ctx.call.reply != NULL);
+    const Walklist__V1__CreateLocateListResponse *created = (const void *)ctx.call.reply;
+    CHECK_INT(created != NULL ? created->codes_count : -1, 2);
+    CHECK_INT(testdb_count(db, count_sql), 1);
+    CHECK_INT(executor.jobs, 0);
+    wl_arena_dispose(&ctx.arena);
+
+    /* A bad list: refused after its admission, nothing written. */
+    codes[1] = "";
+    start_call(&ctx, core, token, "walklist.v1.LocateListService", "CreateLocateList", &create.base,
+               &completion);
+    if (!ctx.finished)
+        wait_completed(&seen);
+    CHECK_INT(ctx.err.code, WL_EINVAL);
+    CHECK(ctx.call.reply == NULL);
+    CHECK_INT(testdb_count(db, count_sql), 1);
+    wl_arena_dispose(&ctx.arena);
+
+    /* A method whose statements wait: on the executor's thread. */
+    Walklist__V1__ExportStockRequest export_request = WALKLIST__V1__EXPORT_STOCK_REQUEST__INIT;
+    start_call(&ctx, core, token, "walklist.v1.StockService", "ExportStock", &export_request.base,
+               &completion);
+    CHECK(!ctx.finished);
+    wait_completed(&seen);
+    CHECK_INT(executor.jobs, 1);
+    CHECK(pthread_equal(seen.thread, executor.thread));
+    pthread_join(executor.thread, NULL);
+    CHECK_INT(ctx.err.code, 0);
+    CHECK(ctx.call.reply != NULL);
+    wl_arena_dispose(&ctx.arena);
+
+    /* Without an executor, it waits where it started. */
+    const wl_completion_t here = {NULL, NULL, completed, &seen};
+    start_call(&ctx, core, token, "walklist.v1.StockService", "ExportStock", &export_request.base,
+               &here);
+    CHECK(ctx.finished);
+    CHECK_INT(ctx.err.code, 0);
+    CHECK(ctx.call.reply != NULL);
+    CHECK_INT(sem_trywait(&seen.done), -1);
+    wl_arena_dispose(&ctx.arena);
+    sem_destroy(&seen.done);
     wl_core_destroy(core);
 }
 
@@ -387,7 +496,8 @@ int main(void)
     test_leases_fill_the_bucket_exactly(fixture_org(db, "access-fill"));
     test_leases_keep_every_rolling_window(fixture_org(db, "access-window"));
     test_full_bucket_is_remembered(fixture_org(db, "access-full"));
-    test_admission_decided_without_waiting(fixture_org(db, "access-deferred"));
+    test_admission_decided_asynchronously(fixture_org(db, "access-deferred"));
+    test_call_runs_asynchronously(fixture_org(db, "access-async"));
     PQfinish(db);
     return test_exit();
 }
