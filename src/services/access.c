@@ -112,10 +112,10 @@ static void prepared_done(wl_admission_waiter_t *waiter)
     done(data); /* the slot may be gone right after */
 }
 
-const wl_admit_t *wl__admit_sent(const wl_admission_t *admission)
+wl_admit_work_t *wl__admit_sent(const wl_admission_t *admission)
 {
     const admit_slot_t *slot = admission != NULL ? admission->prepared : NULL;
-    return slot != NULL && slot->queued && slot->with_work ? &slot->request : NULL;
+    return slot != NULL && slot->queued ? slot->request.work : NULL;
 }
 
 void wl__admission_queue(wl_core_t *core, wl_admission_t *admission, void (*done)(void *data),
@@ -186,16 +186,12 @@ static int decide_from(wl_core_t *core, wl_admission_t *admission, wl_error_t *e
     return decided(admission, 0, err, NULL);
 }
 
-/* After the database answered the slot's request (rc): the admission's decision when the
- * request decides it, and the work's answers copied to work. */
-static int answered(wl_core_t *core, wl_admission_t *admission, admit_slot_t *slot,
-                    wl_admit_t *work, int rc, wl_error_t *err)
+/* After the database answered the slot's request (rc; its work, when it had one, holds its
+ * answers): the admission's decision when the request decides it. */
+static int answered(wl_core_t *core, wl_admission_t *admission, admit_slot_t *slot, int rc,
+                    wl_error_t *err)
 {
     wl_admit_t *request = &slot->request;
-    if (work != NULL) {
-        *work = *request;
-        work->err = err;
-    }
     if (!slot->decides)
         return rc;
     wl_rate_t *rate = &admission->rate;
@@ -223,14 +219,11 @@ static int answered(wl_core_t *core, wl_admission_t *admission, admit_slot_t *sl
 static int prepare(wl_admission_t *admission, const admit_slot_t *local, wl_error_t *err)
 {
     admit_slot_t *slot = wl_arena_alloc(admission->arena, sizeof(*slot));
-    const char *list_id = local->request.list_id;
-    if (slot == NULL ||
-        (list_id != NULL && (list_id = wl_arena_strdup(admission->arena, list_id)) == NULL))
+    if (slot == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     memcpy(slot, local, offsetof(admit_slot_t, err));
     wl_error_init(&slot->err);
     slot->request.err = &slot->err;
-    slot->request.list_id = list_id;
     if (slot->fetching) {
         slot->request.ask = &slot->fetch.ask;
         if (local->fetch.ask.return_at == local->fetch.return_at)
@@ -240,9 +233,9 @@ static int prepare(wl_admission_t *admission, const admit_slot_t *local, wl_erro
     return wl_error_set(err, WL__EWOULDWAIT, "the admission waits to be queued");
 }
 
-/* The call runs again after its prepared admission was queued and answered. */
-static int answer_prepared(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work,
-                           wl_error_t *err)
+/* The call runs again after its prepared admission was queued and answered (its work, sent
+ * then, holds the work's answers: wl__admit_sent). */
+static int answer_prepared(wl_core_t *core, wl_admission_t *admission, wl_error_t *err)
 {
     admit_slot_t *slot = admission->prepared;
     admission->prepared = NULL; /* a later admission of the call goes its own way */
@@ -251,7 +244,7 @@ static int answer_prepared(wl_core_t *core, wl_admission_t *admission, wl_admit_
     int rc = slot->request.rc;
     if (rc != 0)
         wl_error_set(err, slot->err.code, "%s", slot->err.message);
-    return answered(core, admission, slot, work, rc, err);
+    return answered(core, admission, slot, rc, err);
 }
 
 static bool database_given_up(wl_core_t *core)
@@ -261,13 +254,13 @@ static bool database_given_up(wl_core_t *core)
     return stats.unreachable;
 }
 
-int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_error_t *err)
+int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_work_t *work, wl_error_t *err)
 {
     /* The call runs again: the admission it stopped at is answered (a check of the decision
      * alone, without work, before the method runs again, is not that admission). */
     if (admission != NULL && admission->prepared != NULL &&
         (work != NULL) == admission->prepared->with_work)
-        return answer_prepared(core, admission, work, err);
+        return answer_prepared(core, admission, err);
     admit_slot_t slot;
     slot.core = core;
     slot.admission = admission;
@@ -276,21 +269,15 @@ int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_e
     slot.fetching = false;
     slot.queued = false;
     wl_admit_t *request = &slot.request;
-    if (work != NULL) {
-        *request = *work;
-    } else {
-        memset(request, 0, sizeof(*request));
-        request->action = WL_ADMIT_TAKE;
-    }
+    memset(request, 0, sizeof(*request));
+    request->work = work;
     request->err = err;
-    request->ask = NULL;
     if (!slot.decides) {
         if (admission != NULL && admission->result != 0)
             return wl_error_set(err, admission->result, "%s", admission->message);
         if (work == NULL)
             return 0;
-        if (admission != NULL)
-            request->org_id = admission->principal.org_id;
+        request->org_id = admission != NULL ? admission->principal.org_id : work->org_id;
     } else if (admission->malformed) {
         return decided(admission, WL_EUNAUTHENTICATED, err, "invalid API key");
     } else {
@@ -329,18 +316,15 @@ int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work, wl_e
             admission->key_known && (rate->bucket == NULL || rate->accepted || slot.fetching) &&
             (admission->principal.scopes & admission->policy->scope) == admission->policy->scope;
         if (admission->key_known && !lets_in)
-            request->action = WL_ADMIT_TAKE; /* refused whatever the count says: no work */
-        if (admission->key_known && !slot.fetching && request->action == WL_ADMIT_TAKE) {
-            if (work != NULL)
-                work->action = WL_ADMIT_TAKE;
+            request->work = NULL; /* refused whatever the count says: no work */
+        if (admission->key_known && !slot.fetching && request->work == NULL)
             return decide_from(core, admission, err); /* nothing to ask the database */
-        }
     }
     if (admission != NULL && admission->defers)
         return prepare(admission, &slot, err);
     int rc = wl_admissions_run(core->admissions, request);
     settle_fetch(&slot, rc);
-    return answered(core, admission, &slot, work, rc, err);
+    return answered(core, admission, &slot, rc, err);
 }
 
 int wl_admission_decide(wl_core_t *core, wl_admission_t *admission, wl_error_t *err)

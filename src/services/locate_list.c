@@ -57,24 +57,28 @@ static int request_hash(const char *name, const wl_span_t *codes, size_t count, 
     return ok ? 0 : WL_EINTERNAL;
 }
 
+/* Sends the list work with the call's admission (or, decided, alone in a group): grouped with
+ * the other requests in flight. 0 when the statement ran; work->work.done says whether it did
+ * the work. */
+static int admit_with(wl_core_t *core, wl_call_t *call, wl_list_work_t *work)
+{
+    return wl__admit(core, call->admission, &work->work, call->err);
+}
+
+/* The list work of kind the call sent with its admission, as it runs again after its group:
+ * what it validated then, with the group's answers; NULL on its first run. */
+static wl_list_work_t *sent_work(const wl_call_t *call, const char *kind)
+{
+    return wl_lists_work_of(wl__admit_sent(call->admission), kind);
+}
+
 /* A list without an Idempotency-Key: inserted in the request's admission, grouped with the
  * other requests in flight. */
-static int insert(wl_core_t *core, wl_call_t *call, const char *name, const wl_span_t *codes,
-                  size_t codes_count, char id[23])
+static int insert(wl_core_t *core, wl_call_t *call, wl_list_work_t *work)
 {
-    wl_admit_t work = {.action = WL_ADMIT_CREATE,
-                       .org_id = call->principal->org_id,
-                       .list_id = id,
-                       .list_name = name,
-                       .codes = codes,
-                       .codes_count = codes_count,
-                       .arena = call->arena,
-                       .err = call->err};
-    int rc = wl__admit(core, call->admission, &work, call->err);
-    if (rc == 0 && !work.done)
+    int rc = admit_with(core, call, work);
+    if (rc == 0 && !work->work.done)
         rc = wl_error_set(call->err, WL_EINTERNAL, "the list was not inserted");
-    if (rc == 0)
-        memcpy(id, work.list_id, 23); /* the id sent when the call first ran */
     return rc;
 }
 
@@ -123,12 +127,11 @@ static int create_locate_list(wl_call_t *call, const Walklist__V1__CreateLocateL
     char id[23];
     if (call->idempotency_key != NULL && wl__admission_defers(call->admission))
         return wl__would_wait(call); /* its insert waits for the database too */
-    const wl_admit_t *sent = wl__admit_sent(call->admission);
-    if (sent != NULL && sent->action == WL_ADMIT_CREATE) {
+    wl_list_work_t *sent = sent_work(call, "create");
+    if (sent != NULL) {
         /* Running again after its admission's group: the list it validated and sent. */
-        memcpy(id, sent->list_id, sizeof(id));
-        wl_list_created_t created = {id, input->name, sent->codes_count, false};
-        int rc = insert(core, call, input->name, sent->codes, sent->codes_count, id);
+        wl_list_created_t created = {sent->id, input->name, sent->work.value_count, false};
+        int rc = insert(core, call, sent);
         return rc != 0 ? rc : reply_created(call, &created, out);
     }
     int invalid = normalize_request(input, call->arena, &codes, &codes_count, call->err);
@@ -146,9 +149,16 @@ static int create_locate_list(wl_call_t *call, const Walklist__V1__CreateLocateL
     if (wl_random_id(id) != 0)
         return wl_error_set(call->err, WL_EINTERNAL, "no randomness available");
     wl_list_created_t created = {id, input->name, codes_count, false};
-    int rc = call->idempotency_key != NULL
-                 ? insert_idempotent(core, call, input->name, codes, codes_count, id, &created)
-                 : insert(core, call, input->name, codes, codes_count, id);
+    if (call->idempotency_key != NULL) {
+        int rc = insert_idempotent(core, call, input->name, codes, codes_count, id, &created);
+        return rc != 0 ? rc : reply_created(call, &created, out);
+    }
+    /* In the arena: a call that stops at its admission finds it again (sent_work). */
+    wl_list_work_t *work = wl_arena_alloc(call->arena, sizeof(*work));
+    if (work == NULL)
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
+    wl_lists_create_work(work, call->principal->org_id, id, input->name, codes, codes_count);
+    int rc = insert(core, call, work);
     return rc != 0 ? rc : reply_created(call, &created, out);
 }
 
@@ -165,13 +175,17 @@ static int get_locate_list(wl_call_t *call, const Walklist__V1__GetLocateListReq
     if (!admits && wl__admission_defers(call->admission))
         return wl__would_wait(call); /* the list is read on its own */
     if (admits) {
-        wl_admit_t work = {.action = WL_ADMIT_GET, .list_id = input->id, .arena = call->arena};
-        int rc = wl__admit(core, call->admission, &work, call->err);
+        wl_list_work_t *work = sent_work(call, "get");
+        if (work == NULL && (work = wl_arena_alloc(call->arena, sizeof(*work))) != NULL)
+            wl_lists_get_work(work, call->principal->org_id, input->id, call->arena);
+        if (work == NULL)
+            return wl_error_set(call->err, WL_ENOMEM, NULL);
+        int rc = admit_with(core, call, work);
         if (rc != 0)
             return rc;
-        if (!work.done)
+        if (!work->work.done)
             return wl_error_set(call->err, WL_ENOTFOUND, "no walk list with that id");
-        record = work.list;
+        record = work->list;
     } else {
         PGconn *conn = NULL;
         int rc = wl_pool_acquire(core->pool, &conn, call->err);

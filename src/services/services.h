@@ -67,16 +67,18 @@ extern const wl_service_table_t wl__inventory_service;
 /**
  * Lets a request in (see wl_admission_t), with work when not NULL: the work
  * then travels in the same statement, and is done only when the request is
- * let in. A decided admission (or none: NULL) only sends the work, for the
- * organization already known. Returns the admission's refusal, or else
- * work's rc (0: work->done and its answers are set).
+ * let in. A decided admission (or none: NULL, the work's org_id is then whose
+ * it is) only sends the work. Returns the admission's refusal, or else the
+ * statement's rc (0: work->done says whether it was done, and the work holds
+ * its answers). A call that runs again after its admission's group passes the
+ * work it sent then (wl__admit_sent), which holds that group's answers.
  */
-int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_t *work,
+int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_work_t *work,
               wl_error_t *err) WL_CHECK_RESULT;
 
 /** The work a call sent with its admission when it stopped there (wl__admission_defer), as it
  * runs again: what it validated and computed then; NULL otherwise. */
-const wl_admit_t *wl__admit_sent(const wl_admission_t *admission);
+wl_admit_work_t *wl__admit_sent(const wl_admission_t *admission);
 
 /*
  * The steps under wl_admission_decide_async and wl_core_invoke_async: run where nothing may

@@ -100,11 +100,11 @@ enum {
     P_HOLD,
     P_RETURN_AT,
     P_RETURN,
-    P_ACTION,
-    P_LIST_ID,
-    P_LIST_NAME,
-    P_CODE_COUNT,
-    P_CODES,
+    P_KIND,
+    P_SUBJECT,
+    P_LABEL,
+    P_VALUE_COUNT,
+    P_VALUES,
     P_COUNT
 };
 
@@ -114,7 +114,8 @@ static const char admit_sql[] =
     " FROM wl_admit($1, $2, $3::bytea[], $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
     " $16)";
 
-static const char *const action_names[] = {"take", "create", "get"};
+/* The first of the work's columns in the statement's rows (wl_admit_work_t.read_answer). */
+#define WORK_COLUMN 9
 
 static void write_request(literal_t *lits, const wl_admit_t *r)
 {
@@ -141,63 +142,21 @@ static void write_request(literal_t *lits, const wl_admit_t *r)
     int_element(&lits[P_HOLD], true, r->ask ? r->ask->hold_ms : 0);
     string_element(&lits[P_RETURN_AT], r->ask ? r->ask->return_at : NULL);
     int_element(&lits[P_RETURN], true, r->ask && r->ask->return_at ? r->ask->return_count : 0);
-    string_element(&lits[P_ACTION], action_names[r->action]);
-    string_element(&lits[P_LIST_ID], r->action != WL_ADMIT_TAKE ? r->list_id : NULL);
-    string_element(&lits[P_LIST_NAME], r->action == WL_ADMIT_CREATE ? r->list_name : NULL);
-    size_t codes = r->action == WL_ADMIT_CREATE ? r->codes_count : 0;
-    int_element(&lits[P_CODE_COUNT], true, (long long)codes);
-    for (size_t i = 0; i < codes; i++)
-        element(&lits[P_CODES], r->codes[i].base, r->codes[i].len);
-}
-
-/*
- * A text[] value as PostgreSQL writes it ({a,"b c","d\"e"}) into arena
- * strings. Elements are never NULL here (list codes).
- */
-static int parse_text_array(const char *text, wl_arena_t *arena, char ***out, size_t *count)
-{
-    size_t n = 0, capacity = 0;
-    char **items = NULL;
-    const char *p = text + (*text == '{');
-    char *buf = wl_arena_alloc(arena, strlen(text) + 1);
-    if (buf == NULL)
-        return WL_ENOMEM;
-    while (*p != '\0' && *p != '}') {
-        char *item = buf;
-        if (*p == '"') {
-            for (p++; *p != '\0' && *p != '"'; p++) {
-                if (*p == '\\' && p[1] != '\0')
-                    p++;
-                *buf++ = *p;
-            }
-            p += *p == '"';
-        } else {
-            while (*p != '\0' && *p != ',' && *p != '}')
-                *buf++ = *p++;
-        }
-        *buf++ = '\0';
-        if (n == capacity) {
-            capacity = capacity ? capacity * 2 : 16;
-            char **grown = wl_arena_alloc(arena, capacity * sizeof(*grown));
-            if (grown == NULL)
-                return WL_ENOMEM;
-            if (n > 0)
-                memcpy(grown, items, n * sizeof(*grown));
-            items = grown;
-        }
-        items[n++] = item;
-        p += *p == ',';
-    }
-    *out = items;
-    *count = n;
-    return 0;
+    const wl_admit_work_t *work = r->work;
+    string_element(&lits[P_KIND], work != NULL ? work->kind : "take");
+    string_element(&lits[P_SUBJECT], work != NULL ? work->subject : NULL);
+    string_element(&lits[P_LABEL], work != NULL ? work->label : NULL);
+    size_t values = work != NULL && work->values != NULL ? work->value_count : 0;
+    int_element(&lits[P_VALUE_COUNT], true, (long long)values);
+    for (size_t i = 0; i < values; i++)
+        element(&lits[P_VALUES], work->values[i].base, work->values[i].len);
 }
 
 static int read_answer(const PGresult *res, int row, wl_admit_t *r)
 {
     r->key_valid = !PQgetisnull(res, row, 1);
     r->asked = !PQgetisnull(res, row, 4);
-    r->done = PQgetvalue(res, row, 8)[0] == 't';
+    bool done = PQgetvalue(res, row, 8)[0] == 't';
     if (!r->key_valid)
         return 0;
     bool key_known = r->org_id != 0;
@@ -214,18 +173,10 @@ static int read_answer(const PGresult *res, int row, wl_admit_t *r)
         r->grant.reset_ms = wl_db_int64(res, row, 6);
         snprintf(r->grant.counted_at, sizeof(r->grant.counted_at), "%s", PQgetvalue(res, row, 7));
     }
-    if (!r->done)
+    if (r->work == NULL || !done)
         return 0;
-    r->list.created_ms = wl_db_int64(res, row, 11);
-    if (r->action != WL_ADMIT_GET)
-        return 0;
-    r->list.name = wl_arena_strdup(r->arena, PQgetvalue(res, row, 9));
-    r->list.state = wl_arena_strdup(r->arena, PQgetvalue(res, row, 10));
-    r->list.loaded_ms = PQgetisnull(res, row, 12) ? -1 : wl_db_int64(res, row, 12);
-    if (r->list.name == NULL || r->list.state == NULL)
-        return WL_ENOMEM;
-    return parse_text_array(PQgetvalue(res, row, 13), r->arena, &r->list.codes,
-                            &r->list.codes_count);
+    r->work->done = true;
+    return r->work->read_answer(r->work, res, row, WORK_COLUMN);
 }
 
 /* The group's statement: 0 with every request answered, or the failure in err. */
@@ -271,7 +222,9 @@ void wl_admit_batch(PGconn *conn, int window_ms, wl_admit_t *const *requests, in
     for (int i = 0; i < count; i++) {
         wl_admit_t *r = requests[i];
         r->rc = 0;
-        r->key_valid = r->asked = r->done = false;
+        r->key_valid = r->asked = false;
+        if (r->work != NULL)
+            r->work->done = false;
         memset(&r->principal, 0, sizeof(r->principal));
         r->principal.org_id = r->org_id;
     }

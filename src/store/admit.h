@@ -4,7 +4,7 @@
  * and one durable commit for all of them. Each request brings what its
  * process could not decide alone: its key (when not known), its rate-limit
  * ask (when no leased permit was at hand), and the work it does once let in
- * (a walk list inserted or read).
+ * (wl_admit_work_t: a walk list inserted or read, say).
  */
 #ifndef WALKLIST_STORE_ADMIT_H
 #define WALKLIST_STORE_ADMIT_H
@@ -14,7 +14,6 @@
 #include <stdint.h>
 
 #include "store/keys.h"
-#include "store/lists.h"
 #include "store/rate_limits.h"
 #include "walklist/arena.h"
 #include "walklist/error.h"
@@ -24,11 +23,24 @@
 /** Requests admitted together at most. */
 #define WL_ADMIT_BATCH_MAX 64
 
-typedef enum {
-    WL_ADMIT_TAKE,   /* the decision only */
-    WL_ADMIT_CREATE, /* and, when let in, insert the list */
-    WL_ADMIT_GET,    /* and, when let in, read the list */
-} wl_admit_action_t;
+/*
+ * The work a request does in its group's statement once it is let in. The statement
+ * (wl_admit.sql) knows each kind by name; the work's owner (store/lists.c: a walk list inserted
+ * or read) fills its arguments and reads its answer, so letting requests in knows nothing of
+ * what they do. Owned by the request's caller, alive until its request is answered.
+ */
+typedef struct wl_admit_work {
+    const char *kind;        /* the statement's name for it ("create", "get") */
+    int64_t org_id;          /* whose it is, when no admission of the request says so */
+    const char *subject;     /* the row it is about (a list's id) */
+    const char *label;       /* a name it writes, or NULL */
+    const wl_span_t *values; /* what it writes, value_count of them (NULL: none) */
+    size_t value_count;
+    /* Reads its answer from row of the group's result, whose work columns start at column,
+     * once the statement did it: 0 or a WL_E* code. On the committer's thread. */
+    int (*read_answer)(struct wl_admit_work *work, const PGresult *res, int row, int column);
+    bool done; /* out: the statement did it (let in, and for a read: found) */
+} wl_admit_work_t;
 
 /** One request of a group: caller-allocated, valid until wl_admit_batch returns. */
 typedef struct {
@@ -41,12 +53,7 @@ typedef struct {
     const char *bucket;
     int limit;
     const wl_rate_ask_t *ask; /* NULL: the process decided the rate limit already */
-    wl_admit_action_t action;
-    const char *list_id; /* CREATE, GET */
-    const char *list_name;
-    const wl_span_t *codes; /* CREATE */
-    size_t codes_count;
-    wl_arena_t *arena; /* GET: where the list read goes */
+    wl_admit_work_t *work;    /* NULL: the decision only */
     /* When the request's answer is due (wl_db_clock_ms; 0: none): a request whose group would
      * start too late for it is answered WL_ETIMEDOUT without running (services/admissions.c). */
     int64_t deadline_ms;
@@ -60,8 +67,6 @@ typedef struct {
     wl_principal_t principal; /* org_id always; slug and scopes of a key checked here */
     bool asked;               /* grant holds the database's answer to ask */
     wl_rate_grant_t grant;
-    bool done;             /* the action was carried out (GET: and the list exists) */
-    wl_list_record_t list; /* CREATE: created_ms; GET: the list read */
 } wl_admit_t;
 
 /**

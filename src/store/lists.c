@@ -35,6 +35,106 @@ char *wl_db_text_array(wl_arena_t *arena, const wl_span_t *items, size_t count)
     return out;
 }
 
+/*
+ * A text[] value as PostgreSQL writes it ({a,"b c","d\"e"}) into arena
+ * strings. Elements are never NULL here (list codes).
+ */
+static int parse_text_array(const char *text, wl_arena_t *arena, char ***out, size_t *count)
+{
+    size_t n = 0, capacity = 0;
+    char **items = NULL;
+    const char *p = text + (*text == '{');
+    char *buf = wl_arena_alloc(arena, strlen(text) + 1);
+    if (buf == NULL)
+        return WL_ENOMEM;
+    while (*p != '\0' && *p != '}') {
+        char *item = buf;
+        if (*p == '"') {
+            for (p++; *p != '\0' && *p != '"'; p++) {
+                if (*p == '\\' && p[1] != '\0')
+                    p++;
+                *buf++ = *p;
+            }
+            p += *p == '"';
+        } else {
+            while (*p != '\0' && *p != ',' && *p != '}')
+                *buf++ = *p++;
+        }
+        *buf++ = '\0';
+        if (n == capacity) {
+            capacity = capacity ? capacity * 2 : 16;
+            char **grown = wl_arena_alloc(arena, capacity * sizeof(*grown));
+            if (grown == NULL)
+                return WL_ENOMEM;
+            if (n > 0)
+                memcpy(grown, items, n * sizeof(*grown));
+            items = grown;
+        }
+        items[n++] = item;
+        p += *p == ',';
+    }
+    *out = items;
+    *count = n;
+    return 0;
+}
+
+/* The work's columns of wl_admit's rows, from the first: list_name, list_state,
+ * list_created_ms, list_loaded_ms, list_codes. */
+enum { COLUMN_NAME, COLUMN_STATE, COLUMN_CREATED_MS, COLUMN_LOADED_MS, COLUMN_CODES };
+
+static int read_created(wl_admit_work_t *base, const PGresult *res, int row, int column)
+{
+    wl_list_work_t *work = (wl_list_work_t *)base;
+    work->list.created_ms = wl_db_int64(res, row, column + COLUMN_CREATED_MS);
+    return 0;
+}
+
+static int read_list(wl_admit_work_t *base, const PGresult *res, int row, int column)
+{
+    wl_list_work_t *work = (wl_list_work_t *)base;
+    wl_list_record_t *list = &work->list;
+    list->name = wl_arena_strdup(work->arena, PQgetvalue(res, row, column + COLUMN_NAME));
+    list->state = wl_arena_strdup(work->arena, PQgetvalue(res, row, column + COLUMN_STATE));
+    list->created_ms = wl_db_int64(res, row, column + COLUMN_CREATED_MS);
+    list->loaded_ms = PQgetisnull(res, row, column + COLUMN_LOADED_MS)
+                          ? -1
+                          : wl_db_int64(res, row, column + COLUMN_LOADED_MS);
+    if (list->name == NULL || list->state == NULL)
+        return WL_ENOMEM;
+    return parse_text_array(PQgetvalue(res, row, column + COLUMN_CODES), work->arena, &list->codes,
+                            &list->codes_count);
+}
+
+void wl_lists_create_work(wl_list_work_t *work, int64_t org_id, const char *id, const char *name,
+                          const wl_span_t *codes, size_t codes_count)
+{
+    memset(work, 0, sizeof(*work));
+    snprintf(work->id, sizeof(work->id), "%s", id);
+    work->work = (wl_admit_work_t){.kind = "create",
+                                   .org_id = org_id,
+                                   .subject = work->id,
+                                   .label = name,
+                                   .values = codes,
+                                   .value_count = codes_count,
+                                   .read_answer = read_created};
+}
+
+void wl_lists_get_work(wl_list_work_t *work, int64_t org_id, const char *id, wl_arena_t *arena)
+{
+    memset(work, 0, sizeof(*work));
+    snprintf(work->id, sizeof(work->id), "%s", id);
+    work->arena = arena;
+    work->work = (wl_admit_work_t){
+        .kind = "get", .org_id = org_id, .subject = work->id, .read_answer = read_list};
+}
+
+wl_list_work_t *wl_lists_work_of(wl_admit_work_t *work, const char *kind)
+{
+    bool ours =
+        work != NULL && (work->read_answer == read_created || work->read_answer == read_list);
+    return ours && strcmp(work->kind, kind) == 0 ? (wl_list_work_t *)work : NULL;
+}
+
 static const char insert_sql[] = "INSERT INTO locate_lists (org_id, id, name, codes, created_at)"
                                  " VALUES ($1, $2, $3, $4::text[], now())"
                                  " RETURNING created_at";

@@ -14,6 +14,7 @@
 #include "fixture.h"
 #include "services/admissions.h"
 #include "store/admit.h"
+#include "store/lists.h"
 #include "test.h"
 #include "testdb.h"
 
@@ -35,6 +36,7 @@ static wl_pool_t *pool_new(int size)
 
 typedef struct {
     wl_admit_t request;
+    wl_list_work_t work;
     wl_error_t err;
     wl_arena_t arena;
     char id[32];
@@ -51,17 +53,25 @@ static void pending_init(pending_t *p, int64_t org, const char *id, const char *
     snprintf(p->id, sizeof(p->id), "%s", id);
     p->codes[0] = wl_span_str(code);
     p->codes[1] = wl_span_str("EAN-0001");
+    wl_lists_create_work(&p->work, org, p->id, "Group", p->codes, 2);
     p->request = (wl_admit_t){.org_id = org,
                               .scope = WL_SCOPE_LISTS_WRITE,
                               .bucket = "locate-lists",
                               .limit = 30,
-                              .action = WL_ADMIT_CREATE,
-                              .list_id = p->id,
-                              .list_name = "Group",
-                              .codes = p->codes,
-                              .codes_count = 2,
-                              .arena = &p->arena,
+                              .work = &p->work.work,
                               .err = &p->err};
+}
+
+/* The request reads its list instead. */
+static void pending_get(pending_t *p)
+{
+    wl_lists_get_work(&p->work, p->request.org_id, p->id, &p->arena);
+}
+
+/* The request only asks to be let in. */
+static void pending_take(pending_t *p)
+{
+    p->request.work = NULL;
 }
 
 /* The same request with its key to check (no organization known) and one permit to ask. */
@@ -119,8 +129,8 @@ static void test_batch_commits_all(int64_t org)
         CHECK_INT(p[i].err.code, 0);
         CHECK(p[i].request.key_valid);
         CHECK(!p[i].request.asked); /* decided already: nothing counted */
-        CHECK(p[i].request.done);
-        CHECK(p[i].request.list.created_ms > 0);
+        CHECK(p[i].work.work.done);
+        CHECK(p[i].work.list.created_ms > 0);
         CHECK_INT(lists_named(p[i].id), 1);
     }
     dispose(p, 3);
@@ -162,7 +172,7 @@ static void test_each_request_decided_alone(void)
     pending_init(&spend, 0, "full-first", "SKU-F");
     pending_key(&spend, key_full, 1);
     run_batch(&spend, 1);
-    CHECK(spend.request.done);
+    CHECK(spend.work.work.done);
     dispose(&spend, 1);
     /* The reader's list, another organization's list of the same id. */
     pending_t made[2];
@@ -185,18 +195,18 @@ static void test_each_request_decided_alone(void)
     pending_key(&p[4], key_b, 30);
     pending_init(&p[5], 0, "read-me", "");
     pending_key(&p[5], key_reader, 30);
-    p[5].request.action = WL_ADMIT_GET;
+    pending_get(&p[5]);
     pending_init(&p[6], 0, "not-yours", "");
     pending_key(&p[6], key_reader, 30);
-    p[6].request.action = WL_ADMIT_GET;
+    pending_get(&p[6]);
     pending_init(&p[7], 0, "", "");
     pending_key(&p[7], key_reader, 30);
-    p[7].request.action = WL_ADMIT_TAKE;
+    pending_take(&p[7]);
     run_batch(p, COUNT);
     for (int i = 0; i < COUNT; i++)
         CHECK_INT(p[i].request.rc, 0);
 
-    CHECK(p[0].request.key_valid && p[0].request.asked && p[0].request.done);
+    CHECK(p[0].request.key_valid && p[0].request.asked && p[0].work.work.done);
     CHECK_INT(p[0].request.principal.org_id, a);
     CHECK_STR(p[0].request.principal.org_slug, "admit-a");
     CHECK_INT(p[0].request.principal.scopes, WL_SCOPE_LISTS_WRITE);
@@ -204,38 +214,38 @@ static void test_each_request_decided_alone(void)
     CHECK_INT(p[0].request.grant.used, 1);
     CHECK_INT(lists_named("each-valid"), 1);
     for (int i = 1; i <= 2; i++) {
-        CHECK(!p[i].request.key_valid && !p[i].request.asked && !p[i].request.done);
+        CHECK(!p[i].request.key_valid && !p[i].request.asked && !p[i].work.work.done);
         CHECK_INT(p[i].request.principal.org_id, 0);
     }
     CHECK_INT(lists_named("each-revoked"), 0);
     CHECK_INT(lists_named("each-wrong"), 0);
     CHECK_INT(fixture_counted(db, a, "locate-lists"), 1); /* the valid key's request alone */
 
-    CHECK(p[3].request.key_valid && p[3].request.asked && !p[3].request.done);
+    CHECK(p[3].request.key_valid && p[3].request.asked && !p[3].work.work.done);
     CHECK_INT(p[3].request.grant.granted, 0);
     CHECK_INT(p[3].request.grant.used, 1);
     CHECK(p[3].request.grant.reset_ms > 0);
     CHECK_INT(lists_named("each-full"), 0);
     CHECK_INT(fixture_counted(db, full, "locate-lists"), 1);
 
-    CHECK(p[4].request.key_valid && p[4].request.asked && !p[4].request.done);
+    CHECK(p[4].request.key_valid && p[4].request.asked && !p[4].work.work.done);
     CHECK_INT(p[4].request.principal.scopes, WL_SCOPE_STOCK_READ);
     CHECK_INT(p[4].request.grant.granted, 1);
     CHECK_INT(lists_named("each-scope"), 0);
     CHECK_INT(fixture_counted(db, b, "locate-lists"), 1);
 
-    CHECK(p[5].request.done);
-    CHECK_STR(p[5].request.list.name, "Group");
-    CHECK_STR(p[5].request.list.state, "pending");
-    CHECK(p[5].request.list.created_ms > 0);
-    CHECK_INT(p[5].request.list.loaded_ms, -1);
-    CHECK_INT(p[5].request.list.codes_count, 2);
-    if (p[5].request.list.codes_count == 2) {
-        CHECK_STR(p[5].request.list.codes[0], "SKU-R");
-        CHECK_STR(p[5].request.list.codes[1], "EAN-0001");
+    CHECK(p[5].work.work.done);
+    CHECK_STR(p[5].work.list.name, "Group");
+    CHECK_STR(p[5].work.list.state, "pending");
+    CHECK(p[5].work.list.created_ms > 0);
+    CHECK_INT(p[5].work.list.loaded_ms, -1);
+    CHECK_INT(p[5].work.list.codes_count, 2);
+    if (p[5].work.list.codes_count == 2) {
+        CHECK_STR(p[5].work.list.codes[0], "SKU-R");
+        CHECK_STR(p[5].work.list.codes[1], "EAN-0001");
     }
-    CHECK(p[6].request.key_valid && !p[6].request.done); /* another organization's id */
-    CHECK(p[7].request.key_valid && !p[7].request.done);
+    CHECK(p[6].request.key_valid && !p[6].work.work.done); /* another organization's id */
+    CHECK(p[7].request.key_valid && !p[7].work.work.done);
     CHECK_INT(p[7].request.grant.granted, 1);
     CHECK_INT(fixture_counted(db, reader, "locate-lists"), 3);
     dispose(p, COUNT);
@@ -263,7 +273,7 @@ static void test_one_bucket_shared_in_a_batch(void)
         CHECK(p[i].request.key_valid && p[i].request.asked);
         CHECK_INT(p[i].request.grant.granted, i < 2 ? 1 : 0);
         CHECK_INT(p[i].request.grant.used, i < 1 ? 1 : 2);
-        CHECK(p[i].request.done == (i < 2));
+        CHECK(p[i].work.work.done == (i < 2));
     }
     CHECK_INT(lists_named("shared-0") + lists_named("shared-1") + lists_named("shared-2"), 2);
     CHECK_INT(fixture_counted(db, org, "locate-lists"), 2);
@@ -274,7 +284,7 @@ static void test_one_bucket_shared_in_a_batch(void)
     int64_t leaser = fixture_org(db, "admit-leaser");
     pending_t lease;
     pending_init(&lease, leaser, "", "");
-    lease.request.action = WL_ADMIT_TAKE;
+    pending_take(&lease);
     lease.request.limit = 6;
     lease.ask = (wl_rate_ask_t){.want = 5, .hold_ms = 10000};
     lease.request.ask = &lease.ask;
@@ -284,7 +294,7 @@ static void test_one_bucket_shared_in_a_batch(void)
     pending_t next[2];
     for (int i = 0; i < 2; i++) {
         pending_init(&next[i], leaser, "", "");
-        next[i].request.action = WL_ADMIT_TAKE;
+        pending_take(&next[i]);
         next[i].request.limit = 6;
         next[i].request.ask = &next[i].ask;
     }
@@ -308,7 +318,7 @@ static void test_decided_request_first_in_a_batch(int64_t org)
     int64_t full = fixture_org(db, "admit-window");
     pending_t first;
     pending_init(&first, full, "", "");
-    first.request.action = WL_ADMIT_TAKE;
+    pending_take(&first);
     first.request.limit = 1;
     first.ask = (wl_rate_ask_t){.want = 1};
     first.request.ask = &first.ask;
@@ -322,10 +332,10 @@ static void test_decided_request_first_in_a_batch(int64_t org)
     p[1].ask = (wl_rate_ask_t){.want = 1};
     p[1].request.ask = &p[1].ask;
     run_batch(p, 2);
-    CHECK(p[0].request.done);
+    CHECK(p[0].work.work.done);
     CHECK(!p[0].request.asked);
     CHECK_INT(p[1].request.grant.granted, 0);
-    CHECK(!p[1].request.done);
+    CHECK(!p[1].work.work.done);
     CHECK_INT(lists_named("window-asked"), 0);
     CHECK_INT(fixture_counted(db, full, "locate-lists"), 1);
     dispose(p, 2);
@@ -337,16 +347,16 @@ static void test_read_back_quoted_codes(int64_t org)
     pending_t made;
     pending_init(&made, org, "quoted-codes", "a \\\"b\",{c} NULL");
     run_batch(&made, 1);
-    CHECK(made.request.done);
+    CHECK(made.work.work.done);
     dispose(&made, 1);
     pending_t get;
     pending_init(&get, org, "quoted-codes", "");
-    get.request.action = WL_ADMIT_GET;
+    pending_get(&get);
     run_batch(&get, 1);
-    CHECK(get.request.done);
-    CHECK_INT(get.request.list.codes_count, 2);
-    if (get.request.list.codes_count == 2)
-        CHECK_STR(get.request.list.codes[0], "a \\\"b\",{c} NULL");
+    CHECK(get.work.work.done);
+    CHECK_INT(get.work.list.codes_count, 2);
+    if (get.work.list.codes_count == 2)
+        CHECK_STR(get.work.list.codes[0], "a \\\"b\",{c} NULL");
     dispose(&get, 1);
 }
 
@@ -477,7 +487,7 @@ static void test_concurrent_inserts_all_land(int64_t org)
     for (int i = 0; i < THREADS; i++) {
         pthread_join(inserters[i].thread, NULL);
         CHECK_INT(inserters[i].rc, 0);
-        CHECK(inserters[i].pending.request.list.created_ms > 0);
+        CHECK(inserters[i].pending.work.list.created_ms > 0);
         wl_arena_dispose(&inserters[i].pending.arena);
     }
     CHECK_INT(
