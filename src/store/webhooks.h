@@ -56,7 +56,7 @@ int wl_webhooks_enqueue_list_loaded(PGconn *conn, int64_t org_id, const char *li
                                     int64_t ambiguous, int64_t not_found,
                                     wl_error_t *err) WL_CHECK_RESULT;
 
-/* --- Delivery (walklistd's workers) ------------------------------------------------------- */
+/* --- Delivery (through the outbox, services/outbox.c) ----------------------------------- */
 
 /** An endpoint that has a pending delivery due and no lease. */
 typedef struct {
