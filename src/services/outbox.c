@@ -120,15 +120,7 @@ int wl_outbox_due(wl_outbox_t *outbox, int64_t now_ms, wl_outbox_endpoint_t *out
         rc = wl_error_set(err, WL_EINVAL, "wl_outbox_due needs room for at least one endpoint");
     if (rc != 0)
         return rc;
-    wl_webhook_due_t *due = calloc((size_t)max, sizeof(*due));
-    if (due == NULL)
-        return failed(outbox, wl_error_set(err, WL_ENOMEM, NULL));
-    rc = wl_webhooks_due(outbox->conn, now_ms, due, max, count, err);
-    for (int i = 0; rc == 0 && i < *count; i++) {
-        out[i].org_id = due[i].org_id;
-        memcpy(out[i].id, due[i].id, sizeof(out[i].id));
-    }
-    free(due);
+    rc = wl_webhooks_due(outbox->conn, now_ms, out, max, count, err);
     return rc != 0 ? failed(outbox, rc) : 0;
 }
 
@@ -157,8 +149,7 @@ int wl_outbox_lease(wl_outbox_t *outbox, const wl_outbox_endpoint_t *endpoint, i
         rc = wl_error_set(err, WL_EPRECONDITION, "the outbox holds another endpoint's lease");
     if (rc != 0)
         return rc;
-    wl_webhook_due_t wanted = {.org_id = endpoint->org_id};
-    memcpy(wanted.id, endpoint->id, sizeof(wanted.id));
+    wl_webhook_due_t wanted = *endpoint;
     wl_webhook_lease_t lease = {0};
     rc = wl_webhooks_lease(outbox->conn, &wanted, outbox->owner, now_ms, until_ms, arena, &lease,
                            err);
@@ -339,14 +330,7 @@ int wl_outbox_record(wl_outbox_t *outbox, const wl_outbox_outcome_t *outcome, in
         rc = wl_error_set(err, WL_EINVAL, "%s", refusal);
     if (rc != 0)
         return rc;
-    wl_webhook_outcome_t recorded = {
-        .delivered = outcome->delivered,
-        .status = outcome->status,
-        .error = outcome->error,
-        .retry_ms = outcome->retry_ms,
-        .disable_ms = outcome->disable_ms,
-    };
-    rc = wl_webhooks_record(outbox->conn, &outbox->endpoint, outbox->taken_seq, &recorded, now_ms,
+    rc = wl_webhooks_record(outbox->conn, &outbox->endpoint, outbox->taken_seq, outcome, now_ms,
                             disabled, err);
     if (rc != 0)
         return failed(outbox, rc);
