@@ -3,7 +3,8 @@
  * without HTTP: an endpoint due, its lease, an attempt taken with its body and signature, a
  * failure with its retry and a success with the same webhook id and body, the counts of
  * wl_core_webhook_stats, and pruning. Every refusal (bad input, a call out of turn, an endpoint
- * added without a URL check) changes nothing, in the database or the counts.
+ * added without a URL check, a delivery without workers) changes nothing, in the database or
+ * the counts.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include "test.h"
 #include "testdb.h"
 #include "walklist/admin.h"
+#include "walklist/delivery.h"
 #include "walklist/outbox.h"
 
 static PGconn *db;
@@ -147,6 +149,12 @@ int main(void)
     CHECK_INT(wl_webhooks_enqueue_list_loaded(db, org_id, "list-1", "Aisle \"3\"", start - 1000, 2,
                                               0, 1, &e),
               0);
+
+    /* walklistd's delivery starts no thread without a worker (it is not started then). */
+    wl_delivery_t *deliverer = NULL;
+    wl_delivery_config_t no_workers = {.workers = 0};
+    REFUSED(wl_delivery_start(core, &no_workers, &deliverer, err), WL_EINVAL);
+    CHECK(deliverer == NULL);
 
     wl_outbox_t *outbox = NULL;
     check_stats(0, 0, 0);
