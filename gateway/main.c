@@ -15,6 +15,7 @@
 #include "process/probe.h"
 #include "http/server.h"
 #include "walklist/core.h"
+#include "walklist/delivery.h"
 #include "walklist/log.h"
 #include "walklist/version.h"
 
@@ -142,20 +143,24 @@ int main(int argc, char **argv)
         .key_cache_ttl_ms = config.key_cache_ttl_ms > 0 ? config.key_cache_ttl_ms : -1,
         .rate_lease_ms = config.rate_lease_ms > 0 ? config.rate_lease_ms : -1,
         .commit_groups = config.commit_groups > 0 ? config.commit_groups : -1,
-        .webhooks =
-            {
-                .workers = config.webhook_workers,
-                .poll_ms = config.webhook_poll_ms,
-                .connect_timeout_ms = config.webhook_connect_timeout_ms,
-                .timeout_ms = config.webhook_timeout_ms,
-                .retry_base_ms = config.webhook_retry_base_ms,
-                .retry_max_ms = config.webhook_retry_max_ms,
-                .disable_after_s = config.webhook_disable_after_s,
-                .allow_private = strcmp(config.webhook_allow_private, "1") == 0,
-            },
     };
-    if (wl_core_create(&core_config, &core, &err) != 0) {
+    wl_delivery_config_t delivery_config = {
+        .workers = config.webhook_workers,
+        .poll_ms = config.webhook_poll_ms,
+        .connect_timeout_ms = config.webhook_connect_timeout_ms,
+        .timeout_ms = config.webhook_timeout_ms,
+        .retry_base_ms = config.webhook_retry_base_ms,
+        .retry_max_ms = config.webhook_retry_max_ms,
+        .disable_after_s = config.webhook_disable_after_s,
+        .allow_private = strcmp(config.webhook_allow_private, "1") == 0,
+    };
+    /* 0 workers: this process delivers no webhooks (events wait in the outbox for another). */
+    wl_delivery_t *delivery = NULL;
+    if (wl_core_create(&core_config, &core, &err) != 0 ||
+        (delivery_config.workers > 0 &&
+         wl_delivery_start(core, &delivery_config, &delivery, &err) != 0)) {
         fprintf(stderr, "walklistd: %s\n", err.message);
+        wl_core_destroy(core);
         wl_cors_destroy(cors);
         free(tls_cert);
         free_secret(tls_key);
@@ -191,6 +196,7 @@ int main(int argc, char **argv)
     if (wl_server_start(core, &server_config, &server, &err) != 0) {
         fprintf(stderr, "walklistd: %s\n", err.message);
         wl_cors_destroy(cors);
+        wl_delivery_stop(delivery);
         wl_core_destroy(core);
         free(tls_cert);
         free_secret(tls_key);
@@ -214,6 +220,7 @@ int main(int argc, char **argv)
     wl_log_line_end(&line);
     wl_server_stop(server, config.shutdown_timeout_ms);
     wl_cors_destroy(cors);
+    wl_delivery_stop(delivery); /* its threads use the core */
     wl_core_destroy(core);
     free(tls_cert);
     free_secret(tls_key);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "walklist/core.h"
+#include "walklist/delivery.h"
 #include "walklist/error.h"
 
 /*
@@ -151,23 +152,23 @@
         "webhook delivery threads, each with a database connection of its own; 0: this process "   \
         "delivers none (events wait for another); see [Webhooks](#webhooks)")                      \
     INT(webhook_poll_ms, "webhook-poll-ms", "WALKLIST_WEBHOOK_POLL_MS", "MS", 10, 60000,           \
-        WL_CORE_DEFAULT_WEBHOOK_POLL_MS, NULL,                                                     \
+        WL_DELIVERY_DEFAULT_POLL_MS, NULL,                                                         \
         "how often an idle webhook worker looks for events to deliver", NULL)                      \
     INT(webhook_connect_timeout_ms, "webhook-connect-timeout-ms",                                  \
         "WALKLIST_WEBHOOK_CONNECT_TIMEOUT_MS", "MS", 10, 60000,                                    \
-        WL_CORE_DEFAULT_WEBHOOK_CONNECT_TIMEOUT_MS, NULL,                                          \
+        WL_DELIVERY_DEFAULT_CONNECT_TIMEOUT_MS, NULL,                                              \
         "a webhook attempt's connection (TLS included) fails after this long", NULL)               \
     INT(webhook_timeout_ms, "webhook-timeout-ms", "WALKLIST_WEBHOOK_TIMEOUT_MS", "MS", 10, 300000, \
-        WL_CORE_DEFAULT_WEBHOOK_TIMEOUT_MS, NULL,                                                  \
+        WL_DELIVERY_DEFAULT_TIMEOUT_MS, NULL,                                                      \
         "a webhook attempt, whole (connection, request, answer), fails after this long", NULL)     \
     INT(webhook_retry_base_ms, "webhook-retry-base-ms", "WALKLIST_WEBHOOK_RETRY_BASE_MS", "MS",    \
-        10, 3600000, WL_CORE_DEFAULT_WEBHOOK_RETRY_BASE_MS, NULL,                                  \
+        10, 3600000, WL_DELIVERY_DEFAULT_RETRY_BASE_MS, NULL,                                      \
         "the delay before a webhook's first retry; each further one doubles (with jitter)", NULL)  \
     INT(webhook_retry_max_ms, "webhook-retry-max-ms", "WALKLIST_WEBHOOK_RETRY_MAX_MS", "MS", 10,   \
-        86400000, WL_CORE_DEFAULT_WEBHOOK_RETRY_MAX_MS, NULL,                                      \
+        86400000, WL_DELIVERY_DEFAULT_RETRY_MAX_MS, NULL,                                          \
         "the longest delay between two attempts of a webhook", NULL)                               \
     INT(webhook_disable_after_s, "webhook-disable-after-s", "WALKLIST_WEBHOOK_DISABLE_AFTER_S",    \
-        "S", 1, 31536000, WL_CORE_DEFAULT_WEBHOOK_DISABLE_AFTER_S, NULL,                           \
+        "S", 1, 31536000, WL_DELIVERY_DEFAULT_DISABLE_AFTER_S, NULL,                               \
         "a webhook endpoint whose deliveries have failed for this long is disabled (default: 5 "   \
         "days)", NULL)                                                                             \
     CHOICE(webhook_allow_private, "webhook-allow-private", "WALKLIST_WEBHOOK_ALLOW_PRIVATE",       \

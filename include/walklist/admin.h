@@ -104,15 +104,24 @@ int wl_admin_key_revoke(wl_admin_t *admin, const char *prefix, wl_error_t *err) 
 #define WL_ADMIN_WEBHOOK_SECRET_SIZE 51
 
 /**
- * Adds a webhook endpoint of the organization (README, "Webhooks"): url is an http:// or
- * https:// URL without credentials whose host, unless allow_private, resolves to public
- * addresses only (none private, loopback, link-local, multicast or unspecified); events is a
- * comma-separated list of event names (locate_list.loaded, stock.changed). WL_EINVAL with a
- * violation of "url" or "events", nothing written, otherwise. id and secret receive the
- * endpoint's id and signing secret: the secret is shown once, and only deliveries use it.
+ * How wl_admin_webhook_add checks an endpoint's URL, after its events: 0, or WL_EINVAL with a
+ * violation of "url". The core does not know where a delivery may go; the deliverer does
+ * (walklistctl passes wl_delivery_target_check, walklist/delivery_target.h).
+ */
+typedef int (*wl_admin_url_check_t)(const char *url, void *data, wl_error_t *err);
+
+/**
+ * Adds a webhook endpoint of the organization (README, "Webhooks"): events is a
+ * comma-separated list of event names (locate_list.loaded, stock.changed), url one that
+ * check_url(url, check_data) accepts (an http:// or https:// URL without credentials whose
+ * host, unless private addresses are allowed, resolves to public addresses only). WL_EINVAL
+ * with a violation of "events" or "url", or without check_url, nothing written, otherwise. id
+ * and secret receive the endpoint's id and signing secret: the secret is shown once, and only
+ * deliveries use it.
  */
 int wl_admin_webhook_add(wl_admin_t *admin, int64_t org_id, const char *url, const char *events,
-                         bool allow_private, char id[WL_ADMIN_WEBHOOK_ID_SIZE],
+                         wl_admin_url_check_t check_url, void *check_data,
+                         char id[WL_ADMIN_WEBHOOK_ID_SIZE],
                          char secret[WL_ADMIN_WEBHOOK_SECRET_SIZE],
                          wl_error_t *err) WL_CHECK_RESULT;
 

@@ -21,40 +21,16 @@ typedef struct wl_core wl_core_t;
 
 /* What wl_core_create takes for a number left 0. walklistd's options (gateway/process/config.h)
  * start from the same values, named here so that each is written once. */
-#define WL_CORE_DEFAULT_DB_POOL_SIZE               8
-#define WL_CORE_DEFAULT_DB_TIMEOUT_MS              5000
-#define WL_CORE_DEFAULT_STATEMENT_TIMEOUT_MS       30000
-#define WL_CORE_DEFAULT_RATE_WINDOW_MS             60000
-#define WL_CORE_DEFAULT_RATE_LOCATE_LISTS          30
-#define WL_CORE_DEFAULT_RATE_STOCK_EXPORT          30
-#define WL_CORE_DEFAULT_RATE_SHARED                60
-#define WL_CORE_DEFAULT_KEY_CACHE_TTL_MS           600000
-#define WL_CORE_DEFAULT_RATE_LEASE_MS              10000
-#define WL_CORE_DEFAULT_COMMIT_GROUPS              2
-#define WL_CORE_DEFAULT_WEBHOOK_POLL_MS            1000
-#define WL_CORE_DEFAULT_WEBHOOK_CONNECT_TIMEOUT_MS 5000
-#define WL_CORE_DEFAULT_WEBHOOK_TIMEOUT_MS         15000
-#define WL_CORE_DEFAULT_WEBHOOK_RETRY_BASE_MS      5000
-#define WL_CORE_DEFAULT_WEBHOOK_RETRY_MAX_MS       3600000
-#define WL_CORE_DEFAULT_WEBHOOK_DISABLE_AFTER_S    (5 * 24 * 3600)
-
-/*
- * Webhook delivery (README, "Webhooks"): threads of their own, each with its own database
- * connection, that claim endpoints with pending deliveries (a lease in the database, so that
- * processes sharing it never deliver to one endpoint at once) and POST their events, oldest
- * first. workers 0: this process delivers nothing (events still wait in the outbox for
- * another). Every other number left 0 takes its WL_CORE_DEFAULT_WEBHOOK_ value.
- */
-typedef struct {
-    int workers;
-    int poll_ms;            /* how often an idle worker looks for work */
-    int connect_timeout_ms; /* an attempt's connection, TLS included */
-    int timeout_ms;         /* an attempt, whole */
-    int retry_base_ms;      /* the first retry's delay; each next one doubles, with jitter */
-    int retry_max_ms;       /* the longest delay between attempts */
-    int disable_after_s;    /* an endpoint failing this long is disabled */
-    bool allow_private;     /* deliver to private, loopback, ... addresses too */
-} wl_core_webhooks_config_t;
+#define WL_CORE_DEFAULT_DB_POOL_SIZE         8
+#define WL_CORE_DEFAULT_DB_TIMEOUT_MS        5000
+#define WL_CORE_DEFAULT_STATEMENT_TIMEOUT_MS 30000
+#define WL_CORE_DEFAULT_RATE_WINDOW_MS       60000
+#define WL_CORE_DEFAULT_RATE_LOCATE_LISTS    30
+#define WL_CORE_DEFAULT_RATE_STOCK_EXPORT    30
+#define WL_CORE_DEFAULT_RATE_SHARED          60
+#define WL_CORE_DEFAULT_KEY_CACHE_TTL_MS     600000
+#define WL_CORE_DEFAULT_RATE_LEASE_MS        10000
+#define WL_CORE_DEFAULT_COMMIT_GROUPS        2
 
 /* Every number left 0 takes its WL_CORE_DEFAULT_ value. */
 typedef struct {
@@ -74,7 +50,6 @@ typedef struct {
     /* admissions in flight at once (at most db_pool_size), each for every request that needs
      * the database meanwhile (group commit); < 0: each request commits alone */
     int commit_groups;
-    wl_core_webhooks_config_t webhooks;
 } wl_core_config_t;
 
 /**
@@ -135,13 +110,14 @@ typedef struct {
 
 void wl_core_access_stats(wl_core_t *core, wl_core_access_stats_t *out);
 
-/** Webhook delivery attempts of this process, by how they ended. */
+/** Webhook delivery attempts of this process, by how they ended (as its deliverers recorded
+ * them: walklist/outbox.h). */
 typedef struct {
     uint64_t delivered; /* a 2xx answer */
     uint64_t failed;    /* another answer, none in time, or no connection */
     uint64_t refused;   /* the URL's host resolved to an address deliveries may not go to */
     uint64_t disabled;  /* endpoints disabled after failing for too long */
-    int workers;
+    int workers;        /* outboxes open: one per delivery thread */
 } wl_core_webhook_stats_t;
 
 void wl_core_webhook_stats(wl_core_t *core, wl_core_webhook_stats_t *out);

@@ -9,6 +9,7 @@
 #include "distribute.h"
 #include "generate.h"
 #include "walklist/admin.h"
+#include "walklist/delivery_target.h"
 #include "walklist/scopes.h"
 #include "walklist/version.h"
 
@@ -267,6 +268,14 @@ static int cmd_key_revoke(wl_admin_t *admin, const args_t *args, wl_error_t *err
     return rc;
 }
 
+/* webhook add's check of the URL: walklistd's own (wl_admin_url_check_t over
+ * wl_delivery_target_check), data the --webhook-allow-private flag. */
+static int check_target(const char *url, void *data, wl_error_t *err)
+{
+    const bool *allow_private = data;
+    return wl_delivery_target_check(url, *allow_private, err);
+}
+
 static int cmd_webhook_add(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
     int64_t org_id = 0;
@@ -277,9 +286,10 @@ static int cmd_webhook_add(wl_admin_t *admin, const args_t *args, wl_error_t *er
         rc = wl_error_set(err, WL_EINVAL,
                           "--events is required (e.g. locate_list.loaded,stock.changed)");
     char id[WL_ADMIN_WEBHOOK_ID_SIZE], secret[WL_ADMIN_WEBHOOK_SECRET_SIZE];
+    bool allow_private = args->allow_private;
     if (rc == 0)
-        rc = wl_admin_webhook_add(admin, org_id, args->url, args->events, args->allow_private, id,
-                                  secret, err);
+        rc = wl_admin_webhook_add(admin, org_id, args->url, args->events, check_target,
+                                  &allow_private, id, secret, err);
     if (rc == 0) {
         printf("%s\t%s\n", id, secret);
         fprintf(stderr,

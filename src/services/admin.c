@@ -12,7 +12,6 @@
 #include "store/migrate.h"
 #include "store/orgs.h"
 #include "store/webhooks.h"
-#include "services/webhooks.h"
 
 /* The public sizes are written out so that walklist/admin.h needs no store header. */
 _Static_assert(WL_ADMIN_KEY_TOKEN_SIZE == WL_KEY_TOKEN_SIZE, "key token size");
@@ -133,13 +132,17 @@ int wl_admin_key_revoke(wl_admin_t *admin, const char *prefix, wl_error_t *err)
 }
 
 int wl_admin_webhook_add(wl_admin_t *admin, int64_t org_id, const char *url, const char *events,
-                         bool allow_private, char id[WL_ADMIN_WEBHOOK_ID_SIZE],
+                         wl_admin_url_check_t check_url, void *check_data,
+                         char id[WL_ADMIN_WEBHOOK_ID_SIZE],
                          char secret[WL_ADMIN_WEBHOOK_SECRET_SIZE], wl_error_t *err)
 {
     size_t event_count = 0;
     int rc = wl_webhook_events_check(events, &event_count, err);
+    if (rc == 0 && check_url == NULL)
+        rc = wl_error_set(err, WL_EINVAL,
+                          "wl_admin_webhook_add needs a check of the URL (check_url)");
     if (rc == 0)
-        rc = wl__webhook_target_check(url, allow_private, err);
+        rc = check_url(url, check_data, err);
     unsigned char bytes[WL_WEBHOOK_SECRET_SIZE];
     if (rc == 0)
         rc = wl_webhooks_endpoint_add(admin->conn, org_id, url, events, id, bytes, err);

@@ -112,9 +112,6 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
         groups = pool_config.size;
     if (rc == 0)
         rc = wl_admissions_create(core->pool, groups, core->rate_window_ms, &core->admissions, err);
-    if (rc == 0 && config->webhooks.workers > 0)
-        rc =
-            wl__webhooks_start(core, config->database_url, &config->webhooks, &core->webhooks, err);
     if (rc != 0) {
         wl_core_destroy(core);
         return rc;
@@ -127,7 +124,6 @@ void wl_core_destroy(wl_core_t *core)
 {
     if (core == NULL)
         return;
-    wl__webhooks_stop(core->webhooks); /* its threads use the core */
     wl_key_cache_destroy(core->keys);
     wl_rate_leases_destroy(core->leases);
     wl_admissions_destroy(core->admissions);
@@ -139,11 +135,6 @@ void wl_core_destroy(wl_core_t *core)
     pthread_mutex_destroy(&core->hook_lock);
     pthread_mutex_destroy(&core->ready_lock);
     free(core);
-}
-
-void wl_core_webhook_stats(wl_core_t *core, wl_core_webhook_stats_t *out)
-{
-    wl__webhooks_stats(core->webhooks, out);
 }
 
 void wl_core_on_export_change(wl_core_t *core, void (*changed)(int64_t org_id, void *data),

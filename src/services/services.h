@@ -14,7 +14,6 @@
 #include "services/rate_lease.h"
 #include "services/invoke.h"
 #include "services/registry.h"
-#include "services/webhooks.h"
 #include "store/pool.h"
 #include "store/secrets.h"
 #include "walklist/core.h"
@@ -36,7 +35,8 @@ typedef struct {
 enum { WL_SERVICE_COUNT = 4 };
 
 struct wl_core {
-    char *database_url; /* the primary's, for connections outside the pool (export watch) */
+    char *
+        database_url; /* the primary's, for connections outside the pool (export watch, outboxes) */
     wl_pool_t *pool;
     wl_pool_t *read_pool; /* a replica for the export and the breakdown; NULL: use pool */
     int rate_window_ms;
@@ -44,7 +44,10 @@ struct wl_core {
     wl_key_cache_t *keys; /* NULL: every key checked in the database */
     wl_rate_leases_t *leases;
     wl_admissions_t *admissions;
-    wl_webhooks_t *webhooks;    /* NULL: this process delivers no webhooks */
+    /* Webhook attempts recorded through this process's outboxes, and its outboxes open (the
+     * delivery workers): wl_core_webhook_stats. */
+    atomic_uint_fast64_t webhook_delivered, webhook_failed, webhook_refused, webhook_disabled;
+    atomic_int outboxes_open;
     pthread_mutex_t hook_lock;  /* the hook may be set while requests are served */
     pthread_mutex_t ready_lock; /* the readiness check, at most one a second */
     int64_t ready_checked_ms;   /* monotonic; 0: never */

@@ -15,6 +15,7 @@
 #include "walklist/admin.h"
 #include "walklist/arena.h"
 #include "walklist/error.h"
+#include "walklist/outbox.h"
 
 /* Endpoint ids: "whe_" and 22 base64url characters (132 random bits), and the NUL. */
 #define WL_WEBHOOK_ID_SIZE 27
@@ -56,13 +57,10 @@ int wl_webhooks_enqueue_list_loaded(PGconn *conn, int64_t org_id, const char *li
                                     int64_t ambiguous, int64_t not_found,
                                     wl_error_t *err) WL_CHECK_RESULT;
 
-/* --- Delivery (walklistd's workers) ------------------------------------------------------- */
+/* --- Delivery (through the outbox, services/outbox.c) ----------------------------------- */
 
-/** An endpoint that has a pending delivery due and no lease. */
-typedef struct {
-    int64_t org_id;
-    char id[WL_WEBHOOK_ID_SIZE];
-} wl_webhook_due_t;
+/** An endpoint that has a pending delivery due and no lease: the outbox's, passed through. */
+typedef wl_outbox_endpoint_t wl_webhook_due_t;
 
 /** Up to max endpoints with work due at now_ms, in random order (so that processes spread). */
 int wl_webhooks_due(PGconn *conn, int64_t now_ms, wl_webhook_due_t *out, int max, int *count,
@@ -118,14 +116,8 @@ int wl_webhooks_attempt(PGconn *conn, const wl_webhook_due_t *endpoint, int64_t 
                         const char *webhook_id, const char *body, const int64_t *coalesced,
                         int coalesced_count, int64_t now_ms, wl_error_t *err) WL_CHECK_RESULT;
 
-/** How an attempt ended. */
-typedef struct {
-    bool delivered;
-    int status;         /* HTTP status, 0: no answer */
-    const char *error;  /* why it failed; NULL when delivered */
-    int64_t retry_ms;   /* when to try again, after a failure */
-    int64_t disable_ms; /* disable the endpoint when it has failed since before this */
-} wl_webhook_outcome_t;
+/** How an attempt ended: the outbox's, passed through (refused is counted, not stored). */
+typedef wl_outbox_outcome_t wl_webhook_outcome_t;
 
 /**
  * Records how the attempt of seq ended: delivered, or when to retry (on the delivery and the

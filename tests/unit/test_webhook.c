@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "domain/webhook.h"
+#include "walklist/delivery_target.h"
 
 /* NULL when allowed, else a word the refusal must contain. */
 static void check_address(const char *text, const char *refused)
@@ -21,7 +22,7 @@ static void check_address(const char *text, const char *refused)
         a->sin_family = AF_INET;
         CHECK_INT(inet_pton(AF_INET, text, &a->sin_addr), 1);
     }
-    const char *why = wl_webhook_address_refusal((struct sockaddr *)&storage);
+    const char *why = wl_delivery_address_refusal((struct sockaddr *)&storage);
     if (refused == NULL && why != NULL)
         FAIL("%s refused: %s", text, why);
     if (refused != NULL && (why == NULL || strstr(why, refused) == NULL))
@@ -32,8 +33,8 @@ static void check_url(const char *url, bool ok, const char *host, unsigned port,
 {
     wl_error_t err;
     wl_error_init(&err);
-    wl_webhook_target_t target;
-    int rc = wl_webhook_url_parse(url, &target, &err);
+    wl_delivery_target_t target;
+    int rc = wl_delivery_url_parse(url, &target, &err);
     if (!ok) {
         if (rc != WL_EINVAL || err.violation_count != 1 ||
             strcmp(err.violations[0].field, "url") != 0)
