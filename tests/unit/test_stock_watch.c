@@ -15,6 +15,21 @@ static void wake(void *data)
     atomic_fetch_add(&wakes, 1);
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* Polls until the timer (on the upkeep loop) has woken a watcher, for 10 s at most. */
+static void wait_for_wakes(int count)
+{
+    int64_t give_up = now_ms() + 10000;
+    while (atomic_load(&wakes) < count && now_ms() < give_up)
+        usleep(5000);
+}
+
 static void test_changes_wake_their_organization_only(void)
 {
     wl_stock_watch_t *watch = NULL;
@@ -56,7 +71,7 @@ static void test_heartbeat_and_stop(void)
     wl_stock_watcher_t *a = wl_stock_watch_add(watch, 5), *b = wl_stock_watch_add(watch, 5);
     atomic_store(&wakes, 0);
     wl_stock_watch_park(watch, a, wake, NULL);
-    usleep(1500 * 1000); /* the timer wakes a after its heartbeat interval */
+    wait_for_wakes(1); /* the timer wakes a after its heartbeat interval */
     CHECK_INT(atomic_load(&wakes), 1);
     CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_HEARTBEAT);
     wl_stock_watch_sent(watch, a); /* the heartbeat went: the interval starts again */
@@ -80,7 +95,9 @@ static void test_stall(void)
     CHECK_INT(wl_stock_watch_create(3600, 1, &watch, &err), 0);
     wl_stock_watcher_t *a = wl_stock_watch_add(watch, 5);
     wl_stock_watch_sent(watch, a); /* a message waits for its client, which takes none */
-    usleep(1500 * 1000);
+    int64_t give_up = now_ms() + 10000;
+    while (wl_stock_watch_take(watch, a) == 0 && now_ms() < give_up)
+        usleep(5000);
     CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_STALLED);
     wl_stock_watch_remove(watch, a);
     wl_stock_watch_destroy(watch);
