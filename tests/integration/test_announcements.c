@@ -5,9 +5,6 @@
  * channels as before. Every wait polls for its condition with a deadline.
  */
 #include <stdatomic.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "fixture.h"
 #include "test.h"
@@ -42,40 +39,17 @@ static void on_changed(int64_t org_id, void *data)
     atomic_fetch_add(&heard->changed, 1);
 }
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void pause_briefly(void)
-{
-    struct timespec pause = {0, 10000000};
-    nanosleep(&pause, NULL);
-}
-
 /* Polls until *counter reaches at_least, for 10 s at most. */
 static bool reaches(atomic_int *counter, int at_least)
 {
-    int64_t give_up = now_ms() + 10000;
-    while (atomic_load(counter) < at_least && now_ms() < give_up)
-        pause_briefly();
-    return atomic_load(counter) >= at_least;
+    return test_wait_for_count(counter, at_least, 10000);
 }
 
 static wl_core_t *core_new(int key_cache_ttl_ms)
 {
     wl_core_config_t config = {
         .database_url = conninfo, .db_pool_size = 2, .key_cache_ttl_ms = key_cache_ttl_ms};
-    wl_core_t *core = NULL;
-    wl_error_t err;
-    wl_error_init(&err);
-    if (wl_core_create(&config, &core, &err) != 0) {
-        fprintf(stderr, "core: %s\n", err.message);
-        exit(1);
-    }
-    return core;
+    return fixture_core(&config);
 }
 
 static wl_export_subscription_t *subscribe(wl_core_t *core, heard_t *heard)
@@ -95,13 +69,10 @@ static long long announcement_connections(void)
                             " current_database() AND application_name = 'walklistd-announcements'");
 }
 
-/* A closed connection leaves pg_stat_activity when its server process has gone: polled. */
-static bool connections_become(long long count)
+static bool no_connection(void *data)
 {
-    int64_t give_up = now_ms() + 10000;
-    while (announcement_connections() != count && now_ms() < give_up)
-        pause_briefly();
-    return announcement_connections() == count;
+    (void)data;
+    return announcement_connections() == 0;
 }
 
 static int authenticate(wl_core_t *core, const char *token)
@@ -125,17 +96,17 @@ static bool key_kept(wl_core_t *core, const char *token)
     return after.key_cache_hits == before.key_cache_hits + 1;
 }
 
-static bool key_watch_listening(wl_core_t *core)
+static bool key_watch_listening(void *core)
 {
-    int64_t give_up = now_ms() + 10000;
     wl_core_access_stats_t stats;
-    do {
-        wl_core_access_stats(core, &stats);
-        if (stats.key_watch_listening)
-            return true;
-        pause_briefly();
-    } while (now_ms() < give_up);
-    return false;
+    wl_core_access_stats(core, &stats);
+    return stats.key_watch_listening;
+}
+
+static bool refused(void *data)
+{
+    void **core_and_token = data;
+    return authenticate(core_and_token[0], core_and_token[1]) == WL_EUNAUTHENTICATED;
 }
 
 /* Changes org's export from this test's connection: another process, as the core sees it. */
@@ -162,7 +133,7 @@ static void test_one_connection_for_both(int64_t org)
     CHECK(reaches(&first.listening, 1));
     wl_export_subscription_t *b = subscribe(core, &second); /* told at once: it listens already */
     CHECK(reaches(&second.listening, 1));
-    CHECK(key_watch_listening(core));
+    CHECK(test_wait_for(key_watch_listening, core, 10000));
     CHECK_INT(announcement_connections(), 1);
     CHECK(hears_change_of(&first, org, 11));
     CHECK(reaches(&second.changed, 1));
@@ -176,7 +147,8 @@ static void test_one_connection_for_both(int64_t org)
 /* Without a key cache the connection waits for the first subscriber. */
 static void test_connection_waits_for_a_user(int64_t org)
 {
-    CHECK(connections_become(0)); /* the last test's core has gone */
+    /* The last test's connection leaves pg_stat_activity once its server process has gone. */
+    CHECK(test_wait_for(no_connection, NULL, 10000));
     wl_core_t *core = core_new(-1);
     CHECK_INT(announcement_connections(), 0);
     heard_t heard = {0};
@@ -198,7 +170,7 @@ static void test_killed_connection(int64_t org)
     heard_t heard = {0};
     wl_export_subscription_t *subscription = subscribe(core, &heard);
     CHECK(reaches(&heard.listening, 1));
-    CHECK(key_watch_listening(core));
+    CHECK(test_wait_for(key_watch_listening, core, 10000));
     CHECK(key_kept(core, token));
 
     CHECK_INT(testdb_count(db, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
@@ -207,7 +179,7 @@ static void test_killed_connection(int64_t org)
               1);
     CHECK(reaches(&heard.lost, 1));
     CHECK(reaches(&heard.listening, 2));
-    CHECK(key_watch_listening(core));
+    CHECK(test_wait_for(key_watch_listening, core, 10000));
     CHECK_INT(atomic_load(&heard.lost), 1); /* one loss, told once */
 
     CHECK(hears_change_of(&heard, org, 14));
@@ -218,18 +190,12 @@ static void test_killed_connection(int64_t org)
     CHECK_INT(after.key_cache_misses, before.key_cache_misses + 1); /* forgotten at the loss */
     CHECK(key_kept(core, token)); /* kept again, now that revocations are heard */
     fixture_revoke(db, token);
-    int64_t give_up = now_ms() + 10000;
-    int rc = 0;
-    while (rc == 0 && now_ms() < give_up) {
-        rc = authenticate(core, token);
-        if (rc == 0)
-            pause_briefly();
-    }
-    CHECK_INT(rc, WL_EUNAUTHENTICATED);
+    void *core_and_token[] = {core, token};
+    CHECK(test_wait_for(refused, core_and_token, 10000));
     CHECK_INT(atomic_load(&heard.changed_zero), 0); /* revocations are not export changes */
     wl_core_export_changes_unsubscribe(core, subscription);
     wl_core_destroy(core);
-    CHECK(connections_become(0));
+    CHECK(test_wait_for(no_connection, NULL, 10000));
 }
 
 int main(void)

@@ -15,19 +15,16 @@ static void wake(void *data)
     atomic_fetch_add(&wakes, 1);
 }
 
-static int64_t now_ms(void)
+static bool woken_once(void *data)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    (void)data;
+    return atomic_load(&wakes) >= 1;
 }
 
-/* Polls until the timer (on the upkeep loop) has woken a watcher, for 10 s at most. */
-static void wait_for_wakes(int count)
+static bool stalled(void *watch_and_watcher)
 {
-    int64_t give_up = now_ms() + 10000;
-    while (atomic_load(&wakes) < count && now_ms() < give_up)
-        usleep(5000);
+    void **pair = watch_and_watcher;
+    return wl_stock_watch_take(pair[0], pair[1]) != 0;
 }
 
 static void test_changes_wake_their_organization_only(void)
@@ -71,7 +68,7 @@ static void test_heartbeat_and_stop(void)
     wl_stock_watcher_t *a = wl_stock_watch_add(watch, 5), *b = wl_stock_watch_add(watch, 5);
     atomic_store(&wakes, 0);
     wl_stock_watch_park(watch, a, wake, NULL);
-    wait_for_wakes(1); /* the timer wakes a after its heartbeat interval */
+    CHECK(test_wait_for(woken_once, NULL, 10000)); /* the timer, after the heartbeat interval */
     CHECK_INT(atomic_load(&wakes), 1);
     CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_HEARTBEAT);
     wl_stock_watch_sent(watch, a); /* the heartbeat went: the interval starts again */
@@ -95,9 +92,8 @@ static void test_stall(void)
     CHECK_INT(wl_stock_watch_create(3600, 1, &watch, &err), 0);
     wl_stock_watcher_t *a = wl_stock_watch_add(watch, 5);
     wl_stock_watch_sent(watch, a); /* a message waits for its client, which takes none */
-    int64_t give_up = now_ms() + 10000;
-    while (wl_stock_watch_take(watch, a) == 0 && now_ms() < give_up)
-        usleep(5000);
+    void *pair[] = {watch, a};
+    CHECK(test_wait_for(stalled, pair, 10000));
     CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_STALLED);
     wl_stock_watch_remove(watch, a);
     wl_stock_watch_destroy(watch);

@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -52,19 +51,10 @@ static wl_upkeep_chore_t *add(chore_state_t *state)
     return chore;
 }
 
-static void pause_briefly(void)
-{
-    struct timespec pause = {0, 5000000};
-    nanosleep(&pause, NULL);
-}
-
 /* Polls until *counter reaches at_least, for 10 s at most. */
 static bool reaches(atomic_int *counter, int at_least)
 {
-    int64_t give_up = wl_upkeep_now_ms() + 10000;
-    while (atomic_load(counter) < at_least && wl_upkeep_now_ms() < give_up)
-        pause_briefly();
-    return atomic_load(counter) >= at_least;
+    return test_wait_for_count(counter, at_least, 10000);
 }
 
 static int threads(void)
@@ -78,12 +68,9 @@ static int threads(void)
     return count;
 }
 
-static bool threads_become(int count)
+static bool threads_are(void *count)
 {
-    int64_t give_up = wl_upkeep_now_ms() + 10000;
-    while (threads() != count && wl_upkeep_now_ms() < give_up)
-        pause_briefly();
-    return threads() == count;
+    return threads() == *(int *)count;
 }
 
 /* A deadline is kept, a descriptor is polled, and wl_upkeep_wake brings a new deadline in. */
@@ -124,11 +111,11 @@ static void test_thread_follows_the_chores(void)
     CHECK(reaches(&two.due_runs, 1));
     CHECK_INT(atomic_load(&one.runs), runs);
     wl_upkeep_remove(b);
-    CHECK(threads_become(before));
-    a = add(&one); /* and starts again */
+    CHECK(test_wait_for(threads_are, &before, 10000)); /* the thread has left */
+    a = add(&one);                                     /* and starts again */
     CHECK_INT(threads(), before + 1);
     wl_upkeep_remove(a);
-    CHECK(threads_become(before));
+    CHECK(test_wait_for(threads_are, &before, 10000)); /* the thread has left */
 }
 
 int main(void)
