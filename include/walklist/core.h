@@ -445,8 +445,9 @@ void wl_export_cursor_close(wl_export_cursor_t *cursor);
  * Notice of export changes made by other processes: each write that changes an organization's
  * export (and so its version) announces the organization at commit (NOTIFY wl_export_changed,
  * wl__export_bump). The core hears every announcement on one connection of its own (the same
- * one that hears key revocations), opened when the first subscriber comes and reopened after a
- * failure, and tells each subscriber, on its one listener thread:
+ * one that hears key revocations), opened with the core (without a key cache, when the first
+ * subscriber comes) and reopened after a failure, and tells each subscriber, on its one
+ * listener thread:
  * - listening(data): announcements are heard from now on. Called first, as soon as the
  *   connection is up (at once when it already is), and again after each lost.
  * - changed(org_id, data): another process committed a change of org_id's export.

@@ -30,7 +30,6 @@ struct wl_announcements {
     char *conninfo;
     wl_key_cache_t *keys; /* NULL: none */
     wl_export_subscription_t *subscribers;
-    bool listening; /* the connection is up and LISTENs */
     bool started, stop;
     pthread_t thread;
     int wake[2]; /* a pipe: a byte wakes the thread (stop, or a subscriber to tell) */
@@ -48,12 +47,12 @@ static void drain_wake(wl_announcements_t *announcements)
         ;
 }
 
-/* Tells the key cache and each subscriber not yet told whether announcements are heard;
- * false once stopping. */
+/* Tells the key cache and each subscriber not yet told whether announcements are heard (once
+ * stopping, they are not); false once stopping. */
 static bool set_listening(wl_announcements_t *announcements, bool listening)
 {
     pthread_mutex_lock(&announcements->lock);
-    announcements->listening = listening;
+    listening = listening && !announcements->stop;
     if (announcements->keys != NULL)
         wl_key_cache_listening(announcements->keys, listening);
     for (wl_export_subscription_t *s = announcements->subscribers; s != NULL; s = s->next) {

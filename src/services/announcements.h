@@ -3,10 +3,10 @@
  * it cares for (wl_keys_changed: a key was revoked; wl_export_changed: an organization's export
  * changed) on one database connection of its own, and one thread waits on it and hands each
  * announcement on: revocations to the key cache, export changes to the subscribers the gateway
- * registers (wl_core_export_changes_subscribe, core.h). Whenever the connection is lost, or
- * cannot be made, both are told that announcements may have been missed (the key cache forgets
- * every key and keeps none, the subscribers are called lost), and told again once it listens;
- * it reconnects at once after a loss, then every second.
+ * registers (wl_core_export_changes_subscribe, core.h). When the connection is lost, both are
+ * told that announcements may have been missed (the key cache forgets every key and keeps none,
+ * the subscribers are called lost), and told again once a new connection listens; it
+ * reconnects at once after a loss, then every second while it cannot connect.
  *
  * The thread and its connection exist from the first user on: a key cache at creation, else
  * the first subscriber.
