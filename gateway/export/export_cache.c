@@ -2,20 +2,15 @@
  * here. */
 #include "export/export_cache.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "walklist/log.h"
-
-#define MAX_ENTRIES   131072 /* organizations whose version is kept; a power of two */
-#define PROBE         16     /* an organization lives in one of the slots after its home */
-#define GENERATIONS   1024   /* organizations hash into these change counters */
-#define WATCH_WAIT_MS 1000
+#define MAX_ENTRIES 131072 /* organizations whose version is kept; a power of two */
+#define PROBE       16     /* an organization lives in one of the slots after its home */
+#define GENERATIONS 1024   /* organizations hash into these change counters */
 
 typedef struct {
     int fd; /* -1: none */
@@ -32,12 +27,9 @@ typedef struct {
 struct wl_export_cache {
     pthread_mutex_t lock;
     wl_core_t *core;
-    wl_export_watch_t *watch;
-    pthread_t watcher;
-    int wake[2]; /* a pipe: written to stop the watcher */
-    bool stop;
-    char directory[256]; /* where body files live, unlinked */
-    bool listening;      /* the watch's connection is up: announcements arrive */
+    wl_export_subscription_t *subscription; /* to other processes' changes */
+    char directory[256];                    /* where body files live, unlinked */
+    bool listening; /* the core hears other processes' announcements (between listening and lost) */
     void (*on_change)(int64_t org_id, void *data); /* wl_export_cache_config_t's */
     void *on_change_data;
     uint64_t epoch; /* moves whenever announcements may have been missed */
@@ -143,40 +135,30 @@ static void on_changed(int64_t org_id, void *data)
         cache->on_change(org_id, cache->on_change_data);
 }
 
-static void *watch_main(void *arg)
+/* Told on the core's announcements thread; announcements missed meanwhile wake every watcher. */
+static void on_listening(void *data)
 {
-    wl_export_cache_t *cache = arg;
+    wl_export_cache_t *cache = data;
     pthread_mutex_lock(&cache->lock);
-    while (!cache->stop) {
-        pthread_mutex_unlock(&cache->lock);
-        wl_error_t err;
-        wl_error_init(&err);
-        int rc = wl_export_watch_wait(cache->watch, cache->wake[0], WATCH_WAIT_MS, on_changed,
-                                      cache, &err);
-        pthread_mutex_lock(&cache->lock);
-        bool was_listening = cache->listening;
-        cache->listening = rc == 0;
-        if (was_listening != cache->listening && cache->on_change != NULL) {
-            pthread_mutex_unlock(&cache->lock);
-            cache->on_change(0, cache->on_change_data); /* announcements may have been missed */
-            pthread_mutex_lock(&cache->lock);
-        }
-        if (rc != 0 && cache->trust_notify) {
-            cache->epoch++;
-            for (size_t i = 0; i < MAX_ENTRIES; i++)
-                drop_entry(cache, &cache->entries[i]);
-        }
-        if (rc != 0 && !cache->stop) {
-            pthread_mutex_unlock(&cache->lock);
-            if (was_listening)
-                wl_log("warn", "export cache off", "%s", err.message);
-            struct pollfd pfd = {.fd = cache->wake[0], .events = POLLIN};
-            (void)poll(&pfd, 1, 1000); /* a second before reconnecting, unless stopped */
-            pthread_mutex_lock(&cache->lock);
-        }
+    cache->listening = true;
+    pthread_mutex_unlock(&cache->lock);
+    if (cache->on_change != NULL)
+        cache->on_change(0, cache->on_change_data);
+}
+
+static void on_lost(void *data)
+{
+    wl_export_cache_t *cache = data;
+    pthread_mutex_lock(&cache->lock);
+    cache->listening = false;
+    if (cache->trust_notify) {
+        cache->epoch++;
+        for (size_t i = 0; i < MAX_ENTRIES; i++)
+            drop_entry(cache, &cache->entries[i]);
     }
     pthread_mutex_unlock(&cache->lock);
-    return NULL;
+    if (cache->on_change != NULL)
+        cache->on_change(0, cache->on_change_data);
 }
 
 int wl_export_cache_create(wl_core_t *core, const wl_export_cache_config_t *config,
@@ -186,10 +168,6 @@ int wl_export_cache_create(wl_core_t *core, const wl_export_cache_config_t *conf
     wl_export_cache_t *cache = calloc(1, sizeof(*cache));
     if (cache == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
-    if (pipe2(cache->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
-        free(cache);
-        return wl_error_set(err, WL_EINTERNAL, "export cache: cannot create a pipe");
-    }
     pthread_mutex_init(&cache->lock, NULL);
     cache->core = core;
     for (size_t i = 0; i < MAX_ENTRIES; i++)
@@ -201,13 +179,10 @@ int wl_export_cache_create(wl_core_t *core, const wl_export_cache_config_t *conf
     const char *dir =
         config->directory != NULL && config->directory[0] ? config->directory : "/tmp";
     snprintf(cache->directory, sizeof(cache->directory), "%s", dir);
-    int rc = wl_core_export_watch_create(core, &cache->watch, err);
-    if (rc == 0 && pthread_create(&cache->watcher, NULL, watch_main, cache) != 0)
-        rc = wl_error_set(err, WL_EINTERNAL, "export cache: cannot start the watch thread");
+    wl_export_changes_t hooks = {
+        .listening = on_listening, .changed = on_changed, .lost = on_lost, .data = cache};
+    int rc = wl_core_export_changes_subscribe(core, &hooks, &cache->subscription, err);
     if (rc != 0) {
-        wl_export_watch_destroy(cache->watch);
-        close(cache->wake[0]);
-        close(cache->wake[1]);
         pthread_mutex_destroy(&cache->lock);
         free(cache);
         return rc;
@@ -222,16 +197,9 @@ void wl_export_cache_destroy(wl_export_cache_t *cache)
     if (cache == NULL)
         return;
     wl_core_on_export_change(cache->core, NULL, NULL);
-    pthread_mutex_lock(&cache->lock);
-    cache->stop = true;
-    pthread_mutex_unlock(&cache->lock);
-    (void)!write(cache->wake[1], "x", 1);
-    pthread_join(cache->watcher, NULL);
-    wl_export_watch_destroy(cache->watch);
+    wl_core_export_changes_unsubscribe(cache->core, cache->subscription);
     for (size_t i = 0; i < MAX_ENTRIES; i++)
         drop_entry(cache, &cache->entries[i]);
-    close(cache->wake[0]);
-    close(cache->wake[1]);
     pthread_mutex_destroy(&cache->lock);
     free(cache);
 }

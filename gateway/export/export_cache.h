@@ -6,13 +6,13 @@
  * kernel sends (page cache, not process memory).
  *
  * The version is trusted from memory until a write announces a change of the
- * organization at commit (NOTIFY wl_export_changed, wl__export_bump), which a
- * thread of this process listens for on a connection of its own
- * (wl_export_watch_t); this process's own writes drop their organization
- * before they are answered (wl_core_on_export_change). While that connection
- * is down nothing is trusted and each request reads the version (one
- * single-row statement), and when it drops everything is forgotten
- * (announcements may have been missed); an entry is stored only when no
+ * organization at commit (NOTIFY wl_export_changed, wl__export_bump), which
+ * the core hears on its announcements connection and hands on
+ * (wl_core_export_changes_subscribe); this process's own writes drop their
+ * organization before they are answered (wl_core_on_export_change). While
+ * that connection is down nothing is trusted and each request reads the
+ * version (one single-row statement), and when it drops everything is
+ * forgotten (announcements may have been missed); an entry is stored only when no
  * change was announced between its ticket (taken before the snapshot) and
  * the store. The price is staleness of up to the announcement's delivery
  * delay (milliseconds, as for a read replica): a client that writes through
@@ -51,30 +51,30 @@ typedef struct {
     bool trust_notify;
     const char *directory; /* where body files live, unlinked (TMPDIR); NULL: /tmp */
     /* Also told of every change the cache hears of (an announcement or this process's own
-     * write), with org_id 0 when announcements may have been missed (the watch's connection
-     * dropped or came back): the stock watchers' wake-up (stock_watch.h), so that one LISTEN
-     * connection serves both. Called without the cache's lock, on the watch thread or the
-     * writer's. NULL: none. */
+     * write), with org_id 0 when announcements may have been missed (the core's announcements
+     * connection dropped or came back): the stock watchers' wake-up (stock_watch.h), so that
+     * one subscription serves both. Called without the cache's lock, on the core's
+     * announcements thread or the writer's. NULL: none. */
     void (*on_change)(int64_t org_id, void *data);
     void *on_change_data;
 } wl_export_cache_config_t;
 
 /**
- * Creates the cache of core's exports with its watch thread, and registers it for the core's
- * own writes (wl_core_on_export_change). Its owner destroys it after the last export that
- * uses it; without one, every export is read from the database.
+ * Creates the cache of core's exports, subscribed to other processes' export changes and
+ * registered for the core's own writes (wl_core_on_export_change). Its owner destroys it after
+ * the last export that uses it; without one, every export is read from the database.
  */
 int wl_export_cache_create(wl_core_t *core, const wl_export_cache_config_t *config,
                            wl_export_cache_t **out, wl_error_t *err) WL_CHECK_RESULT;
 
-/** Stops the watch thread, unregisters from the core and frees everything. */
+/** Unsubscribes, unregisters from the core and frees everything. */
 void wl_export_cache_destroy(wl_export_cache_t *cache);
 
 /** Taken before an export's snapshot; stores made with it are refused after a change. */
 typedef struct {
     uint64_t epoch;
     uint64_t generation;
-    bool valid; /* the watch was listening */
+    bool valid; /* announcements were heard */
 } wl_export_ticket_t;
 
 wl_export_ticket_t wl_export_cache_ticket(wl_export_cache_t *cache, int64_t org_id);
@@ -104,7 +104,7 @@ bool wl_export_cache_has_body(wl_export_cache_t *cache, int64_t org_id);
 /** A body being recorded while it is sent. */
 typedef struct wl_export_body wl_export_body_t;
 
-/** Starts recording a body; NULL when it will not be cached (no room, no watch, no file). */
+/** Starts recording a body; NULL when it will not be cached (no room, nothing heard, no file). */
 wl_export_body_t *wl_export_cache_body_begin(wl_export_cache_t *cache, int64_t org_id,
                                              int64_t version, bool gzip, wl_export_ticket_t ticket);
 

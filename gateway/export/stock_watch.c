@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "process/upkeep.h"
+
 struct wl_stock_watcher {
     int64_t org_id;
     bool parked;
@@ -21,10 +23,10 @@ struct wl_stock_watcher {
 
 struct wl_stock_watch {
     pthread_mutex_t lock;
-    pthread_cond_t tick; /* signalled to stop the timer */
-    pthread_t timer;
+    wl_upkeep_chore_t *timer; /* on the upkeep loop */
+    int64_t tick_ms;          /* the timer looks at every watcher this often */
+    int64_t next_tick_ms;     /* wl_upkeep_now_ms; 0: not set (no watcher) */
     bool stopping;
-    bool timer_stop;
     double heartbeat_s, stall_s;
     wl_stock_watcher_t *head;
 };
@@ -70,36 +72,45 @@ static void wake_all(wl_stock_watcher_t *woken)
     }
 }
 
-static void *timer_main(void *arg)
+/* The timer runs while there are watchers. */
+static int prepare_tick(struct pollfd *fds, int room, int64_t *due_ms, void *data)
 {
-    wl_stock_watch_t *watch = arg;
-    /* A quarter of the shorter interval: heartbeats come at most that late. */
-    double shorter = watch->heartbeat_s < watch->stall_s ? watch->heartbeat_s : watch->stall_s;
-    long tick_ms = (long)(shorter * 250);
-    tick_ms = tick_ms < 50 ? 50 : tick_ms > 1000 ? 1000 : tick_ms;
+    (void)fds;
+    (void)room;
+    wl_stock_watch_t *watch = data;
     pthread_mutex_lock(&watch->lock);
-    while (!watch->timer_stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += tick_ms * 1000000L;
-        until.tv_sec += until.tv_nsec / 1000000000L;
-        until.tv_nsec %= 1000000000L;
-        (void)pthread_cond_timedwait(&watch->tick, &watch->lock, &until);
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        wl_stock_watcher_t *woken = NULL;
-        for (wl_stock_watcher_t *w = watch->head; w != NULL; w = w->next) {
-            if (w->parked && due(watch, w, &now) != 0)
-                unpark(w, &woken);
-            else if (!w->parked && seconds_since(&w->last_progress, &now) >= watch->stall_s)
-                w->stalled = true; /* its stream sees it when it next runs */
-        }
+    if (watch->head == NULL)
+        watch->next_tick_ms = 0;
+    else if (watch->next_tick_ms == 0)
+        watch->next_tick_ms = wl_upkeep_now_ms() + watch->tick_ms;
+    if (watch->next_tick_ms != 0)
+        *due_ms = watch->next_tick_ms;
+    pthread_mutex_unlock(&watch->lock);
+    return 0;
+}
+
+static void tick(const struct pollfd *fds, int count, int64_t now_ms, void *data)
+{
+    (void)fds;
+    (void)count;
+    wl_stock_watch_t *watch = data;
+    pthread_mutex_lock(&watch->lock);
+    if (watch->next_tick_ms == 0 || now_ms < watch->next_tick_ms) {
         pthread_mutex_unlock(&watch->lock);
-        wake_all(woken);
-        pthread_mutex_lock(&watch->lock);
+        return;
+    }
+    watch->next_tick_ms = now_ms + watch->tick_ms;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    wl_stock_watcher_t *woken = NULL;
+    for (wl_stock_watcher_t *w = watch->head; w != NULL; w = w->next) {
+        if (w->parked && due(watch, w, &now) != 0)
+            unpark(w, &woken);
+        else if (!w->parked && seconds_since(&w->last_progress, &now) >= watch->stall_s)
+            w->stalled = true; /* its stream sees it when it next runs */
     }
     pthread_mutex_unlock(&watch->lock);
-    return NULL;
+    wake_all(woken);
 }
 
 int wl_stock_watch_create(unsigned heartbeat_s, unsigned stall_s, wl_stock_watch_t **out,
@@ -113,17 +124,16 @@ int wl_stock_watch_create(unsigned heartbeat_s, unsigned stall_s, wl_stock_watch
         return wl_error_set(err, WL_ENOMEM, NULL);
     watch->heartbeat_s = heartbeat_s;
     watch->stall_s = stall_s;
+    /* A quarter of the shorter interval: heartbeats come at most that late. */
+    unsigned shorter = heartbeat_s < stall_s ? heartbeat_s : stall_s;
+    watch->tick_ms = shorter >= 4 ? 1000 : (int64_t)shorter * 250;
     pthread_mutex_init(&watch->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&watch->tick, &attr);
-    pthread_condattr_destroy(&attr);
-    if (pthread_create(&watch->timer, NULL, timer_main, watch) != 0) {
-        pthread_cond_destroy(&watch->tick);
+    wl_upkeep_hooks_t hooks = {.prepare = prepare_tick, .run = tick, .data = watch};
+    int rc = wl_upkeep_add(&hooks, &watch->timer, err);
+    if (rc != 0) {
         pthread_mutex_destroy(&watch->lock);
         free(watch);
-        return wl_error_set(err, WL_EINTERNAL, "cannot start the stock watch timer");
+        return rc;
     }
     *out = watch;
     return 0;
@@ -133,12 +143,7 @@ void wl_stock_watch_destroy(wl_stock_watch_t *watch)
 {
     if (watch == NULL)
         return;
-    pthread_mutex_lock(&watch->lock);
-    watch->timer_stop = true;
-    pthread_cond_signal(&watch->tick);
-    pthread_mutex_unlock(&watch->lock);
-    pthread_join(watch->timer, NULL);
-    pthread_cond_destroy(&watch->tick);
+    wl_upkeep_remove(watch->timer);
     pthread_mutex_destroy(&watch->lock);
     free(watch);
 }
@@ -181,11 +186,14 @@ wl_stock_watcher_t *wl_stock_watch_add(wl_stock_watch_t *watch, int64_t org_id)
     clock_gettime(CLOCK_MONOTONIC, &watcher->last_sent);
     watcher->last_progress = watcher->last_sent;
     pthread_mutex_lock(&watch->lock);
+    bool first = watch->head == NULL;
     watcher->next = watch->head;
     if (watch->head != NULL)
         watch->head->prev = watcher;
     watch->head = watcher;
     pthread_mutex_unlock(&watch->lock);
+    if (first)
+        wl_upkeep_wake(watch->timer); /* the timer starts */
     return watcher;
 }
 

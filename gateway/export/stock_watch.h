@@ -6,7 +6,8 @@
  * - its organization's export changed (wl_stock_watch_changed: the export cache's hook, fed by
  *   PostgreSQL's announcements and this process's own writes; org_id 0 means every
  *   organization, when announcements may have been missed),
- * - it has sent nothing for the heartbeat interval (this module's timer thread),
+ * - it has sent nothing for the heartbeat interval (this module's timer, on the process's
+ *   upkeep loop, process/upkeep.h, while there are watchers),
  * - the server stops (wl_stock_watch_stop).
  * The timer also marks a watcher stalled when it is not parked (it has a message for its
  * client) and its client has not taken the whole message within the stall limit.
@@ -29,11 +30,12 @@ typedef struct wl_stock_watcher wl_stock_watcher_t;
 #define WL_STOCK_WATCH_CHANGED   4u /* the organization's export changed: read the delta */
 #define WL_STOCK_WATCH_HEARTBEAT 8u /* nothing sent for the heartbeat interval */
 
-/** Starts the registry and its timer thread; both intervals at least 1 s. */
+/** Starts the registry and puts its timer on the upkeep loop; both intervals at least 1 s. */
 int wl_stock_watch_create(unsigned heartbeat_s, unsigned stall_s, wl_stock_watch_t **out,
                           wl_error_t *err) WL_CHECK_RESULT;
 
-/** Stops the timer and frees the registry; every watcher must have been removed. */
+/** Takes the timer off the upkeep loop and frees the registry; every watcher must have been
+ * removed. */
 void wl_stock_watch_destroy(wl_stock_watch_t *watch);
 
 /** The export cache's hook: org_id's export changed (0: maybe any organization's). */

@@ -433,31 +433,43 @@ int wl_export_cursor_next(wl_export_cursor_t *cursor, wl_export_item_t *item,
 void wl_export_cursor_close(wl_export_cursor_t *cursor);
 
 /**
- * Notice of export changes, across every process on the database: each write
- * that changes an organization's export (and so its version) announces the
- * organization at commit (NOTIFY wl_export_changed, wl__export_changed). A watch
- * listens on a connection of its own, opened lazily and reopened after a
- * failure; it keeps a copy of the database URL, so it may outlive the core.
- * One thread uses a watch at a time.
+ * Notice of export changes made by other processes: each write that changes an organization's
+ * export (and so its version) announces the organization at commit (NOTIFY wl_export_changed,
+ * wl__export_bump). The core hears every announcement on one connection of its own (the same
+ * one that hears key revocations), opened with the core (without a key cache, when the first
+ * subscriber comes) and reopened after a failure, and tells each subscriber, on its one
+ * listener thread:
+ * - listening(data): announcements are heard from now on. Called first, as soon as the
+ *   connection is up (at once when it already is), and again after each lost.
+ * - changed(org_id, data): another process committed a change of org_id's export.
+ * - lost(data): the connection was lost: announcements may have been missed, so whatever was
+ *   derived from earlier ones must be dropped, until the next listening.
+ * The functions are called under the core's lock of subscribers: they must not subscribe or
+ * unsubscribe. This process's own writes are not announced here (wl_core_on_export_change).
+ *
+ *     wl_export_changes_t hooks = {.listening = trust, .changed = forget_org,
+ *                                  .lost = forget_all, .data = cache};
+ *     wl_export_subscription_t *subscription;
+ *     if (wl_core_export_changes_subscribe(core, &hooks, &subscription, &err) != 0)
+ *         return err.code;
+ *     ...
+ *     wl_core_export_changes_unsubscribe(core, subscription); // no call after it returns
  */
-typedef struct wl_export_watch wl_export_watch_t;
+typedef struct {
+    void (*listening)(void *data);
+    void (*changed)(int64_t org_id, void *data);
+    void (*lost)(void *data);
+    void *data;
+} wl_export_changes_t;
 
-int wl_core_export_watch_create(wl_core_t *core, wl_export_watch_t **out,
-                                wl_error_t *err) WL_CHECK_RESULT;
+typedef struct wl_export_subscription wl_export_subscription_t;
 
-/**
- * Connects and listens when not yet listening, then waits up to timeout_ms (or
- * until wake_fd, when >= 0, is readable: the caller's way to stop a waiting
- * thread) and calls changed(org_id, data) for every announcement received. Returns 0
- * while listening (changes seen or not), WL_EUNAVAILABLE when the connection
- * is lost or cannot be made: announcements may have been missed, so whatever
- * the caller derived from earlier ones must be dropped. The next call
- * reconnects.
- */
-int wl_export_watch_wait(wl_export_watch_t *watch, int wake_fd, int timeout_ms,
-                         void (*changed)(int64_t org_id, void *data), void *data,
-                         wl_error_t *err) WL_CHECK_RESULT;
+/** Subscribes hooks (copied) to other processes' export changes; *out until unsubscribed. */
+int wl_core_export_changes_subscribe(wl_core_t *core, const wl_export_changes_t *hooks,
+                                     wl_export_subscription_t **out,
+                                     wl_error_t *err) WL_CHECK_RESULT;
 
-void wl_export_watch_destroy(wl_export_watch_t *watch);
+/** Ends a subscription: none of its functions runs after this returns. NULL is fine. */
+void wl_core_export_changes_unsubscribe(wl_core_t *core, wl_export_subscription_t *subscription);
 
 #endif

@@ -106,7 +106,9 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
         config->rate_lease_ms != 0 ? config->rate_lease_ms : WL_CORE_DEFAULT_RATE_LEASE_MS;
     rc = wl_rate_leases_create(lease_ms > 0 ? lease_ms : 0, ask_permits, core, &core->leases, err);
     if (rc == 0 && key_ttl_ms > 0)
-        rc = wl_key_cache_create(config->database_url, key_ttl_ms, &core->keys, err);
+        rc = wl_key_cache_create(key_ttl_ms, &core->keys, err);
+    if (rc == 0)
+        rc = wl_announcements_create(config->database_url, core->keys, &core->announcements, err);
     int groups = config->commit_groups != 0 ? config->commit_groups : WL_CORE_DEFAULT_COMMIT_GROUPS;
     if (groups > pool_config.size)
         groups = pool_config.size;
@@ -124,16 +126,17 @@ void wl_core_destroy(wl_core_t *core)
 {
     if (core == NULL)
         return;
+    wl_announcements_destroy(core->announcements); /* it tells the key cache */
     wl_key_cache_destroy(core->keys);
     wl_rate_leases_destroy(core->leases);
     wl_admissions_destroy(core->admissions);
     wl_pool_destroy(core->read_pool);
     wl_pool_destroy(core->pool);
-    free(core->database_url);
     for (size_t i = 0; i < WL_SERVICE_COUNT; i++)
         free(core->methods[i]);
     pthread_mutex_destroy(&core->hook_lock);
     pthread_mutex_destroy(&core->ready_lock);
+    free(core->database_url);
     free(core);
 }
 

@@ -1,22 +1,15 @@
 /* Keeping checked API keys until a revocation is announced happens here. */
 #include "services/key_cache.h"
 
-#include <fcntl.h>
 #include <openssl/crypto.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "store/listen.h"
-
-#define SLOTS    65536 /* a power of two: room for every key of tens of thousands of tenants */
-#define PROBE    8
-#define WAIT_MS  1000
-#define RETRY_MS 1000
+#define SLOTS 65536 /* a power of two: room for every key of tens of thousands of tenants */
+#define PROBE 8
 
 typedef struct {
     char prefix[WL_KEY_PREFIX_LEN + 1]; /* "": free */
@@ -27,14 +20,10 @@ typedef struct {
 
 struct wl_key_cache {
     pthread_mutex_t lock;
-    char *conninfo;
     int ttl_ms;
-    bool listening;
+    bool listening;      /* revocations are heard: keys may be kept */
     uint64_t generation; /* moves with every announcement and every gap in listening */
     uint64_t hits, misses;
-    int wake[2]; /* a byte in wake[1] stops the thread */
-    pthread_t thread;
-    bool started;
     entry_t *entries;
 };
 
@@ -60,16 +49,15 @@ static void forget_all(wl_key_cache_t *cache)
     memset(cache->entries, 0, sizeof(entry_t) * SLOTS);
 }
 
-static void on_announcement(const char *payload, void *data)
+void wl_key_cache_revoked(wl_key_cache_t *cache)
 {
-    wl_key_cache_t *cache = data;
-    (void)payload; /* revocations are rare: forgetting every key is simplest and safe */
+    /* Revocations are rare: forgetting every key is simplest and safe. */
     pthread_mutex_lock(&cache->lock);
     forget_all(cache);
     pthread_mutex_unlock(&cache->lock);
 }
 
-static void set_listening(wl_key_cache_t *cache, bool listening)
+void wl_key_cache_listening(wl_key_cache_t *cache, bool listening)
 {
     pthread_mutex_lock(&cache->lock);
     if (cache->listening != listening)
@@ -78,67 +66,16 @@ static void set_listening(wl_key_cache_t *cache, bool listening)
     pthread_mutex_unlock(&cache->lock);
 }
 
-/* Waits up to wait_ms for the stop byte. */
-static bool stop_requested(wl_key_cache_t *cache, int wait_ms)
-{
-    struct pollfd pfd = {.fd = cache->wake[0], .events = POLLIN};
-    char byte;
-    if (wait_ms > 0)
-        (void)poll(&pfd, 1, wait_ms);
-    return read(cache->wake[0], &byte, 1) == 1;
-}
-
-static void *watch_main(void *arg)
-{
-    wl_key_cache_t *cache = arg;
-    PGconn *conn = NULL;
-    for (;;) {
-        wl_error_t err;
-        wl_error_init(&err);
-        if (conn == NULL && wl_listen_open(cache->conninfo, "wl_keys_changed",
-                                           "walklistd-key-watch", &conn, &err) != 0) {
-            if (stop_requested(cache, RETRY_MS))
-                break;
-            continue;
-        }
-        set_listening(cache, true);
-        int rc = wl_listen_wait(conn, cache->wake[0], WAIT_MS, on_announcement, cache, &err);
-        if (stop_requested(cache, 0))
-            break;
-        if (rc != 0) {
-            set_listening(cache, false);
-            PQfinish(conn);
-            conn = NULL;
-        }
-    }
-    set_listening(cache, false);
-    PQfinish(conn);
-    return NULL;
-}
-
-int wl_key_cache_create(const char *conninfo, int ttl_ms, wl_key_cache_t **out, wl_error_t *err)
+int wl_key_cache_create(int ttl_ms, wl_key_cache_t **out, wl_error_t *err)
 {
     *out = NULL;
     wl_key_cache_t *cache = calloc(1, sizeof(*cache));
-    if (cache == NULL)
+    if (cache == NULL || (cache->entries = calloc(SLOTS, sizeof(entry_t))) == NULL) {
+        free(cache);
         return wl_error_set(err, WL_ENOMEM, NULL);
-    cache->wake[0] = cache->wake[1] = -1;
+    }
     cache->ttl_ms = ttl_ms;
     pthread_mutex_init(&cache->lock, NULL);
-    cache->entries = calloc(SLOTS, sizeof(entry_t));
-    cache->conninfo = strdup(conninfo);
-    int rc = 0;
-    if (cache->entries == NULL || cache->conninfo == NULL || pipe(cache->wake) != 0 ||
-        fcntl(cache->wake[0], F_SETFL, O_NONBLOCK) != 0)
-        rc = wl_error_set(err, WL_ENOMEM, NULL);
-    else if (pthread_create(&cache->thread, NULL, watch_main, cache) != 0)
-        rc = wl_error_set(err, WL_EINTERNAL, "cannot start the key watch");
-    else
-        cache->started = true;
-    if (rc != 0) {
-        wl_key_cache_destroy(cache);
-        return rc;
-    }
     *out = cache;
     return 0;
 }
@@ -147,16 +84,7 @@ void wl_key_cache_destroy(wl_key_cache_t *cache)
 {
     if (cache == NULL)
         return;
-    if (cache->started) {
-        (void)!write(cache->wake[1], "x", 1);
-        pthread_join(cache->thread, NULL);
-    }
     pthread_mutex_destroy(&cache->lock);
-    if (cache->wake[0] >= 0) {
-        close(cache->wake[0]);
-        close(cache->wake[1]);
-    }
-    free(cache->conninfo);
     free(cache->entries);
     free(cache);
 }

@@ -11,6 +11,7 @@
 
 #include "services/key_cache.h"
 #include "services/admissions.h"
+#include "services/announcements.h"
 #include "services/rate_lease.h"
 #include "services/invoke.h"
 #include "services/registry.h"
@@ -35,13 +36,13 @@ typedef struct {
 enum { WL_SERVICE_COUNT = 4 };
 
 struct wl_core {
-    char *
-        database_url; /* the primary's, for connections outside the pool (export watch, outboxes) */
+    char *database_url; /* the primary's, for connections outside the pool (outboxes) */
     wl_pool_t *pool;
     wl_pool_t *read_pool; /* a replica for the export and the breakdown; NULL: use pool */
     int rate_window_ms;
     int rate_locate_lists, rate_stock_export, rate_shared;
-    wl_key_cache_t *keys; /* NULL: every key checked in the database */
+    wl_key_cache_t *keys;              /* NULL: every key checked in the database */
+    wl_announcements_t *announcements; /* key revocations and export changes, heard */
     wl_rate_leases_t *leases;
     wl_admissions_t *admissions;
     /* Webhook attempts recorded through this process's outboxes, and its outboxes open (the

@@ -8,7 +8,6 @@
 #include "domain/page_token.h"
 #include "services/services.h"
 #include "store/breakdown.h"
-#include "store/listen.h"
 #include "store/secrets.h"
 #include "store/stock.h"
 #include "walklist/utf8.h"
@@ -169,60 +168,6 @@ void wl_export_cursor_close(wl_export_cursor_t *cursor)
         wl_pool_release(wl__core_read_pool(cursor->core), cursor->conn);
     }
     free(cursor);
-}
-
-struct wl_export_watch {
-    char *conninfo;
-    PGconn *conn; /* listening when not NULL */
-    void (*changed)(int64_t org_id, void *data);
-    void *data;
-};
-
-/* The announcement's payload is the organization id (wl__export_bump). */
-static void export_changed(const char *payload, void *data)
-{
-    wl_export_watch_t *watch = data;
-    watch->changed(strtoll(payload, NULL, 10), watch->data);
-}
-
-int wl_core_export_watch_create(wl_core_t *core, wl_export_watch_t **out, wl_error_t *err)
-{
-    *out = NULL;
-    wl_export_watch_t *watch = calloc(1, sizeof(*watch));
-    if (watch == NULL || (watch->conninfo = strdup(core->database_url)) == NULL) {
-        free(watch);
-        return wl_error_set(err, WL_ENOMEM, NULL);
-    }
-    *out = watch;
-    return 0;
-}
-
-int wl_export_watch_wait(wl_export_watch_t *watch, int wake_fd, int timeout_ms,
-                         void (*changed)(int64_t org_id, void *data), void *data, wl_error_t *err)
-{
-    if (watch->conn == NULL) {
-        int rc = wl_listen_open(watch->conninfo, "wl_export_changed", "walklistd-export-watch",
-                                &watch->conn, err);
-        if (rc != 0)
-            return rc;
-    }
-    watch->changed = changed;
-    watch->data = data;
-    int rc = wl_listen_wait(watch->conn, wake_fd, timeout_ms, export_changed, watch, err);
-    if (rc != 0) {
-        PQfinish(watch->conn);
-        watch->conn = NULL;
-    }
-    return rc;
-}
-
-void wl_export_watch_destroy(wl_export_watch_t *watch)
-{
-    if (watch == NULL)
-        return;
-    PQfinish(watch->conn);
-    free(watch->conninfo);
-    free(watch);
 }
 
 /* Appends a copy of row to the items of a reply (ExportStockResponse or WatchStockResponse). */

@@ -11,8 +11,8 @@
 /* How long a listener waits for its server before calling the connection lost. */
 #define LISTEN_LIVENESS_MS 3000
 
-int wl_listen_open(const char *conninfo, const char *channel, const char *application, PGconn **out,
-                   wl_error_t *err)
+int wl_listen_open(const char *conninfo, const char *const *channels, const char *application,
+                   PGconn **out, wl_error_t *err)
 {
     *out = NULL;
     /* A listener that went silent must be noticed: what it would have heard is then
@@ -23,11 +23,17 @@ int wl_listen_open(const char *conninfo, const char *channel, const char *applic
     PGconn *conn = wl_db_connect(&how, wl_db_clock_ms() + LISTEN_LIVENESS_MS, err, NULL, 0);
     if (conn == NULL)
         return wl_error_set(err, WL_EUNAVAILABLE, "%s: cannot connect", application);
-    char *quoted = PQescapeIdentifier(conn, channel, strlen(channel));
-    char sql[128];
-    snprintf(sql, sizeof(sql), "LISTEN %s", quoted ? quoted : "");
-    PQfreemem(quoted);
-    PGresult *res = PQexec(conn, sql);
+    char sql[512] = "";
+    size_t used = 0;
+    bool fits = true;
+    for (size_t i = 0; channels[i] != NULL && fits; i++) {
+        char *quoted = PQescapeIdentifier(conn, channels[i], strlen(channels[i]));
+        int n = snprintf(sql + used, sizeof(sql) - used, "LISTEN %s;", quoted ? quoted : "");
+        fits = quoted != NULL && n > 0 && (size_t)n < sizeof(sql) - used;
+        used += fits ? (size_t)n : 0;
+        PQfreemem(quoted);
+    }
+    PGresult *res = fits ? PQexec(conn, sql) : NULL;
     bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
     PQclear(res);
     if (!ok) {
@@ -39,7 +45,8 @@ int wl_listen_open(const char *conninfo, const char *channel, const char *applic
 }
 
 int wl_listen_wait(PGconn *conn, int wake_fd, int timeout_ms,
-                   void (*each)(const char *payload, void *data), void *data, wl_error_t *err)
+                   void (*each)(const char *channel, const char *payload, void *data), void *data,
+                   wl_error_t *err)
 {
     struct pollfd fds[2] = {{.fd = PQsocket(conn), .events = POLLIN},
                             {.fd = wake_fd, .events = POLLIN}};
@@ -59,7 +66,7 @@ int wl_listen_wait(PGconn *conn, int wake_fd, int timeout_ms,
     }
     PGnotify *notice;
     while ((notice = PQnotifies(conn)) != NULL) {
-        each(notice->extra, data);
+        each(notice->relname, notice->extra, data);
         PQfreemem(notice);
     }
     if (PQstatus(conn) != CONNECTION_OK)

@@ -34,14 +34,7 @@ static wl_core_t *core_new(int window_ms, int limit, int lease_ms)
                                .rate_window_ms = window_ms,
                                .rate_locate_lists = limit,
                                .rate_lease_ms = lease_ms};
-    wl_core_t *core = NULL;
-    wl_error_t err;
-    wl_error_init(&err);
-    if (wl_core_create(&config, &core, &err) != 0) {
-        fprintf(stderr, "core: %s\n", err.message);
-        exit(1);
-    }
-    return core;
+    return fixture_core(&config);
 }
 
 static int authenticate(wl_core_t *core, const char *token)

@@ -1,4 +1,4 @@
-/* Creating test organizations, keys and inventory happens here. */
+/* Creating test cores, organizations, keys and inventory happens here. */
 #include "fixture.h"
 
 #include <fcntl.h>
@@ -9,6 +9,18 @@
 
 #include "store/import.h"
 #include "store/orgs.h"
+
+wl_core_t *fixture_core(const wl_core_config_t *config)
+{
+    wl_core_t *core = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    if (wl_core_create(config, &core, &err) != 0) {
+        fprintf(stderr, "fixture_core: %s\n", err.message);
+        exit(1);
+    }
+    return core;
+}
 
 int64_t fixture_org(PGconn *conn, const char *slug)
 {

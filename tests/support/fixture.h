@@ -6,6 +6,10 @@
 #include <stdint.h>
 
 #include "store/keys.h"
+#include "walklist/core.h"
+
+/** Creates a core (a walklistd process's, without its HTTP); exits on failure. */
+wl_core_t *fixture_core(const wl_core_config_t *config);
 
 /** Creates an organization; exits on failure. */
 int64_t fixture_org(PGconn *conn, const char *slug);

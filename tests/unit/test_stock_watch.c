@@ -15,6 +15,18 @@ static void wake(void *data)
     atomic_fetch_add(&wakes, 1);
 }
 
+static bool woken_once(void *data)
+{
+    (void)data;
+    return atomic_load(&wakes) >= 1;
+}
+
+static bool stalled(void *watch_and_watcher)
+{
+    void **pair = watch_and_watcher;
+    return wl_stock_watch_take(pair[0], pair[1]) != 0;
+}
+
 static void test_changes_wake_their_organization_only(void)
 {
     wl_stock_watch_t *watch = NULL;
@@ -56,7 +68,7 @@ static void test_heartbeat_and_stop(void)
     wl_stock_watcher_t *a = wl_stock_watch_add(watch, 5), *b = wl_stock_watch_add(watch, 5);
     atomic_store(&wakes, 0);
     wl_stock_watch_park(watch, a, wake, NULL);
-    usleep(1500 * 1000); /* the timer wakes a after its heartbeat interval */
+    CHECK(test_wait_for(woken_once, NULL, 10000)); /* the timer, after the heartbeat interval */
     CHECK_INT(atomic_load(&wakes), 1);
     CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_HEARTBEAT);
     wl_stock_watch_sent(watch, a); /* the heartbeat went: the interval starts again */
@@ -80,7 +92,8 @@ static void test_stall(void)
     CHECK_INT(wl_stock_watch_create(3600, 1, &watch, &err), 0);
     wl_stock_watcher_t *a = wl_stock_watch_add(watch, 5);
     wl_stock_watch_sent(watch, a); /* a message waits for its client, which takes none */
-    usleep(1500 * 1000);
+    void *pair[] = {watch, a};
+    CHECK(test_wait_for(stalled, pair, 10000));
     CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_STALLED);
     wl_stock_watch_remove(watch, a);
     wl_stock_watch_destroy(watch);
