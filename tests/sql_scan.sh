@@ -10,7 +10,9 @@
 #   - the temporary staging table import_rows never in UPDATE .. FROM, DELETE .. USING or a
 #     JOIN of its own, nor correlated NOT EXISTS subqueries against it;
 # and the template database has no trigger on the reference tables (organizations, api_keys,
-# server_secrets). PL/pgSQL bodies (src/store/functions) are not in the log: their statements
+# server_secrets); walklistd's sessions (every application but walklistctl) write none of
+# them (a reference table needs every node: one worker down would fail the request); every
+# table of the template has a primary key (logical replication moves shards by it). PL/pgSQL bodies (src/store/functions) are not in the log: their statements
 # are checked by the same rules in their files. Exits 77 when the cluster logged nothing.
 #
 #   sql_scan.sh STATE SOURCE_DIR     STATE: the test cluster's state dir (build/testpg)
@@ -106,6 +108,22 @@ triggers=$(pg_psql "$(pg_cluster_conninfo "$state" walklist_template)" -At -c \
      AND tgrelid IN ('organizations'::regclass, 'api_keys'::regclass, 'server_secrets'::regclass)")
 if [[ -n $triggers ]]; then
   printf 'sql_scan: triggers on reference tables:\n%s\n' "$triggers"
+  failed=1
+fi
+written=$(grep -a -E ' app=walklist[^ ]* .*LOG:  (statement|execute [^:]+):' "$log_file" |
+  grep -a -v ' app=walklistctl ' | sed -E 's/^.*LOG:  (statement|execute [^:]+): //' |
+  grep -a -i -E '^[[:space:]]*(insert[[:space:]]+into|update|delete[[:space:]]+from)[[:space:]]+(organizations|api_keys|server_secrets)\b' |
+  sort -u || true)
+if [[ -n $written ]]; then
+  printf 'sql_scan: walklistd wrote a reference table:\n%s\n' "$written"
+  failed=1
+fi
+keyless=$(pg_psql "$(pg_cluster_conninfo "$state" walklist_template)" -At -c \
+  "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p') AND n.nspname = 'public' AND NOT c.relispartition
+      AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'p')")
+if [[ -n $keyless ]]; then
+  printf 'sql_scan: tables without a primary key:\n%s\n' "$keyless"
   failed=1
 fi
 printf 'sql_scan: %d statements of walklistd and walklistctl scanned (%d distinct)\n' "$count" \

@@ -8,8 +8,6 @@
 #include "services/services.h"
 #include "store/secrets.h"
 
-#define PAGE_SECRET_NAME "page_token"
-
 static_assert(WL_SECRET_SIZE == WL_PAGE_SECRET_SIZE, "the stored secret is the page-token key");
 
 /*
@@ -25,7 +23,7 @@ int wl__page_secret(wl_core_t *core, PGconn *conn, unsigned char secret[WL_SECRE
         memcpy(secret, cache->bytes, WL_SECRET_SIZE);
         return 0;
     }
-    int rc = wl_secrets_get(conn, PAGE_SECRET_NAME, secret, err);
+    int rc = wl_secrets_get(conn, WL_SECRET_PAGE_TOKEN, secret, err);
     if (rc != 0)
         return rc;
     int empty = 0;

@@ -9,6 +9,7 @@
 
 #include "domain/sql_split.h"
 #include "store/db.h"
+#include "store/secrets.h"
 #include "walklist/log.h"
 
 /* Any constant shared by all migrators works; this one spells "walk". */
@@ -230,6 +231,8 @@ int wl_migrate(PGconn *conn, int *applied, wl_error_t *err)
     }
     if (rc == 0)
         rc = apply_functions(conn, err);
+    if (rc == 0)
+        rc = wl_secrets_make(conn, WL_SECRET_PAGE_TOKEN, err);
     PQclear(recorded);
     PGresult *res =
         PQexecParams(conn, "SELECT pg_advisory_unlock($1)", 1, NULL, lock, NULL, NULL, 0);
@@ -291,7 +294,7 @@ static int embedded_arrays(char **text, const char *params[3], wl_error_t *err)
 int wl_migrate_ready(PGconn *conn, int *pending, wl_error_t *err)
 {
     char *text = NULL;
-    const char *params[3];
+    const char *params[4] = {[3] = WL_SECRET_PAGE_TOKEN};
     int rc = embedded_arrays(&text, params, err);
     if (rc != 0) {
         free(text);
@@ -309,8 +312,9 @@ int wl_migrate_ready(PGconn *conn, int *pending, wl_error_t *err)
         "     FROM embedded e JOIN schema_migrations m ON m.version = e.version"
         "    WHERE m.name <> e.name OR m.checksum <> e.checksum),"
         "  (SELECT count(*) FROM wl_admit(60000, '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}',"
-        "   '{}', '{}', '{}', '{}', '{}', '{}', '{}'))",
-        3, NULL, params, NULL, NULL, 0);
+        "   '{}', '{}', '{}', '{}', '{}', '{}', '{}')),"
+        "  EXISTS (SELECT 1 FROM server_secrets WHERE name = $4)",
+        4, NULL, params, NULL, NULL, 0);
     free(text);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         /* A schema from before the migrations (or their checksums), or missing what requests
@@ -330,6 +334,9 @@ int wl_migrate_ready(PGconn *conn, int *pending, wl_error_t *err)
                           "database schema differs from this build: migration(s) %s changed since "
                           "applied; walklistctl migrate names the difference",
                           PQgetvalue(res, 0, 1));
+    else if (PQgetvalue(res, 0, 3)[0] != 't')
+        rc = wl_error_set(err, WL_EUNAVAILABLE,
+                          "the database has no page-token secret yet: run walklistctl migrate");
     PQclear(res);
     return rc;
 }

@@ -1,4 +1,4 @@
-/* Server-wide secrets are read, and made on first use, here. */
+/* Server-wide secrets are read, and made by migrate, here. */
 #include "store/secrets.h"
 
 #include <stdbool.h>
@@ -40,9 +40,15 @@ int wl_secrets_get(PGconn *conn, const char *name, unsigned char out[WL_SECRET_S
 {
     bool found = false;
     int rc = read_secret(conn, name, out, &found, err);
-    if (rc != 0 || found)
-        return rc;
+    if (rc == 0 && !found)
+        rc = wl_error_set(err, WL_EUNAVAILABLE,
+                          "the database has no server secret %s yet: run walklistctl migrate",
+                          name);
+    return rc;
+}
 
+int wl_secrets_make(PGconn *conn, const char *name, wl_error_t *err)
+{
     unsigned char fresh[WL_SECRET_SIZE];
     char hex[2 * WL_SECRET_SIZE + 1];
     if (wl_random_bytes(fresh, sizeof(fresh)) != 0)
@@ -53,16 +59,8 @@ int wl_secrets_get(PGconn *conn, const char *name, unsigned char out[WL_SECRET_S
     }
     hex[2 * WL_SECRET_SIZE] = '\0';
     const char *params[] = {name, hex};
-    /* Autocommit: the insert is visible to every process once this statement returns. */
-    rc = wl_db_exec(conn,
-                    "INSERT INTO server_secrets (name, secret) VALUES ($1, decode($2, 'hex'))"
-                    " ON CONFLICT (name) DO NOTHING",
-                    2, params, NULL, err);
-    if (rc != 0)
-        return rc;
-    /* Read back rather than use fresh: another process may have won the race. */
-    rc = read_secret(conn, name, out, &found, err);
-    if (rc == 0 && !found)
-        rc = wl_error_set(err, WL_EINTERNAL, "server secret %s vanished", name);
-    return rc;
+    return wl_db_exec(conn,
+                      "INSERT INTO server_secrets (name, secret) VALUES ($1, decode($2, 'hex'))"
+                      " ON CONFLICT (name) DO NOTHING",
+                      2, params, NULL, err);
 }
