@@ -328,10 +328,10 @@ static int connection_fd(const wl_exchange_t *ex)
 
 /*
  * Work that may wait runs off libmicrohttpd's threads (a request's step on a request thread, a
- * stream's fill, an admission's group on a committer), its connection suspended meanwhile. These
- * two are the only places a connection is suspended and resumed: suspended before the work is
- * handed over (it may end at once), resumed once the work's outcome is stored where the next
- * call of libmicrohttpd's thread reads it.
+ * generator's piece its connection waits for, an admission's group on a committer), its
+ * connection suspended meanwhile. These two are the only places a connection is suspended and
+ * resumed: suspended before the work is handed over (it may end at once), resumed once the
+ * work's outcome is stored where the next call of libmicrohttpd's thread reads it.
  */
 static void suspend_while_away(struct MHD_Connection *connection)
 {
@@ -442,8 +442,8 @@ static ssize_t read_generated(counted_stream_t *stream, char *buf, size_t max)
             stream->taken += n;
             return (ssize_t)n;
         }
-        /* Only the I/O thread moves a stream out of READY, IDLE and ENDED. */
-        if (stream->state == STREAM_READY && stream->next.len == 0 && !stream->gen->waits &&
+        /* A generator that never waits has no request thread: its state is this thread's. */
+        if (!stream->gen->waits && stream->state == STREAM_READY && stream->next.len == 0 &&
             stream->after == WL_GENERATOR_MORE) {
             size_t n = proceed_here(stream, buf, max);
             if (n > 0)

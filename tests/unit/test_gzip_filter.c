@@ -3,8 +3,8 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
+#include "gunzip.h"
 #include "test.h"
 
 /* A generator of a text in pieces: MORE, MORE, IDLE, then DONE; counts its stops. */
@@ -39,30 +39,6 @@ static void pieces_park(wl_generator_t *gen, void (*wake)(void *ctx), void *ctx)
 static void pieces_stop(wl_generator_t *gen)
 {
     (*((pieces_t *)gen)->stops)++;
-}
-
-/* Inflates data (a gzip member, whole or flushed part of one); the bytes out, NUL-terminated. */
-static char *gunzip(const char *data, size_t len, bool whole, size_t *out_len)
-{
-    z_stream z;
-    memset(&z, 0, sizeof(z));
-    if (inflateInit2(&z, 15 + 16) != Z_OK)
-        return NULL;
-    size_t cap = 1 << 20;
-    char *out = malloc(cap);
-    z.next_in = (unsigned char *)data;
-    z.avail_in = (unsigned)len;
-    z.next_out = (unsigned char *)out;
-    z.avail_out = (unsigned)cap - 1;
-    int rc = inflate(&z, Z_SYNC_FLUSH);
-    *out_len = cap - 1 - z.avail_out;
-    inflateEnd(&z);
-    if (whole ? rc != Z_STREAM_END : rc != Z_OK) {
-        free(out);
-        return NULL;
-    }
-    out[*out_len] = '\0';
-    return out;
 }
 
 static void test_filter(void)
