@@ -142,6 +142,7 @@ const char *wl_exchange_header_list(wl_exchange_t *ex, const char *name)
 
 void wl_exchange_empty(wl_exchange_t *ex, unsigned status)
 {
+    wl_exchange_drop_generator(ex);
     ex->status = status;
     ex->content_type = NULL;
     ex->response = "";
@@ -184,6 +185,7 @@ static void write_fallback(void)
 
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)
 {
+    wl_exchange_drop_generator(ex); /* an answer set later replaces a stream set before */
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
     ex->content_type = "application/json";

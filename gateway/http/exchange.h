@@ -156,7 +156,8 @@ void wl_exchange_read_origin(wl_exchange_t *ex);
 /** Adds the origin's fields (client, and traceId and parentId when traced) to a log line. */
 void wl_exchange_log_origin(const wl_exchange_t *ex, wl_log_line_t *line);
 
-/** Sets a JSON response; takes the reference to body. */
+/** Sets a JSON response (instead of a stream set before, whose generator is stopped); takes the
+ * reference to body. */
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body);
 
 /** Sets a response without a body (304 Not Modified). */
