@@ -1,270 +1,198 @@
-/* Streaming the stock export as JSON, gzip-coded on request, happens here. */
+/* Generating the stock export as JSON, from its cursor or its cached body, happens here. */
 #include "export/export_stream.h"
 
 #include <inttypes.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "export/export_cache.h"
 #include "export/export_json.h"
 #include "walklist/log.h"
+#include "http/gzip_filter.h"
 #include "http/negotiate.h"
 #include "http/query.h"
 
-/* JSON text is made in pieces of about this size, then sent or compressed. */
-#define TEXT_PIECE (32u * 1024)
-/* What a request thread makes at a time once the body flows (each piece costs the connection a
- * suspension and a resumption, so pieces are larger than the first). */
-#define FILL_PIECE (256u * 1024)
-/* Room kept free for deflate's output on each call. */
-#define WIRE_ROOM (16u * 1024)
-/* On this repetitive text zlib's default level 6 takes 2.5 times as long as level 1 for
- * a fifth less output (200,000 SKUs: 0.31 s and 1.44 MB against 0.12 s and 1.76 MB);
- * an export polled every minute is better off with the cheap level. */
-#define GZIP_LEVEL 1
+/* The first piece of the body, made by the request's own step (later pieces are the size the
+ * server asks for). */
+#define FIRST_PIECE (32u * 1024)
 
-/* Bytes waiting to move on; sent counts those already taken from the front. */
+/* The export's rows as JSON text: a generator (generator.h) over the core's export cursor. */
 typedef struct {
-    char *data;
-    size_t len;
-    size_t sent;
-    size_t cap;
-} buffer_t;
-
-typedef struct {
+    wl_generator_t base;
     wl_export_cursor_t *cursor;             /* NULL once every row is read (or on failure) */
     char closing[WL_EXPORT_JSON_CLOSE_MAX]; /* the body's last bytes: generatedAt, cursor */
+    bool opened;                            /* the opening text is written */
     size_t items;                           /* written so far */
-    bool ended;                             /* the closing text is written */
-    bool finished;                          /* nothing is left to produce */
-    bool failed;                            /* production failed: the connection is cut */
-    bool gzip;
-    bool deflating; /* z needs deflateEnd */
-    z_stream z;
-    buffer_t text;               /* JSON: sent as is, or compressed into wire */
-    buffer_t wire;               /* gzip bytes */
-    wl_export_body_t *recording; /* a copy for the cache, NULL when not kept */
+    bool streaming; /* the first piece went into the answer: a failure now cuts the body off */
     char request_id[65];
-} export_stream_t;
+} export_rows_t;
 
-static bool reserve(buffer_t *b, size_t extra)
+static bool put_item(export_rows_t *rows, wl_piece_t *out, const wl_export_item_t *item)
 {
-    if (b->cap - b->len >= extra)
-        return true;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap - b->len < extra) {
-        if (cap > SIZE_MAX / 2)
-            return false;
-        cap *= 2;
-    }
-    char *grown = realloc(b->data, cap);
-    if (grown == NULL)
-        return false;
-    b->data = grown;
-    b->cap = cap;
-    return true;
-}
-
-static bool put(buffer_t *b, const char *s, size_t len)
-{
-    if (!reserve(b, len))
-        return false;
-    memcpy(b->data + b->len, s, len);
-    b->len += len;
-    return true;
-}
-
-static bool put_item(export_stream_t *stream, const wl_export_item_t *item)
-{
-    buffer_t *t = &stream->text;
     size_t bound = wl_export_json_item_bound(item);
-    if (bound == SIZE_MAX || !reserve(t, bound + 1))
+    char *start = bound == SIZE_MAX ? NULL : wl_piece_reserve(out, bound + 1);
+    if (start == NULL)
         return false;
-    char *out = t->data + t->len;
-    if (stream->items++ > 0)
-        *out++ = ',';
-    out = wl_export_json_item(out, item);
-    t->len = (size_t)(out - t->data);
+    char *end = start;
+    if (rows->items++ > 0)
+        *end++ = ',';
+    end = wl_export_json_item(end, item);
+    out->len += (size_t)(end - start);
     return true;
 }
 
-/* Compresses all of text into wire; with finish, also ends the gzip stream. */
-static int compress_text(export_stream_t *stream, bool finish, wl_error_t *err)
+static void log_cut_off(const export_rows_t *rows, const wl_error_t *err)
 {
-    z_stream *z = &stream->z;
-    z->next_in = (Bytef *)stream->text.data + stream->text.sent;
-    z->avail_in = (uInt)(stream->text.len - stream->text.sent);
-    for (;;) {
-        if (!reserve(&stream->wire, WIRE_ROOM))
-            return wl_error_set(err, WL_ENOMEM, NULL);
-        size_t room = stream->wire.cap - stream->wire.len;
-        z->next_out = (Bytef *)stream->wire.data + stream->wire.len;
-        z->avail_out = (uInt)room;
-        int zrc = deflate(z, finish ? Z_FINISH : Z_NO_FLUSH);
-        stream->wire.len += room - z->avail_out;
-        if (zrc == Z_STREAM_END)
-            break;
-        if (zrc != Z_OK && zrc != Z_BUF_ERROR)
-            return wl_error_set(err, WL_EINTERNAL, "gzip failed");
-        /* Without finish, deflate may keep output back; all input taken is enough. */
-        if (!finish && z->avail_in == 0 && z->avail_out > 0)
-            break;
-    }
-    stream->text.len = stream->text.sent = 0;
-    return 0;
+    const char *reason = wl_grpc_code_name(wl_error_grpc_code(err->code));
+    wl_log_line_t line;
+    wl_log_line_begin(&line, "error", "stock export cut off");
+    wl_log_line_str(&line, "requestId", rows->request_id, strlen(rows->request_id));
+    wl_log_line_int(&line, "items", (long long)rows->items);
+    wl_log_line_str(&line, "reason", reason, strlen(reason));
+    wl_log_line_end(&line);
 }
 
 /*
- * Makes the next piece of the body: JSON text for about piece bytes (or
- * up to the end), compressed when gzip is on. The cursor, and with it the
- * database connection, is given back as soon as the last row is read.
+ * The next rows as JSON, about want bytes of them (or up to the end). The cursor, and with it
+ * the database connection, is given back as soon as the last row is read, or on failure.
  */
-static int produce(export_stream_t *stream, size_t piece, wl_error_t *err)
+static wl_generator_next_t rows_proceed(wl_generator_t *gen, wl_piece_t *out, size_t want,
+                                        wl_error_t *err)
 {
-    buffer_t *t = &stream->text;
-    while (t->len - t->sent < piece && stream->cursor != NULL) {
+    export_rows_t *rows = (export_rows_t *)gen;
+    size_t start = out->len;
+    if (!rows->opened) {
+        wl_piece_append(out, WL_EXPORT_JSON_OPEN, strlen(WL_EXPORT_JSON_OPEN));
+        rows->opened = true;
+    }
+    int rc = 1;
+    while (rc > 0 && out->len - start < want && rows->cursor != NULL) {
         wl_export_item_t item;
-        int rc = wl_export_cursor_next(stream->cursor, &item, err);
-        if (rc < 0)
-            return rc;
-        if (rc == 0) {
-            wl_export_cursor_close(stream->cursor);
-            stream->cursor = NULL;
-            break;
-        }
-        if (!put_item(stream, &item))
-            return wl_error_set(err, WL_ENOMEM, NULL);
+        rc = wl_export_cursor_next(rows->cursor, &item, err);
+        if (rc > 0 && !put_item(rows, out, &item))
+            rc = wl_error_set(err, WL_ENOMEM, NULL);
     }
-    if (stream->cursor == NULL && !stream->ended) {
-        if (!put(t, stream->closing, strlen(stream->closing)))
-            return wl_error_set(err, WL_ENOMEM, NULL);
-        stream->ended = true;
+    if (rc == 0) {
+        wl_export_cursor_close(rows->cursor);
+        rows->cursor = NULL;
+        wl_piece_append(out, rows->closing, strlen(rows->closing));
     }
-    if (stream->gzip) {
-        int rc = compress_text(stream, stream->ended, err);
-        if (rc != 0)
-            return rc;
+    if (rc >= 0 && out->failed)
+        rc = wl_error_set(err, WL_ENOMEM, NULL);
+    if (rc < 0) {
+        if (rows->streaming)
+            log_cut_off(rows, err);
+        wl_export_cursor_close(rows->cursor);
+        rows->cursor = NULL;
+        return WL_GENERATOR_FAILED;
     }
-    stream->finished = stream->ended;
-    return 0;
+    return rc == 0 ? WL_GENERATOR_DONE : WL_GENERATOR_MORE;
 }
 
-static void free_stream(void *state)
+static void rows_stop(wl_generator_t *gen)
 {
-    export_stream_t *stream = state;
-    if (stream == NULL)
-        return;
-    /* Closing the cursor rolls back and frees the connection, also when the client
-     * left half way. */
-    wl_export_cursor_close(stream->cursor);
-    wl_export_body_finish(stream->recording, false); /* a no-op after the last byte */
-    if (stream->deflating)
-        deflateEnd(&stream->z);
-    free(stream->text.data);
-    free(stream->wire.data);
-    free(stream);
+    export_rows_t *rows = (export_rows_t *)gen;
+    /* Closing the cursor rolls back and frees the connection, also when the client left half
+     * way. */
+    wl_export_cursor_close(rows->cursor);
+    free(rows);
 }
 
-static ssize_t read_stream(void *state, uint64_t pos, char *buf, size_t max)
+static export_rows_t *create_rows(wl_export_cursor_t *cursor, const char *request_id)
 {
-    (void)pos;
-    export_stream_t *stream = state;
-    buffer_t *out = stream->gzip ? &stream->wire : &stream->text;
-    if (out->sent < out->len) {
-        size_t n = out->len - out->sent < max ? out->len - out->sent : max;
-        memcpy(buf, out->data + out->sent, n);
-        wl_export_body_write(stream->recording, out->data + out->sent, n);
-        out->sent += n;
-        if (out->sent == out->len)
-            out->len = out->sent = 0;
-        return (ssize_t)n;
-    }
-    if (stream->failed)
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-    if (stream->finished) {
-        wl_export_body_finish(stream->recording, true);
-        stream->recording = NULL;
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    }
-    return WL_EXCHANGE_STREAM_EMPTY;
-}
-
-/* Reads rows until there is something to send (the compressor may keep a piece to itself). */
-static void fill_stream(void *state)
-{
-    export_stream_t *stream = state;
-    const buffer_t *out = stream->gzip ? &stream->wire : &stream->text;
-    while (out->sent == out->len && !stream->finished) {
-        wl_error_t err;
-        wl_error_init(&err);
-        if (produce(stream, FILL_PIECE, &err) != 0) {
-            const char *reason = wl_grpc_code_name(wl_error_grpc_code(err.code));
-            wl_log_line_t line;
-            wl_log_line_begin(&line, "error", "stock export cut off");
-            wl_log_line_str(&line, "requestId", stream->request_id, strlen(stream->request_id));
-            wl_log_line_int(&line, "items", (long long)stream->items);
-            wl_log_line_str(&line, "reason", reason, strlen(reason));
-            wl_log_line_end(&line);
-            wl_export_cursor_close(stream->cursor);
-            stream->cursor = NULL;
-            stream->failed = true;
-            return;
-        }
-    }
-}
-
-static export_stream_t *create_stream(wl_export_cursor_t *cursor, bool gzip, const char *request_id)
-{
-    export_stream_t *stream = calloc(1, sizeof(*stream));
-    if (stream == NULL)
+    export_rows_t *rows = calloc(1, sizeof(*rows));
+    if (rows == NULL)
         return NULL;
-    stream->cursor = cursor;
-    stream->gzip = gzip;
-    snprintf(stream->request_id, sizeof(stream->request_id), "%s", request_id);
+    rows->base = (wl_generator_t){.proceed = rows_proceed, .stop = rows_stop, .waits = true};
+    rows->cursor = cursor;
+    snprintf(rows->request_id, sizeof(rows->request_id), "%s", request_id);
     /* generatedAt comes last, as in the codec's form, though it is known first. */
     wl_export_json_close(wl_export_cursor_generated_ms(cursor), wl_export_cursor_token(cursor),
-                         stream->closing, sizeof(stream->closing));
-    /* windowBits 15 + 16: a gzip wrapper rather than zlib's own. */
-    if (gzip) {
-        if (deflateInit2(&stream->z, GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-            Z_OK) {
-            stream->cursor = NULL;
-            free(stream);
-            return NULL;
-        }
-        stream->deflating = true;
+                         rows->closing, sizeof(rows->closing));
+    return rows;
+}
+
+/* A filter that records the body it passes into the snapshot cache, as it is made. */
+typedef struct {
+    wl_generator_t base;
+    wl_generator_t *inner;
+    wl_export_body_t *recording; /* NULL once finished */
+} recorder_t;
+
+static wl_generator_next_t record_proceed(wl_generator_t *gen, wl_piece_t *out, size_t want,
+                                          wl_error_t *err)
+{
+    recorder_t *recorder = (recorder_t *)gen;
+    size_t start = out->len;
+    wl_generator_next_t next = recorder->inner->proceed(recorder->inner, out, want, err);
+    if (!out->failed)
+        wl_export_body_write(recorder->recording, out->base + start, out->len - start);
+    if (next == WL_GENERATOR_DONE && !out->failed) {
+        wl_export_body_finish(recorder->recording, true);
+        recorder->recording = NULL;
     }
-    if (!put(&stream->text, WL_EXPORT_JSON_OPEN, strlen(WL_EXPORT_JSON_OPEN))) {
-        stream->cursor = NULL;
-        free_stream(stream);
+    return next;
+}
+
+static void record_stop(wl_generator_t *gen)
+{
+    recorder_t *recorder = (recorder_t *)gen;
+    wl_export_body_finish(recorder->recording, false); /* NULL after the last byte */
+    recorder->inner->stop(recorder->inner);
+    free(recorder);
+}
+
+/* inner, recorded when the cache takes the body (inner itself otherwise); NULL when out of
+ * memory (inner stopped). */
+static wl_generator_t *record(wl_generator_t *inner, wl_export_body_t *recording)
+{
+    if (recording == NULL)
+        return inner;
+    recorder_t *recorder = malloc(sizeof(*recorder));
+    if (recorder == NULL) {
+        wl_export_body_finish(recording, false);
+        inner->stop(inner);
         return NULL;
     }
-    return stream;
+    *recorder = (recorder_t){
+        .base = {.proceed = record_proceed, .stop = record_stop, .waits = inner->waits},
+        .inner = inner,
+        .recording = recording};
+    return &recorder->base;
 }
 
-/* A cached body, read from its file as the client takes it. */
+/* A cached body, read from its file as the client takes it (on the I/O thread: the page
+ * cache's bytes). */
 typedef struct {
+    wl_generator_t base;
     int fd;
     uint64_t size;
+    uint64_t pos;
 } cached_body_t;
 
-static ssize_t read_cached(void *state, uint64_t pos, char *buf, size_t max)
+static wl_generator_next_t cached_proceed(wl_generator_t *gen, wl_piece_t *out, size_t want,
+                                          wl_error_t *err)
 {
-    cached_body_t *body = state;
-    if (pos >= body->size)
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    size_t want = body->size - pos < max ? (size_t)(body->size - pos) : max;
-    ssize_t n = pread(body->fd, buf, want, (off_t)pos);
-    return n > 0 ? n : MHD_CONTENT_READER_END_WITH_ERROR;
+    cached_body_t *body = (cached_body_t *)gen;
+    size_t left = body->size - body->pos < want ? (size_t)(body->size - body->pos) : want;
+    char *room = left > 0 ? wl_piece_reserve(out, left) : out->base;
+    if (left > 0 && room == NULL)
+        return WL_GENERATOR_FAILED;
+    ssize_t n = left > 0 ? pread(body->fd, room, left, (off_t)body->pos) : 0;
+    if (n < 0 || (n == 0 && left > 0)) {
+        wl_error_set(err, WL_EINTERNAL, "the cached export body could not be read");
+        return WL_GENERATOR_FAILED;
+    }
+    out->len += (size_t)n;
+    body->pos += (uint64_t)n;
+    return body->pos < body->size ? WL_GENERATOR_MORE : WL_GENERATOR_DONE;
 }
 
-static void free_cached(void *state)
+static void cached_stop(wl_generator_t *gen)
 {
-    cached_body_t *body = state;
+    cached_body_t *body = (cached_body_t *)gen;
     close(body->fd);
     free(body);
 }
@@ -302,7 +230,7 @@ static bool answer_known(wl_exchange_t *ex, wl_export_cache_t *cache, int64_t ve
                                                        &ex->content_length);
         return true;
     }
-    cached_body_t *body = cache ? malloc(sizeof(*body)) : NULL;
+    cached_body_t *body = cache ? calloc(1, sizeof(*body)) : NULL;
     if (body == NULL)
         return false;
     body->fd = wl_export_cache_open_body(cache, ex->principal.org_id, version, gzip, &body->size);
@@ -310,17 +238,18 @@ static bool answer_known(wl_exchange_t *ex, wl_export_cache_t *cache, int64_t ve
         free(body);
         return false;
     }
+    body->base = (wl_generator_t){.proceed = cached_proceed, .stop = cached_stop};
     set_headers(ex, etag, gzip);
-    wl_exchange_stream(ex, 200, "application/json", read_cached, NULL, free_cached, body);
+    wl_exchange_generate(ex, 200, "application/json", &body->base, NULL, WL_GENERATOR_MORE);
     ex->content_length_known = true; /* for HEAD */
     ex->content_length = body->size;
     return true;
 }
 
 /*
- * Streams the cursor's rows as the body (recorded into cache when not NULL). The first piece
- * is made now: a database failing at the start still gets an honest error status rather than
- * a 200 cut off after its headers.
+ * Streams the cursor's rows as the body: JSON text, through gzip when the client takes it, and
+ * recorded into cache when not NULL. The first piece is made now: a database failing at the
+ * start still gets an honest error status rather than a 200 cut off after its headers.
  */
 static void stream_cursor(wl_exchange_t *ex, wl_export_cursor_t *cursor, const char *etag,
                           bool gzip, wl_export_cache_t *cache, wl_export_ticket_t ticket)
@@ -329,23 +258,35 @@ static void stream_cursor(wl_exchange_t *ex, wl_export_cursor_t *cursor, const c
     wl_error_init(&err);
     /* Read now: the first piece closes a cursor that has no more rows. */
     int64_t version = wl_export_cursor_version(cursor);
-    export_stream_t *stream = create_stream(cursor, gzip, ex->request_id);
-    if (stream == NULL) {
+    export_rows_t *rows = create_rows(cursor, ex->request_id);
+    wl_generator_t *gen = rows ? &rows->base : NULL;
+    if (rows == NULL)
         wl_export_cursor_close(cursor);
+    if (gen != NULL && gzip)
+        gen = wl_gzip_filter(gen);
+    if (gen != NULL && cache != NULL)
+        gen = record(
+            gen, wl_export_cache_body_begin(cache, ex->principal.org_id, version, gzip, ticket));
+    if (gen == NULL) {
         wl_error_set(&err, WL_ENOMEM, NULL);
         wl_exchange_core_error(ex, &err);
         return;
     }
-    if (produce(stream, TEXT_PIECE, &err) != 0) {
-        free_stream(stream);
+    wl_piece_t first = {0};
+    wl_generator_next_t next = gen->proceed(gen, &first, FIRST_PIECE, &err);
+    if (first.failed && next != WL_GENERATOR_FAILED) {
+        wl_error_set(&err, WL_ENOMEM, NULL);
+        next = WL_GENERATOR_FAILED;
+    }
+    if (next == WL_GENERATOR_FAILED) {
+        wl_piece_dispose(&first);
+        gen->stop(gen);
         wl_exchange_core_error(ex, &err);
         return;
     }
-    if (cache != NULL)
-        stream->recording =
-            wl_export_cache_body_begin(cache, ex->principal.org_id, version, gzip, ticket);
+    rows->streaming = true;
     set_headers(ex, etag, gzip);
-    wl_exchange_stream(ex, 200, "application/json", read_stream, fill_stream, free_stream, stream);
+    wl_exchange_generate(ex, 200, "application/json", gen, &first, next);
 }
 
 static void respond_full(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex)

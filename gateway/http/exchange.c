@@ -142,31 +142,35 @@ const char *wl_exchange_header_list(wl_exchange_t *ex, const char *name)
 
 void wl_exchange_empty(wl_exchange_t *ex, unsigned status)
 {
+    wl_exchange_drop_generator(ex);
     ex->status = status;
     ex->content_type = NULL;
     ex->response = "";
     ex->response_len = 0;
 }
 
-void wl_exchange_stream(wl_exchange_t *ex, unsigned status, const char *content_type,
-                        ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max),
-                        void (*fill)(void *state), void (*free_state)(void *state), void *state)
+void wl_exchange_generate(wl_exchange_t *ex, unsigned status, const char *content_type,
+                          wl_generator_t *gen, wl_piece_t *first, wl_generator_next_t next)
 {
+    wl_exchange_drop_generator(ex);
     ex->status = status;
     ex->content_type = content_type;
     ex->response = "";
     ex->response_len = 0;
-    ex->stream_read = read;
-    ex->stream_fill = fill;
-    ex->stream_free = free_state;
-    ex->stream_state = state;
-    ex->stream_park = NULL;
+    ex->generator = gen;
+    ex->generated_next = next;
+    if (first != NULL) {
+        ex->generated = *first;
+        *first = (wl_piece_t){0};
+    }
 }
 
-void wl_exchange_stream_parks(wl_exchange_t *ex,
-                              void (*park)(void *state, void (*wake)(void *ctx), void *ctx))
+void wl_exchange_drop_generator(wl_exchange_t *ex)
 {
-    ex->stream_park = park;
+    if (ex->generator != NULL)
+        ex->generator->stop(ex->generator);
+    ex->generator = NULL;
+    wl_piece_dispose(&ex->generated);
 }
 
 /* The answer when not even an error body can be allocated: written once, kept. */
@@ -181,6 +185,7 @@ static void write_fallback(void)
 
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)
 {
+    wl_exchange_drop_generator(ex); /* an answer set later replaces a stream set before */
     char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
     json_decref(body);
     ex->content_type = "application/json";

@@ -16,6 +16,7 @@
 #include "walklist/core.h"
 #include "walklist/error.h"
 #include "errors/error_info.h"
+#include "http/generator.h"
 #include "http/trace_context.h"
 #include "walklist/log.h"
 #include "walklist/span.h"
@@ -83,14 +84,12 @@ typedef struct {
     size_t header_count;
     const char *cache_control; /* NULL: "no-store" */
     bool close;                /* Connection: close (the connection is closed after the answer) */
-    /* A streamed body instead of response (wl_exchange_stream). The exchange owns
-     * stream_state until the server hands it to libmicrohttpd. */
-    ssize_t (*stream_read)(void *state, uint64_t pos, char *buf, size_t max);
-    void (*stream_fill)(void *state);
-    void (*stream_free)(void *state);
-    /* A stream that may idle (wl_exchange_stream_parks): NULL for the others. */
-    void (*stream_park)(void *state, void (*wake)(void *ctx), void *ctx);
-    void *stream_state;
+    /* A streamed body instead of response (wl_exchange_generate): its generator, the piece of
+     * it the handler made already and what follows that piece. The exchange owns them until the
+     * server takes them (or wl_exchange_drop_generator). */
+    wl_generator_t *generator;
+    wl_piece_t generated;
+    wl_generator_next_t generated_next;
     /* Where the request runs (offload.h): true on a thread that may wait for the database. */
     bool may_wait;
     /* How a step of the core started for the request ends, as the server set it up: the core's
@@ -160,42 +159,26 @@ void wl_exchange_read_origin(wl_exchange_t *ex);
 /** Adds the origin's fields (client, and traceId and parentId when traced) to a log line. */
 void wl_exchange_log_origin(const wl_exchange_t *ex, wl_log_line_t *line);
 
-/** Sets a JSON response; takes the reference to body. */
+/** Sets a JSON response (instead of a stream set before, whose generator is stopped); takes the
+ * reference to body. */
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body);
 
 /** Sets a response without a body (304 Not Modified). */
 void wl_exchange_empty(wl_exchange_t *ex, unsigned status);
 
-/* What a stream's read returns when it has nothing until its fill runs. */
-#define WL_EXCHANGE_STREAM_EMPTY ((ssize_t)-100)
-
 /**
- * Sets a response whose body is pulled while the client reads it, sent
- * chunked (its length is unknown). read follows libmicrohttpd's content
- * reader contract (MHD_ContentReaderCallback): the bytes written into buf,
- * MHD_CONTENT_READER_END_OF_STREAM after the last one, or
- * MHD_CONTENT_READER_END_WITH_ERROR to cut the connection so the client sees
- * a truncated body; it never waits for the database, and returns
- * WL_EXCHANGE_STREAM_EMPTY when fill must make more first. fill runs on a
- * request thread, where it may wait (offload.h); NULL when read never runs
- * dry. free_state is called exactly once, on every path (finished, client
- * gone, never sent).
+ * Sets a response whose body gen produces while the client reads it (generator.h), sent chunked
+ * (its length is unknown). first (NULL: none) is what the handler made of the body already,
+ * typically by calling gen->proceed itself where it may wait, so that a failure before the first
+ * byte is still an ordinary error answer; its memory is taken (first is left empty). next says
+ * what follows it (WL_GENERATOR_MORE: gen's next piece). gen is stopped exactly once on every
+ * path: finished, cut off, the client gone, never sent.
  */
-void wl_exchange_stream(wl_exchange_t *ex, unsigned status, const char *content_type,
-                        ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max),
-                        void (*fill)(void *state), void (*free_state)(void *state), void *state);
+void wl_exchange_generate(wl_exchange_t *ex, unsigned status, const char *content_type,
+                          wl_generator_t *gen, wl_piece_t *first, wl_generator_next_t next);
 
-/* What a parking stream's read returns when it has nothing and is to idle (see below). */
-#define WL_EXCHANGE_STREAM_PARKED ((ssize_t)-101)
-
-/**
- * Lets the stream just set (wl_exchange_stream) idle without holding any thread: when its
- * read returns WL_EXCHANGE_STREAM_PARKED, the server suspends the connection and calls
- * park(state, wake, ctx); the stream calls wake(ctx) once, from any thread, when it has
- * something to do, and its fill then runs on a request thread before read is asked again.
- */
-void wl_exchange_stream_parks(wl_exchange_t *ex,
-                              void (*park)(void *state, void (*wake)(void *ctx), void *ctx));
+/** Stops the generator of a streamed body that will not be sent (HEAD), if any. */
+void wl_exchange_drop_generator(wl_exchange_t *ex);
 
 /**
  * Sets a Google API error response for an HTTP status and gRPC code, with an ErrorInfo of

@@ -6,6 +6,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -39,6 +40,10 @@
 #define BODY_DRAIN_LIMIT (1024u * 1024)
 /* Buffer of a streamed response sent without chunks (to HTTP/1.0 clients). */
 #define STREAM_BLOCK_SIZE (32u * 1024)
+/* What a request thread makes of a generated body at a time (its next piece is made while the
+ * I/O thread sends this one): each piece is one hand-off to a request thread, and two pieces
+ * are held at most, whatever the body's size. */
+#define STREAM_PIECE (1024u * 1024)
 
 /* What a daemon's request callback is given: the operations listener (--ops-listen) serves the
  * operations rows of the routing table only. */
@@ -331,10 +336,10 @@ static int connection_fd(const wl_exchange_t *ex)
 
 /*
  * Work that may wait runs off libmicrohttpd's threads (a request's step on a request thread, a
- * stream's fill, an admission's group on a committer), its connection suspended meanwhile. These
- * two are the only places a connection is suspended and resumed: suspended before the work is
- * handed over (it may end at once), resumed once the work's outcome is stored where the next
- * call of libmicrohttpd's thread reads it.
+ * generator's piece its connection waits for, an admission's group on a committer), its
+ * connection suspended meanwhile. These two are the only places a connection is suspended and
+ * resumed: suspended before the work is handed over (it may end at once), resumed once the
+ * work's outcome is stored where the next call of libmicrohttpd's thread reads it.
  */
 static void suspend_while_away(struct MHD_Connection *connection)
 {
@@ -346,84 +351,212 @@ static void resume_on_io_thread(struct MHD_Connection *connection)
     MHD_resume_connection(connection);
 }
 
-/* A streamed body as libmicrohttpd pulls it, counted for the log line. Its fill, when it has
- * one, runs on a request thread: libmicrohttpd's thread suspends the connection when the
- * stream runs dry and goes on with its other connections meanwhile. */
+/*
+ * A generated body (generator.h) as libmicrohttpd pulls it, counted for the log line. The I/O
+ * thread sends the current piece while a request thread makes the next one (when the generator
+ * waits for the database); the connection is suspended only when the current piece has gone and
+ * the next is not made yet, or while the generator idles (parked until its wake). A generator
+ * that never waits makes its pieces on the I/O thread, straight into libmicrohttpd's buffer.
+ */
+typedef enum {
+    STREAM_READY,      /* next is made and after says what follows it; nothing runs */
+    STREAM_PROCEEDING, /* a request thread makes next */
+    STREAM_IDLE,       /* the generator idles once current has gone */
+    STREAM_PARKED,     /* current has gone: suspended until the generator's wake */
+    STREAM_ENDED,      /* nothing follows current: after is DONE, or FAILED (cut off) */
+} stream_state_t;
+
 typedef struct {
     wl_offload_t *offload;
     struct MHD_Connection *connection;
-    ssize_t (*read)(void *state, uint64_t pos, char *buf, size_t max);
-    void (*fill)(void *state); /* NULL: read never runs dry */
-    void (*free_state)(void *state);
-    void (*park)(void *state, void (*wake)(void *ctx), void *ctx); /* NULL: never idles */
-    void *state;
-    uint64_t *sent; /* the request's body_sent: the request outlives every read */
+    wl_generator_t *gen;
+    uint64_t *sent;       /* the request's body_sent: the request outlives every read */
+    wl_piece_t current;   /* being sent: the I/O thread's */
+    size_t taken;         /* of current */
+    wl_piece_t next;      /* the request thread's while PROCEEDING, else the I/O thread's */
+    pthread_mutex_t lock; /* state, after, suspended, orphaned */
+    stream_state_t state;
+    wl_generator_next_t after;
+    bool suspended; /* the connection waits for next (or a wake) */
+    bool orphaned;  /* libmicrohttpd let the stream go while next was being made */
     wl_offload_job_t job;
 } counted_stream_t;
 
-static void fill_offloaded(wl_offload_job_t *job)
+static void free_stream(counted_stream_t *stream)
 {
-    counted_stream_t *stream = (counted_stream_t *)((char *)job - offsetof(counted_stream_t, job));
-    stream->fill(stream->state);
-    resume_on_io_thread(stream->connection);
+    stream->gen->stop(stream->gen);
+    wl_piece_dispose(&stream->current);
+    wl_piece_dispose(&stream->next);
+    pthread_mutex_destroy(&stream->lock);
+    free(stream);
 }
 
-/* An idle stream has something to do again: its fill runs on a request thread, then the
- * connection resumes. */
+/* On a request thread: the next piece, then the connection resumes if it waits for it. */
+static void proceed_offloaded(wl_offload_job_t *job)
+{
+    counted_stream_t *stream = (counted_stream_t *)((char *)job - offsetof(counted_stream_t, job));
+    wl_error_t err;
+    wl_error_init(&err);
+    wl_generator_next_t after =
+        stream->gen->proceed(stream->gen, &stream->next, STREAM_PIECE, &err);
+    if (stream->next.failed)
+        after = WL_GENERATOR_FAILED;
+    pthread_mutex_lock(&stream->lock);
+    if (stream->orphaned) {
+        pthread_mutex_unlock(&stream->lock);
+        free_stream(stream);
+        return;
+    }
+    stream->state = STREAM_READY;
+    stream->after = after;
+    if (stream->suspended) {
+        stream->suspended = false;
+        resume_on_io_thread(stream->connection);
+    }
+    pthread_mutex_unlock(&stream->lock);
+}
+
+/* A parked generator has something to do again: its next piece is made on a request thread. */
 static void wake_parked(void *ctx)
 {
     counted_stream_t *stream = ctx;
-    stream->job.run = fill_offloaded;
+    pthread_mutex_lock(&stream->lock);
+    stream->state = STREAM_PROCEEDING;
+    pthread_mutex_unlock(&stream->lock);
+    stream->job.run = proceed_offloaded;
     wl_offload_submit(stream->offload, &stream->job);
+}
+
+/* A generator that never waits: its next piece, made on the I/O thread into buf. */
+static size_t proceed_here(counted_stream_t *stream, char *buf, size_t max)
+{
+    wl_piece_t piece = {.base = buf, .cap = max, .fixed = true};
+    wl_error_t err;
+    wl_error_init(&err);
+    stream->after = stream->gen->proceed(stream->gen, &piece, max, &err);
+    if (piece.failed)
+        stream->after = WL_GENERATOR_FAILED;
+    return piece.len;
+}
+
+/* What goes next into buf: bytes, 0 while suspended, or libmicrohttpd's end of the body. */
+static ssize_t read_generated(counted_stream_t *stream, char *buf, size_t max)
+{
+    for (;;) {
+        if (stream->taken < stream->current.len) {
+            size_t n = stream->current.len - stream->taken;
+            n = n < max ? n : max;
+            memcpy(buf, stream->current.base + stream->taken, n);
+            stream->taken += n;
+            return (ssize_t)n;
+        }
+        /* A generator that never waits has no request thread: its state is this thread's. */
+        if (!stream->gen->waits && stream->state == STREAM_READY && stream->next.len == 0 &&
+            stream->after == WL_GENERATOR_MORE) {
+            size_t n = proceed_here(stream, buf, max);
+            if (n > 0)
+                return (ssize_t)n;
+            continue;
+        }
+        bool submit = false, park = false, again = false;
+        ssize_t result = 0;
+        pthread_mutex_lock(&stream->lock);
+        switch (stream->state) {
+        case STREAM_READY: {
+            wl_piece_t sent = stream->current;
+            stream->current = stream->next;
+            stream->next = sent;
+            stream->next.len = 0;
+            stream->taken = 0;
+            /* The next piece is made while this one goes. */
+            submit = stream->after == WL_GENERATOR_MORE && stream->gen->waits;
+            stream->state = submit                               ? STREAM_PROCEEDING
+                            : stream->after == WL_GENERATOR_MORE ? STREAM_READY
+                            : stream->after == WL_GENERATOR_IDLE ? STREAM_IDLE
+                                                                 : STREAM_ENDED;
+            if (stream->state == STREAM_IDLE && stream->gen->park == NULL) {
+                stream->state = STREAM_ENDED;
+                stream->after = WL_GENERATOR_FAILED;
+            }
+            again = true; /* current goes */
+            break;
+        }
+        case STREAM_PROCEEDING:
+        case STREAM_IDLE:
+            /* Suspended first: the piece, or the wake, may come at once from another thread.
+             * libmicrohttpd asks again once the connection is resumed (it frees no suspended
+             * connection, so the stream outlives the job). */
+            park = stream->state == STREAM_IDLE;
+            if (park)
+                stream->state = STREAM_PARKED;
+            stream->suspended = true;
+            suspend_while_away(stream->connection);
+            break;
+        case STREAM_PARKED:
+            break;
+        case STREAM_ENDED:
+            result = stream->after == WL_GENERATOR_DONE ? MHD_CONTENT_READER_END_OF_STREAM
+                                                        : MHD_CONTENT_READER_END_WITH_ERROR;
+            break;
+        }
+        pthread_mutex_unlock(&stream->lock);
+        if (submit) {
+            stream->job.run = proceed_offloaded;
+            wl_offload_submit(stream->offload, &stream->job);
+        }
+        if (park)
+            stream->gen->park(stream->gen, wake_parked, stream);
+        if (!again)
+            return result;
+    }
 }
 
 static ssize_t read_counted(void *cls, uint64_t pos, char *buf, size_t max)
 {
     counted_stream_t *stream = cls;
-    ssize_t n = stream->read(stream->state, pos, buf, max);
+    ssize_t n = read_generated(stream, buf, max);
     if (n > 0)
         *stream->sent = pos + (uint64_t)n;
-    if (n == WL_EXCHANGE_STREAM_PARKED && stream->park != NULL && stream->fill != NULL) {
-        /* Suspended first: the wake may come at once, from another thread. */
-        suspend_while_away(stream->connection);
-        stream->park(stream->state, wake_parked, stream);
-        return 0;
-    }
-    if (n != WL_EXCHANGE_STREAM_EMPTY || stream->fill == NULL)
-        return n;
-    /* libmicrohttpd asks again once the connection is resumed (it may not be freed while
-     * suspended, so the stream outlives the job). */
-    suspend_while_away(stream->connection);
-    stream->job.run = fill_offloaded;
-    wl_offload_submit(stream->offload, &stream->job);
-    return 0;
+    return n;
 }
 
+/* libmicrohttpd is done with the response (finished, failed, or the client went away); a
+ * piece being made is left to its request thread, which frees the stream when it is done. */
 static void free_counted(void *cls)
 {
     counted_stream_t *stream = cls;
-    stream->free_state(stream->state);
-    free(stream);
+    pthread_mutex_lock(&stream->lock);
+    bool proceeding = stream->state == STREAM_PROCEEDING;
+    stream->orphaned = proceeding;
+    pthread_mutex_unlock(&stream->lock);
+    if (!proceeding)
+        free_stream(stream);
 }
 
+/* From here libmicrohttpd owns the generator (through the stream) and frees it when the
+ * response is done with; NULL (the generator stopped) when out of memory. */
 static struct MHD_Response *stream_response(request_t *req)
 {
     wl_exchange_t *ex = &req->ex;
     counted_stream_t *stream = malloc(sizeof(*stream));
-    struct MHD_Response *response = NULL;
     if (stream == NULL) {
-        ex->stream_free(ex->stream_state);
-    } else {
-        *stream = (counted_stream_t){req->server->offload, ex->connection,  ex->stream_read,
-                                     ex->stream_fill,      ex->stream_free, ex->stream_park,
-                                     ex->stream_state,     &req->body_sent};
-        response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE,
-                                                     read_counted, stream, free_counted);
-        if (response == NULL)
-            free_counted(stream);
+        wl_exchange_drop_generator(ex);
+        return NULL;
     }
-    ex->stream_read = NULL;
-    ex->stream_state = NULL;
+    *stream = (counted_stream_t){.offload = req->server->offload,
+                                 .connection = ex->connection,
+                                 .gen = ex->generator,
+                                 .sent = &req->body_sent,
+                                 .next = ex->generated,
+                                 .state = STREAM_READY,
+                                 .after = ex->generated_next};
+    pthread_mutex_init(&stream->lock, NULL);
+    ex->generator = NULL;
+    ex->generated = (wl_piece_t){0};
+    struct MHD_Response *response = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, STREAM_BLOCK_SIZE, read_counted, stream, free_counted);
+    if (response == NULL)
+        free_stream(stream);
     return response;
 }
 
@@ -473,18 +606,13 @@ static enum MHD_Result send_response(request_t *req)
     if (wl_wire_guard_release_eof(connection_fd(ex)))
         ex->close = true; /* the client has said all it will (while it was away) */
     bool head_of_stream =
-        ex->stream_read != NULL && ex->method != NULL && strcmp(ex->method, "HEAD") == 0;
-    if (head_of_stream) {
-        ex->stream_free(ex->stream_state); /* never read */
-        ex->stream_read = NULL;
-        ex->stream_state = NULL;
-    }
+        ex->generator != NULL && ex->method != NULL && strcmp(ex->method, "HEAD") == 0;
+    if (head_of_stream)
+        wl_exchange_drop_generator(ex); /* never read */
     struct MHD_Response *response;
     if (ex->status == 304 || head_of_stream) {
         response = headers_only_response(ex);
-    } else if (ex->stream_read != NULL) {
-        /* From here libmicrohttpd owns the stream and frees it when the response is
-         * done with, whether it finished, failed or the client went away. */
+    } else if (ex->generator != NULL) {
         response = stream_response(req);
     } else {
         /* The body lives in the request's arena (or is static) until on_completed, which
@@ -883,8 +1011,7 @@ static void on_completed(void *cls, struct MHD_Connection *connection, void **re
         wl_log_line_end(&line);
     }
     /* A stream that was set but never handed over (the client left first). */
-    if (ex->stream_state != NULL)
-        ex->stream_free(ex->stream_state);
+    wl_exchange_drop_generator(ex);
     free(ex->body);
     wl_arena_dispose(&ex->arena);
     free(req->raw_uri);

@@ -76,6 +76,51 @@ char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len)
     return out;
 }
 
+/* A message of the stream enveloped in its codec. */
+static bool stream_message(const wl_rpc_stream_wire_t *wire, const ProtobufCMessage *message,
+                           wl_arena_t *arena, wl_piece_t *out)
+{
+    size_t len = 0;
+    char *text = NULL;
+    if (wire->json) {
+        text = wl_json_encode_text(message, arena, &len);
+    } else {
+        len = protobuf_c_message_get_packed_size(message);
+        text = wl_arena_alloc(arena, len ? len : 1);
+        if (text != NULL)
+            protobuf_c_message_pack(message, (uint8_t *)text);
+    }
+    char *room =
+        text != NULL && len <= UINT32_MAX ? wl_piece_reserve(out, WL_CONNECT_ENVELOPE + len) : NULL;
+    if (room == NULL)
+        return false;
+    wl_connect_envelope(room, 0, text, len);
+    out->len += WL_CONNECT_ENVELOPE + len;
+    return true;
+}
+
+/* The end-stream message with the error that ends the stream. Without it (out of memory) the
+ * client sees the stream cut. */
+static void stream_end(const wl_rpc_stream_wire_t *wire, wl_grpc_code_t code, wl_reason_t reason,
+                       const char *message, wl_piece_t *out)
+{
+    (void)wire;
+    wl_arena_t arena;
+    wl_arena_init(&arena, 0);
+    wl_error_info_t info = {.reason = reason};
+    size_t len = 0;
+    char *end = wl_connect_end_stream(
+        &arena, wl_connect_error_json(&arena, code, message, NULL, &info), &len);
+    if (end != NULL)
+        wl_piece_append(out, end, len);
+    wl_arena_dispose(&arena);
+}
+
+wl_rpc_stream_wire_t wl_connect_stream_wire(bool json)
+{
+    return (wl_rpc_stream_wire_t){.message = stream_message, .end = stream_end, .json = json};
+}
+
 size_t wl_connect_error_plain(char *buf, size_t size, wl_grpc_code_t code, wl_reason_t reason,
                               const char *message)
 {

@@ -1,7 +1,7 @@
 /*
  * Connect's framing on the wire, shared by the unary calls (connect.h) and the server streams
  * (watch_stream.h): the enveloped message of a stream, Connect's error JSON and the end-stream
- * message that closes a stream, with or without an error.
+ * message that closes a stream, with or without an error, and a stream's wire (rpc.h) made of them.
  */
 #ifndef WALKLIST_GATEWAY_CONNECT_WIRE_H
 #define WALKLIST_GATEWAY_CONNECT_WIRE_H
@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "errors/error_info.h"
+#include "protocols/rpc.h"
 #include "walklist/arena.h"
 #include "walklist/core.h"
 
@@ -34,6 +35,10 @@ json_t *wl_connect_error_json(wl_arena_t *arena, wl_grpc_code_t code, const char
  * NULL when out of memory.
  */
 char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len);
+
+/** How a Connect server stream frames its messages and its end (rpc.h), in the JSON or the
+ * binary codec. */
+wl_rpc_stream_wire_t wl_connect_stream_wire(bool json);
 
 /**
  * Connect's error JSON with only an ErrorInfo of reason, written without allocating (the JSON

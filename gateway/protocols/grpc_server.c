@@ -26,7 +26,8 @@
 #include "http/offload.h"
 #include "protocols/rpc.h"
 #include "protocols/unary.h"
-#include "walklist/v1/stock.pb-c.h"
+#include "protocols/watch_stream.h"
+#include "errors/status_map.h"
 #include "walklist/log.h"
 #include "walklist/redact.h"
 
@@ -74,13 +75,13 @@ struct call {
     atomic_int refs;
     tag_t tag_new, tag_message, tag_sent, tag_closed, tag_stream_sent;
     wl_offload_job_t job; /* its run on a worker */
-    /* A server stream (WatchStock) once its first message is made: parked in the watch
-     * registry between messages, each next one made by stream_job on a worker. The stream
-     * holds one reference to the call until its status is sent or the call is gone. */
+    /* A server stream (WatchStock): its generator (generator.h) makes one message per proceed
+     * on a worker (stream_job) and idles (parked) between messages. The stream holds one
+     * reference to the call until its status is sent or the call is gone. */
     bool streaming;
-    wl_stock_watcher_t *watcher;
+    wl_generator_t *stream;
+    wl_generator_next_t stream_next; /* what follows the message in flight */
     wl_offload_job_t stream_job;
-    char cursor[256];
     grpc_byte_buffer *stream_message; /* the message in flight */
     struct timespec started;          /* CLOCK_MONOTONIC */
     gpr_timespec deadline;            /* GPR_CLOCK_MONOTONIC */
@@ -148,6 +149,8 @@ static void free_call(call_t *c)
         grpc_byte_buffer_destroy(c->reply);
     if (c->stream_message != NULL)
         grpc_byte_buffer_destroy(c->stream_message);
+    if (c->stream != NULL)
+        c->stream->stop(c->stream); /* made, never started */
     if (c->call != NULL)
         grpc_call_unref(c->call);
     grpc_call_details_destroy(&c->details);
@@ -337,15 +340,33 @@ static bool answer_reply(wl_exchange_t *ex, const ProtobufCMessage *reply, void 
     return set_reply(data, reply);
 }
 
-/* A stream's first message: the unary reply's way, with the cursor kept for the next. */
+/* A stream's message: its binary encoding alone (gRPC's core frames it). */
+static bool grpc_stream_message(const wl_rpc_stream_wire_t *wire, const ProtobufCMessage *message,
+                                wl_arena_t *arena, wl_piece_t *out)
+{
+    (void)wire;
+    (void)arena;
+    return wl_rpc_append_binary(message, out);
+}
+
+/* Ends a stream with an error: the call's status (gRPC frames no end message). */
+static void end_stream_with(const wl_rpc_stream_wire_t *wire, wl_grpc_code_t code,
+                            wl_reason_t reason, const char *message, wl_piece_t *out)
+{
+    (void)out;
+    call_t *c = wire->call;
+    answer_error(&c->ex, wl_http_status_of(code), code, reason, message, NULL);
+}
+
+/* A stream's first message: the unary reply's way; the generator of the rest starts from it. */
 static bool answer_first(wl_exchange_t *ex, const ProtobufCMessage *reply, void *data)
 {
     call_t *c = data;
-    const char *cursor = ((const Walklist__V1__WatchStockResponse *)reply)->cursor;
-    if (strlen(cursor) >= sizeof(c->cursor))
-        return false;
-    strcpy(c->cursor, cursor);
-    return answer_reply(ex, reply, data);
+    wl_rpc_stream_wire_t wire = {.message = grpc_stream_message, .end = end_stream_with, .call = c};
+    c->stream =
+        wl_watch_stream_create(c->server->core, c->server->watch, &ex->principal, reply, &wire);
+    c->stream_next = WL_GENERATOR_IDLE; /* a watch waits for a change after its first */
+    return c->stream != NULL && answer_reply(ex, reply, data);
 }
 
 static bool call_expired(void *data)
@@ -542,8 +563,8 @@ static bool stream_send(call_t *c, grpc_byte_buffer *msg, bool first)
 /* Ends the stream: its status when still possible, then the stream's hold on the call. */
 static void stream_end(call_t *c, bool send_status)
 {
-    wl_stock_watch_remove(c->server->watch, c->watcher);
-    c->watcher = NULL;
+    c->stream->stop(c->stream);
+    c->stream = NULL;
     if (send_status) {
         c->status_slice = copied_slice(c->message ? c->message : "");
         c->status_slice_set = true;
@@ -570,65 +591,59 @@ static void stream_end(call_t *c, bool send_status)
 
 static void stream_wake(void *data);
 
-/* On a worker, when the parked stream has something to do: its next message, or its end. */
+/* After a message went (or a step that made none): the next on a worker, the generator parked
+ * until it has something, or the status. */
+static void stream_go_on(call_t *c)
+{
+    switch (c->stream_next) {
+    case WL_GENERATOR_MORE:
+        stream_wake(c);
+        break;
+    case WL_GENERATOR_IDLE:
+        c->stream->park(c->stream, stream_wake, c);
+        break;
+    case WL_GENERATOR_DONE:
+    case WL_GENERATOR_FAILED:
+        stream_end(c, true);
+        break;
+    }
+}
+
+/* On a worker, when the stream has something to do: the generator's next message, or its end. */
 static void stream_step(wl_offload_job_t *job)
 {
     call_t *c = (call_t *)((char *)job - offsetof(call_t, stream_job));
-    wl_exchange_t *ex = &c->ex;
     if (atomic_load(&c->cancelled)) {
         stream_end(c, false);
         return;
     }
-    unsigned what = wl_stock_watch_take(c->server->watch, c->watcher);
-    if (what & WL_STOCK_WATCH_STOPPING) {
-        answer_error(ex, 503, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN,
-                     "the server is shutting down: resume from the last cursor received", NULL);
-        stream_end(c, true);
-        return;
-    }
-    if (what & WL_STOCK_WATCH_STALLED) {
-        answer_error(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_STREAM_STALLED,
-                     "the client did not take the last message within the stall limit "
-                     "(--watch-stall-s): resume from the last cursor received",
-                     NULL);
-        stream_end(c, true);
-        return;
-    }
-    if (!(what & (WL_STOCK_WATCH_CHANGED | WL_STOCK_WATCH_HEARTBEAT))) {
-        wl_stock_watch_park(c->server->watch, c->watcher, stream_wake, c);
-        return;
-    }
-    wl_arena_t arena;
-    wl_arena_init(&arena, WL_RPC_ARENA_LIMIT);
+    wl_piece_t piece = {0};
     wl_error_t err;
     wl_error_init(&err);
-    ProtobufCMessage *message = NULL;
-    int rc =
-        wl_core_watch_stock(c->server->core, &ex->principal, c->cursor, &arena, &message, &err);
-    const Walklist__V1__WatchStockResponse *reply =
-        (const Walklist__V1__WatchStockResponse *)message;
-    if (rc != 0) {
-        char text[320];
-        snprintf(text, sizeof(text), "%s%s", err.message,
-                 err.code == WL_EHISTORY ? "" : "; resume from the last cursor received");
-        answer_error(ex, 500, wl_error_grpc_code(err.code), wl_reason_of_error(err.code), text,
-                     NULL);
-        stream_end(c, true);
-    } else if (reply->n_items > 0 || (what & WL_STOCK_WATCH_HEARTBEAT)) {
-        size_t len = protobuf_c_message_get_packed_size(message);
-        grpc_slice slice = grpc_slice_malloc(len);
-        protobuf_c_message_pack(message, GRPC_SLICE_START_PTR(slice));
-        grpc_byte_buffer *msg = grpc_raw_byte_buffer_create(&slice, 1);
-        grpc_slice_unref(slice);
-        snprintf(c->cursor, sizeof(c->cursor), "%s", reply->cursor);
-        wl_stock_watch_sent(c->server->watch, c->watcher);
-        /* Sent, the call belongs to the completion queue's thread from here. */
-        if (!stream_send(c, msg, false))
-            stream_end(c, false);
-    } else {
-        wl_stock_watch_park(c->server->watch, c->watcher, stream_wake, c);
+    wl_generator_next_t next = c->stream->proceed(c->stream, &piece, WL_RPC_REPLY_LIMIT, &err);
+    if (piece.failed && next != WL_GENERATOR_FAILED) {
+        wl_error_set(&err, WL_ENOMEM, NULL);
+        next = WL_GENERATOR_FAILED;
     }
-    wl_arena_dispose(&arena);
+    if (next == WL_GENERATOR_FAILED) {
+        wl_grpc_code_t code = wl_error_grpc_code(err.code);
+        answer_error(&c->ex, wl_http_status_of(code), code, wl_reason_of_error(err.code),
+                     err.message[0] ? err.message : NULL, NULL);
+        piece.len = 0;
+    }
+    c->stream_next = next;
+    if (piece.len == 0) {
+        wl_piece_dispose(&piece);
+        stream_go_on(c);
+        return;
+    }
+    grpc_slice slice = grpc_slice_from_copied_buffer(piece.base, piece.len);
+    wl_piece_dispose(&piece);
+    grpc_byte_buffer *msg = grpc_raw_byte_buffer_create(&slice, 1);
+    grpc_slice_unref(slice);
+    /* Sent, the call belongs to the completion queue's thread from here. */
+    if (!stream_send(c, msg, false))
+        stream_end(c, false);
 }
 
 static void stream_wake(void *data)
@@ -638,31 +653,24 @@ static void stream_wake(void *data)
     wl_offload_submit(c->server->workers, &c->stream_job);
 }
 
-/* On the completion queue's thread: a message went out (park until the next) or the call is
- * gone (the stream ends). */
+/* On the completion queue's thread: a message went out (what follows it) or the call is gone
+ * (the stream ends). */
 static void on_stream_sent(call_t *c, bool ok)
 {
     grpc_byte_buffer_destroy(c->stream_message);
     c->stream_message = NULL;
-    if (ok) {
-        wl_stock_watch_progress(c->server->watch, c->watcher);
-        wl_stock_watch_park(c->server->watch, c->watcher, stream_wake, c);
-    } else {
+    if (ok)
+        stream_go_on(c);
+    else
         stream_end(c, false);
-    }
     release(c); /* the batch's hold */
 }
 
 /* After the first message was made: the stream starts, or the call answers unary-style. */
 static bool stream_begin(call_t *c)
 {
-    if (!c->streaming || c->code != WL_GRPC_OK || c->reply == NULL)
+    if (!c->streaming || c->code != WL_GRPC_OK || c->reply == NULL || c->stream == NULL)
         return false;
-    c->watcher = wl_stock_watch_add(c->server->watch, c->ex.principal.org_id);
-    if (c->watcher == NULL) {
-        answer_error(&c->ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
-        return false;
-    }
     atomic_fetch_add(&c->refs, 1); /* the stream's hold */
     grpc_byte_buffer *first = c->reply;
     c->reply = NULL;

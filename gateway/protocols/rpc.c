@@ -102,3 +102,13 @@ uint8_t *wl_rpc_bad_request(wl_arena_t *arena, const wl_error_t *err, size_t *le
         google__rpc__bad_request__pack(&request, packed);
     return packed;
 }
+
+bool wl_rpc_append_binary(const ProtobufCMessage *message, wl_piece_t *out)
+{
+    size_t len = protobuf_c_message_get_packed_size(message);
+    char *room = wl_piece_reserve(out, len);
+    if (room == NULL)
+        return false;
+    out->len += protobuf_c_message_pack(message, (uint8_t *)room);
+    return true;
+}

@@ -33,6 +33,26 @@
  * refused as RESOURCE_EXHAUSTED while it is being built. */
 #define WL_RPC_ARENA_LIMIT (64u * 1024 * 1024)
 
+/*
+ * How a transport frames the messages of a server stream and its end, so that one generator
+ * (generator.h) makes a stream's messages for either transport: Connect appends each message
+ * enveloped in its codec and ends with its end-stream message; gRPC appends the binary message
+ * alone (its core frames it) and keeps the end's error as the call's status.
+ */
+typedef struct wl_rpc_stream_wire {
+    /** Appends message framed for the transport onto out; false when it cannot be made. */
+    bool (*message)(const struct wl_rpc_stream_wire *wire, const ProtobufCMessage *message,
+                    wl_arena_t *arena, wl_piece_t *out);
+    /** Ends the stream with an error (message: what the client is told). */
+    void (*end)(const struct wl_rpc_stream_wire *wire, wl_grpc_code_t code, wl_reason_t reason,
+                const char *message, wl_piece_t *out);
+    bool json;  /* Connect: the JSON codec rather than the binary one */
+    void *call; /* gRPC: the call whose status the end sets */
+} wl_rpc_stream_wire_t;
+
+/** The binary encoding of message appended onto out (gRPC's frame of a stream's message). */
+bool wl_rpc_append_binary(const ProtobufCMessage *message, wl_piece_t *out);
+
 /** One method of a core service as a procedure. */
 typedef struct {
     char *path; /* "/walklist.v1.StockService/ExportStock" */

@@ -1,13 +1,11 @@
-/* Streaming WatchStock's messages to a Connect client, one delta at a time, happens here. */
+/* Making WatchStock's messages, one delta at a time, for Connect and gRPC happens here. */
 #include "protocols/watch_stream.h"
 
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "protocols/connect_wire.h"
-#include "codec/json_codec.h"
 #include "walklist/v1/stock.pb-c.h"
 
 /* What one message may take while it is made: a delta of about a million SKUs. */
@@ -16,83 +14,33 @@
 #define CURSOR_MAX 256
 
 typedef struct {
+    wl_generator_t base;
     wl_core_t *core;
     wl_stock_watch_t *watch;
     wl_stock_watcher_t *watcher;
     wl_principal_t principal;
-    bool json;
+    wl_rpc_stream_wire_t wire;
     char cursor[CURSOR_MAX]; /* the last message's: where the next delta starts */
-    /* The enveloped bytes not yet taken by libmicrohttpd: one message at most, and the
-     * end-stream message after it. */
-    char *data;
-    size_t len, sent, cap;
-    bool ended; /* the end-stream message is in data */
-} stream_t;
+} watch_stream_t;
 
-static bool reserve(stream_t *stream, size_t extra)
+/* Takes the cursor of message (a WatchStockResponse); false when it is too long to keep. */
+static bool take_cursor(watch_stream_t *stream, const ProtobufCMessage *message)
 {
-    if (stream->cap - stream->len >= extra)
-        return true;
-    size_t cap = stream->len + extra;
-    char *grown = realloc(stream->data, cap);
-    if (grown == NULL)
+    const char *cursor = ((const Walklist__V1__WatchStockResponse *)message)->cursor;
+    if (strlen(cursor) >= sizeof(stream->cursor))
         return false;
-    stream->data = grown;
-    stream->cap = cap;
+    strcpy(stream->cursor, cursor);
     return true;
 }
 
-/* Appends message (a WatchStockResponse) enveloped in the stream's codec and takes its cursor. */
-static bool put_message(stream_t *stream, const ProtobufCMessage *message, wl_arena_t *arena)
-{
-    const Walklist__V1__WatchStockResponse *reply =
-        (const Walklist__V1__WatchStockResponse *)message;
-    if (strlen(reply->cursor) >= sizeof(stream->cursor))
-        return false;
-    size_t len = 0;
-    char *text = NULL;
-    if (stream->json) {
-        text = wl_json_encode_text(message, arena, &len);
-    } else {
-        len = protobuf_c_message_get_packed_size(message);
-        text = wl_arena_alloc(arena, len ? len : 1);
-        if (text != NULL)
-            protobuf_c_message_pack(message, (uint8_t *)text);
-    }
-    if (text == NULL || len > UINT32_MAX || !reserve(stream, WL_CONNECT_ENVELOPE + len))
-        return false;
-    wl_connect_envelope(stream->data + stream->len, 0, text, len);
-    stream->len += WL_CONNECT_ENVELOPE + len;
-    strcpy(stream->cursor, reply->cursor);
-    return true;
-}
-
-/* Appends the end-stream message with the error that ends the stream. */
-static void put_end(stream_t *stream, wl_grpc_code_t code, wl_reason_t reason, const char *message,
-                    const wl_error_t *err)
-{
-    wl_arena_t arena;
-    wl_arena_init(&arena, 0);
-    wl_error_info_t info = {.reason = reason};
-    size_t len = 0;
-    char *end = wl_connect_end_stream(
-        &arena, wl_connect_error_json(&arena, code, message, err, &info), &len);
-    if (end != NULL && reserve(stream, len)) {
-        memcpy(stream->data + stream->len, end, len);
-        stream->len += len;
-    }
-    /* Without the end message (out of memory) the client sees the stream cut. */
-    stream->ended = true;
-    wl_arena_dispose(&arena);
-}
-
-/* Reads the delta since the last cursor; sends it when it has items or a heartbeat is due. */
-static void put_delta(stream_t *stream, bool heartbeat)
+/* Reads the delta since the last cursor; appends it when it has items or a heartbeat is due. */
+static wl_generator_next_t put_delta(watch_stream_t *stream, bool heartbeat, wl_piece_t *out)
 {
     wl_arena_t arena;
     wl_arena_init(&arena, MESSAGE_ARENA_LIMIT);
     wl_error_t err;
     wl_error_init(&err);
+    wl_generator_next_t next = WL_GENERATOR_IDLE;
     ProtobufCMessage *message = NULL;
     int rc = wl_core_watch_stock(stream->core, &stream->principal, stream->cursor, &arena, &message,
                                  &err);
@@ -102,88 +50,100 @@ static void put_delta(stream_t *stream, bool heartbeat)
         /* An expired cursor's message says what to do instead (export in full). */
         snprintf(text, sizeof(text), "%s%s", err.message[0] ? err.message : wl_grpc_code_name(code),
                  err.code == WL_EHISTORY ? "" : "; resume from the last cursor received");
-        put_end(stream, code, wl_reason_of_error(err.code), text, NULL);
+        stream->wire.end(&stream->wire, code, wl_reason_of_error(err.code), text, out);
+        next = WL_GENERATOR_DONE;
     } else if (((Walklist__V1__WatchStockResponse *)message)->n_items > 0 || heartbeat) {
-        if (put_message(stream, message, &arena))
+        if (take_cursor(stream, message) &&
+            stream->wire.message(&stream->wire, message, &arena, out)) {
             wl_stock_watch_sent(stream->watch, stream->watcher);
-        else
-            put_end(stream, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_REPLY_TOO_LARGE,
-                    "the next message could not be made (out of memory): resume from the last "
-                    "cursor received",
-                    NULL);
+        } else {
+            stream->wire.end(&stream->wire, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_REPLY_TOO_LARGE,
+                             "the next message could not be made (out of memory): resume from "
+                             "the last cursor received",
+                             out);
+            next = WL_GENERATOR_DONE;
+        }
     }
     wl_arena_dispose(&arena);
+    return next;
 }
 
 /* On a request thread, after a wake: whatever the watcher has to do. */
-static void fill(void *state)
+static wl_generator_next_t watch_proceed(wl_generator_t *gen, wl_piece_t *out, size_t want,
+                                         wl_error_t *err)
 {
-    stream_t *stream = state;
-    if (stream->ended)
-        return;
+    (void)want;
+    (void)err;
+    watch_stream_t *stream = (watch_stream_t *)gen;
     unsigned what = wl_stock_watch_take(stream->watch, stream->watcher);
-    if (what & WL_STOCK_WATCH_STOPPING)
-        put_end(stream, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN,
-                "the server is shutting down: resume from the last cursor received", NULL);
-    else if (what & WL_STOCK_WATCH_STALLED)
-        put_end(stream, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_STREAM_STALLED,
-                "the client did not take the last message within the stall limit "
-                "(--watch-stall-s): resume from the last cursor received",
-                NULL);
-    else if (what & (WL_STOCK_WATCH_CHANGED | WL_STOCK_WATCH_HEARTBEAT))
-        put_delta(stream, (what & WL_STOCK_WATCH_HEARTBEAT) != 0);
-}
-
-static ssize_t read_stream(void *state, uint64_t pos, char *buf, size_t max)
-{
-    (void)pos;
-    stream_t *stream = state;
-    if (stream->sent < stream->len) {
-        size_t n = stream->len - stream->sent < max ? stream->len - stream->sent : max;
-        memcpy(buf, stream->data + stream->sent, n);
-        stream->sent += n;
-        if (stream->sent == stream->len) {
-            stream->len = stream->sent = 0;
-            /* The stall clock measures how long a message takes to go, not single reads: a
-             * client taking a few bytes now and then would keep a connection and its
-             * coalescing forever otherwise. */
-            wl_stock_watch_progress(stream->watch, stream->watcher);
-        }
-        return (ssize_t)n;
+    if (what & WL_STOCK_WATCH_STOPPING) {
+        stream->wire.end(&stream->wire, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN,
+                         "the server is shutting down: resume from the last cursor received", out);
+        return WL_GENERATOR_DONE;
     }
-    if (stream->ended)
-        return MHD_CONTENT_READER_END_OF_STREAM;
-    return WL_EXCHANGE_STREAM_PARKED;
+    if (what & WL_STOCK_WATCH_STALLED) {
+        stream->wire.end(&stream->wire, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_STREAM_STALLED,
+                         "the client did not take the last message within the stall limit "
+                         "(--watch-stall-s): resume from the last cursor received",
+                         out);
+        return WL_GENERATOR_DONE;
+    }
+    if (what & (WL_STOCK_WATCH_CHANGED | WL_STOCK_WATCH_HEARTBEAT))
+        return put_delta(stream, (what & WL_STOCK_WATCH_HEARTBEAT) != 0, out);
+    return WL_GENERATOR_IDLE;
 }
 
-static void park(void *state, void (*wake)(void *ctx), void *ctx)
+/* The last message has gone whole: the stall clock starts again, and the watcher waits. */
+static void watch_park(wl_generator_t *gen, void (*wake)(void *ctx), void *ctx)
 {
-    stream_t *stream = state;
+    watch_stream_t *stream = (watch_stream_t *)gen;
+    wl_stock_watch_progress(stream->watch, stream->watcher);
     wl_stock_watch_park(stream->watch, stream->watcher, wake, ctx);
 }
 
-static void free_stream(void *state)
+static void watch_stop(wl_generator_t *gen)
 {
-    stream_t *stream = state;
+    watch_stream_t *stream = (watch_stream_t *)gen;
     wl_stock_watch_remove(stream->watch, stream->watcher);
-    free(stream->data);
     free(stream);
+}
+
+wl_generator_t *wl_watch_stream_create(wl_core_t *core, wl_stock_watch_t *watch,
+                                       const wl_principal_t *principal,
+                                       const ProtobufCMessage *first,
+                                       const wl_rpc_stream_wire_t *wire)
+{
+    watch_stream_t *stream = calloc(1, sizeof(*stream));
+    if (stream == NULL)
+        return NULL;
+    *stream = (watch_stream_t){
+        .base = {.proceed = watch_proceed, .stop = watch_stop, .park = watch_park, .waits = true},
+        .core = core,
+        .watch = watch,
+        .principal = *principal,
+        .wire = *wire};
+    if (!take_cursor(stream, first) ||
+        (stream->watcher = wl_stock_watch_add(watch, principal->org_id)) == NULL) {
+        free(stream);
+        return NULL;
+    }
+    return &stream->base;
 }
 
 bool wl_watch_stream_start(wl_exchange_t *ex, wl_core_t *core, wl_stock_watch_t *watch, bool json,
                            const ProtobufCMessage *first)
 {
-    stream_t *stream = calloc(1, sizeof(*stream));
-    if (stream == NULL)
+    wl_rpc_stream_wire_t wire = wl_connect_stream_wire(json);
+    wl_generator_t *gen = wl_watch_stream_create(core, watch, &ex->principal, first, &wire);
+    if (gen == NULL)
         return false;
-    *stream = (stream_t){.core = core, .watch = watch, .principal = ex->principal, .json = json};
-    stream->watcher = wl_stock_watch_add(watch, ex->principal.org_id);
-    if (stream->watcher == NULL || !put_message(stream, first, &ex->arena)) {
-        free_stream(stream);
+    wl_piece_t first_piece = {0};
+    if (!wire.message(&wire, first, &ex->arena, &first_piece)) {
+        wl_piece_dispose(&first_piece);
+        gen->stop(gen);
         return false;
     }
-    wl_exchange_stream(ex, 200, json ? "application/connect+json" : "application/connect+proto",
-                       read_stream, fill, free_stream, stream);
-    wl_exchange_stream_parks(ex, park);
+    wl_exchange_generate(ex, 200, json ? "application/connect+json" : "application/connect+proto",
+                         gen, &first_piece, WL_GENERATOR_IDLE);
     return true;
 }

@@ -41,9 +41,9 @@ int wl_secrets_get(PGconn *conn, const char *name, unsigned char out[WL_SECRET_S
     bool found = false;
     int rc = read_secret(conn, name, out, &found, err);
     if (rc == 0 && !found)
-        rc = wl_error_set(err, WL_EUNAVAILABLE,
-                          "the database has no server secret %s yet: run walklistctl migrate",
-                          name);
+        rc =
+            wl_error_set(err, WL_EUNAVAILABLE,
+                         "the database has no server secret %s yet: run walklistctl migrate", name);
     return rc;
 }
 

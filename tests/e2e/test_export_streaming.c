@@ -13,10 +13,10 @@
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "e2e.h"
 #include "fixture.h"
+#include "gunzip.h"
 #include "service.h"
 #include "testdb.h"
 
@@ -222,36 +222,6 @@ static json_t *body_json(const wire_response_t *res)
     if (json == NULL)
         FAIL("body is not JSON (%s): %.200s", error.text, (const char *)res->body);
     return json;
-}
-
-static char *gunzip(const unsigned char *data, size_t len, size_t *out_len)
-{
-    z_stream z = {0};
-    if (inflateInit2(&z, 15 + 16) != Z_OK)
-        return NULL;
-    size_t cap = len * 8 + 1024, used = 0;
-    char *out = malloc(cap);
-    z.next_in = (Bytef *)data;
-    z.avail_in = (uInt)len;
-    int rc;
-    do {
-        if (cap - used < 65536) {
-            cap *= 2;
-            out = realloc(out, cap);
-        }
-        z.next_out = (Bytef *)out + used;
-        z.avail_out = (uInt)(cap - used - 1);
-        rc = inflate(&z, Z_NO_FLUSH);
-        used = (size_t)((char *)z.next_out - out);
-    } while (rc == Z_OK);
-    inflateEnd(&z);
-    if (rc != Z_STREAM_END || z.avail_in != 0) {
-        free(out);
-        return NULL;
-    }
-    out[used] = '\0';
-    *out_len = used;
-    return out;
 }
 
 /* Length of the body before its generatedAt value, which differs from answer to answer. */
@@ -510,7 +480,7 @@ static void test_gzip(void)
     CHECK_STR(gzip_etag, expected_etag);
     CHECK(res.body_len < plain.body_len / 3);
     size_t text_len = 0;
-    char *text = gunzip(res.body, res.body_len, &text_len);
+    char *text = gunzip(res.body, res.body_len, true, &text_len);
     CHECK(text != NULL);
     if (text != NULL) {
         size_t prefix = before_generated_at(text, text_len);
@@ -651,7 +621,7 @@ static void test_large(void)
         char *text = (char *)res.body;
         size_t text_len = res.body_len;
         if (codings[c] != NULL)
-            text = gunzip(res.body, res.body_len, &text_len);
+            text = gunzip(res.body, res.body_len, true, &text_len);
         json_error_t error;
         json_t *json = text ? json_loadb(text, text_len, 0, &error) : NULL;
         json_t *items = json_object_get(json, "items");

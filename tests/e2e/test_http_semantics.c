@@ -2,7 +2,8 @@
  * HTTP semantics of RFC 9110 around the routes: HEAD on every GET route answers as GET without
  * content, Allow lists HEAD with GET, a 304 carries no Content-Length but the 200's (the cached
  * export body's) and keeps its connection, and nothing follows the headers of an answer without
- * content on a kept-alive connection.
+ * content on a kept-alive connection. A large JSON answer is gzip-coded for a client that takes
+ * gzip, with Vary: Accept-Encoding, and is the same JSON once decoded.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,6 +16,7 @@
 
 #include "e2e.h"
 #include "fixture.h"
+#include "gunzip.h"
 #include "service.h"
 #include "testdb.h"
 
@@ -111,6 +113,81 @@ static void test_head_as_get(void)
     CHECK(http_header(&head, "Location", value, sizeof(value)) != NULL);
     CHECK_INT(head.body_len, 0);
     http_response_free(&head);
+}
+
+static http_response_t get_coded(const char *target, const char *accept_encoding)
+{
+    char headers[600];
+    snprintf(headers, sizeof(headers), "Authorization: Bearer %s\r\n%s%s%s", key,
+             accept_encoding ? "Accept-Encoding: " : "", accept_encoding ? accept_encoding : "",
+             accept_encoding ? "\r\n" : "");
+    http_response_t res;
+    http_request(service.port, "GET", target, headers, NULL, 0, &res);
+    return res;
+}
+
+/* JSON answers of 1 KiB and more go gzip-coded to a client that takes gzip, Vary saying so; the
+ * same JSON once decoded; identity without Accept-Encoding, or with gzip refused (q=0). */
+static void test_gzip_answers(void)
+{
+    char body[8192];
+    size_t used = (size_t)snprintf(body, sizeof(body), "{\"name\":\"Many\",\"codes\":[");
+    for (int i = 0; i < 120; i++)
+        used += (size_t)snprintf(body + used, sizeof(body) - used, "%s\"SKU-MANY-%04d\"",
+                                 i ? "," : "", i);
+    snprintf(body + used, sizeof(body) - used, "]}");
+    http_response_t created =
+        e2e_request(service.port, "POST", "/api/v1/locate-lists", key, "application/json", body);
+    CHECK_INT(created.status, 201);
+    char target[128], value[128];
+    snprintf(target, sizeof(target), "/api/v1/locate-lists/%s",
+             e2e_str(created.json, "id", NULL) ? e2e_str(created.json, "id", NULL) : "x");
+    http_response_free(&created);
+
+    http_response_t plain = get_coded(target, NULL);
+    CHECK_INT(plain.status, 200);
+    CHECK(plain.body_len >= 1024);
+    CHECK(http_header(&plain, "Content-Encoding", value, sizeof(value)) == NULL);
+    CHECK_STR(http_header(&plain, "Vary", value, sizeof(value)), "Accept-Encoding");
+
+    http_response_t coded = get_coded(target, "gzip, deflate, br");
+    CHECK_INT(coded.status, 200);
+    CHECK_STR(http_header(&coded, "Content-Encoding", value, sizeof(value)), "gzip");
+    CHECK_STR(http_header(&coded, "Vary", value, sizeof(value)), "Accept-Encoding");
+    CHECK_STR(http_header(&coded, "Content-Type", value, sizeof(value)), "application/json");
+    CHECK(coded.body_len < plain.body_len);
+    size_t len = 0;
+    char *inflated = gunzip(coded.body, coded.body_len, true, &len);
+    CHECK(inflated != NULL && len == plain.body_len && memcmp(inflated, plain.body, len) == 0);
+    free(inflated);
+
+    /* HEAD says what GET would send in the same coding. */
+    http_response_t head = head_request(target, "Accept-Encoding: gzip\r\n");
+    CHECK_STR(http_header(&head, "Content-Encoding", value, sizeof(value)), "gzip");
+    char length[32];
+    CHECK_STR(http_header(&head, "Content-Length", length, sizeof(length)),
+              http_header(&coded, "Content-Length", value, sizeof(value)));
+    http_response_free(&head);
+
+    const char *identity[] = {"gzip;q=0", "identity", "br"};
+    for (size_t i = 0; i < sizeof(identity) / sizeof(identity[0]); i++) {
+        http_response_t res = get_coded(target, identity[i]);
+        CHECK_INT(res.status, 200);
+        if (http_header(&res, "Content-Encoding", value, sizeof(value)) != NULL)
+            FAIL("Accept-Encoding: %s: coded %s", identity[i], value);
+        CHECK(res.body_len == plain.body_len && memcmp(res.body, plain.body, res.body_len) == 0);
+        http_response_free(&res);
+    }
+    http_response_free(&plain);
+    http_response_free(&coded);
+
+    /* A small answer is never coded, nor does it vary. */
+    http_response_t small = get_coded("/api/v1/stock?pageSize=1", "gzip");
+    CHECK_INT(small.status, 200);
+    CHECK(small.body_len < 1024);
+    CHECK(http_header(&small, "Content-Encoding", value, sizeof(value)) == NULL);
+    CHECK(http_header(&small, "Vary", value, sizeof(value)) == NULL);
+    http_response_free(&small);
 }
 
 /* The streamed export: its headers, and nothing after them on a kept-alive connection. */
@@ -245,6 +322,7 @@ int main(void)
     service_start(&service, conninfo, args);
 
     test_head_as_get();
+    test_gzip_answers();
     test_head_of_stream();
     test_not_modified(conninfo);
     test_allow();
