@@ -269,6 +269,20 @@ static int answer_request(const wl_reflection_t *reflection, wl_reflection_strea
     }
 }
 
+/* The request as it is echoed, without the fields this server does not know: protobuf-c keeps
+ * whatever it skipped, malformed ones too, and packing them back would make an answer no
+ * client can read. */
+static void forget_unknown_fields(request_t *request)
+{
+    request->base.n_unknown_fields = 0;
+    request->base.unknown_fields = NULL;
+    if (request->message_request_case ==
+        GRPC__REFLECTION__V1__SERVER_REFLECTION_REQUEST__MESSAGE_REQUEST_FILE_CONTAINING_EXTENSION) {
+        request->file_containing_extension->base.n_unknown_fields = 0;
+        request->file_containing_extension->base.unknown_fields = NULL;
+    }
+}
+
 int wl_reflection_answer(const wl_reflection_t *reflection, wl_reflection_stream_t *stream,
                          wl_span_t request_bytes, wl_arena_t *arena, wl_span_t *reply,
                          wl_error_t *err)
@@ -282,6 +296,7 @@ int wl_reflection_answer(const wl_reflection_t *reflection, wl_reflection_stream
     response_t response = GRPC__REFLECTION__V1__SERVER_REFLECTION_RESPONSE__INIT;
     /* Every host is valid here: walklistd serves the same services whatever it is called. */
     response.valid_host = request->host;
+    forget_unknown_fields(request);
     response.original_request = request;
     rc = answer_request(reflection, stream, request, &response, arena);
     if (rc != 0)
