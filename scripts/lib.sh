@@ -21,7 +21,7 @@ WL_PACKAGES=(
   libmicrohttpd-dev libjansson-dev libpq-dev libssl-dev zlib1g-dev libcurl4-openssl-dev
   curl openssl postgresql git
   iproute2 iptables clang-format
-  libgrpc-dev python3-grpcio python3-grpc-tools
+  libgrpc-dev grpc-proto python3-grpcio python3-grpc-tools
   gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm dpkg-dev
   docker-compose lintian libsystemd-dev help2man
 )

@@ -52,9 +52,10 @@
     TEXT(grpc_listen, "grpc-listen", "WALKLIST_GRPC_LISTEN", "HOST:PORT", false, NULL,             \
          "also serve every core service over gRPC (HTTP/2) on this address; TLS with "             \
          "--tls-cert/--tls-key; port 0 picks a free port (logged)",                                \
-         "`host:port` or `[v6]:port` of a gRPC (HTTP/2) listener for every core service and "      \
-         "`grpc.health.v1.Health`: cleartext h2c, or TLS with ALPN h2 when `--tls-cert` and "       \
-         "`--tls-key` are given; port 0 picks a free port (logged); see [gRPC](#grpc)")            \
+         "`host:port` or `[v6]:port` of a gRPC (HTTP/2) listener for every core service, "         \
+         "`grpc.health.v1.Health` and server reflection: cleartext h2c, or TLS with ALPN h2 when " \
+         "`--tls-cert` and `--tls-key` are given; port 0 picks a free port (logged); see "       \
+         "[gRPC](#grpc)")                                                                          \
     INT(threads, "threads", "WALKLIST_THREADS", "N", 1, 1024, 0, "2 x cores",                      \
         "request threads: where requests wait for the database", NULL)  \
     INT(grpc_threads, "grpc-threads", "WALKLIST_GRPC_THREADS", "N", 1, 1024, 0, "threads",         \

@@ -28,6 +28,7 @@
 #include "protocols/unary.h"
 #include "protocols/watch_stream.h"
 #include "errors/status_map.h"
+#include "reflection/reflection.h"
 #include "walklist/log.h"
 #include "walklist/redact.h"
 
@@ -39,6 +40,7 @@
 /* Metadata of an answer: the exchange's headers and the five rate-limit values. */
 #define MAX_ANSWER_METADATA (WL_EXCHANGE_MAX_HEADERS + 5)
 
+static const char health_service[] = "grpc.health.v1.Health";
 static const char health_check_path[] = "/grpc.health.v1.Health/Check";
 static const char bad_request_type_url[] = "type.googleapis.com/google.rpc.BadRequest";
 static const char error_info_type_url[] = "type.googleapis.com/google.rpc.ErrorInfo";
@@ -52,6 +54,7 @@ typedef enum {
     TAG_SENT,
     TAG_STREAM_SENT, /* a message of a server stream went out (or the call ended) */
     TAG_CLOSED,
+    TAG_REFLECTION_SENT, /* a reflection answer went out (or the call ended) */
     TAG_SHUTDOWN
 } tag_kind_t;
 
@@ -60,7 +63,7 @@ typedef struct {
     call_t *call;
 } tag_t;
 
-typedef enum { CALL_PROCEDURE, CALL_HEALTH, CALL_UNKNOWN } call_kind_t;
+typedef enum { CALL_PROCEDURE, CALL_HEALTH, CALL_REFLECTION, CALL_UNKNOWN } call_kind_t;
 
 struct call {
     wl_grpc_server_t *server;
@@ -73,7 +76,7 @@ struct call {
     atomic_bool answered;      /* our status went out */
     /* Operations in flight plus the worker that holds the call; the last one frees it. */
     atomic_int refs;
-    tag_t tag_new, tag_message, tag_sent, tag_closed, tag_stream_sent;
+    tag_t tag_new, tag_message, tag_sent, tag_closed, tag_stream_sent, tag_reflection_sent;
     wl_offload_job_t job; /* its run on a worker */
     /* A server stream (WatchStock): its generator (generator.h) makes one message per proceed
      * on a worker (stream_job) and idles (parked) between messages. The stream holds one
@@ -89,6 +92,10 @@ struct call {
     const wl_rpc_procedure_t *procedure;
     struct sockaddr_storage peer;
     wl_exchange_t ex;
+    /* A reflection stream (bidirectional): each request is answered (the answer in reply)
+     * before the next one is read; the memory of what it sent is made with its first answer. */
+    wl_reflection_stream_t *reflection_stream;
+    bool initial_sent; /* initial metadata went out with a stream's first message */
     /* The answer. */
     wl_grpc_code_t code;
     const char *message;
@@ -109,6 +116,7 @@ struct wl_grpc_server {
     wl_metrics_t *metrics;
     wl_access_t access;
     wl_rpc_procedures_t procedures;
+    wl_reflection_t *reflection;
     grpc_server *server;
     grpc_completion_queue *queue;
     uint16_t port;
@@ -130,6 +138,7 @@ struct wl_grpc_server {
 /* --- Calls ---------------------------------------------------------------------------------- */
 
 static void request_call(wl_grpc_server_t *server);
+static void start_op(call_t *c, grpc_op_type type, tag_t *tag);
 
 static void free_call(call_t *c)
 {
@@ -165,9 +174,7 @@ static void end_call(call_t *c)
     wl_grpc_server_t *server = c->server;
     bool answered = atomic_load(&c->answered) && !c->close_cancelled;
     wl_grpc_code_t code = answered ? c->code : WL_GRPC_CANCELLED;
-    const char *method = c->procedure             ? c->procedure->path
-                         : c->kind == CALL_HEALTH ? health_check_path
-                                                  : NULL;
+    const char *method = c->kind == CALL_UNKNOWN ? NULL : c->ex.route;
     wl_metrics_record_grpc(server->metrics, method, code);
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -227,12 +234,15 @@ static void add_rate_value(const char *name, const char *value, void *data)
 }
 
 /* Sends the answer the call holds: the exchange's headers and the rate-limit values as
- * initial metadata, the reply when the code is OK, then the status with its details. */
+ * initial metadata (unless a stream sent it), the reply when the code is OK, then the status
+ * with its details. */
 static void send_answer(call_t *c)
 {
-    wl_exchange_rate_values(&c->ex, add_rate_value, c);
-    for (size_t i = 0; i < c->ex.header_count; i++)
-        add_initial(c, c->ex.headers[i].name, c->ex.headers[i].value);
+    if (!c->initial_sent) {
+        wl_exchange_rate_values(&c->ex, add_rate_value, c);
+        for (size_t i = 0; i < c->ex.header_count; i++)
+            add_initial(c, c->ex.headers[i].name, c->ex.headers[i].value);
+    }
     if (c->status_details != NULL) {
         grpc_metadata *md = &c->trailing[c->trailing_count++];
         memset(md, 0, sizeof(*md));
@@ -245,10 +255,12 @@ static void send_answer(call_t *c)
     grpc_op ops[3];
     memset(ops, 0, sizeof(ops));
     size_t n = 0;
-    ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
-    ops[n].data.send_initial_metadata.count = c->initial_count;
-    ops[n].data.send_initial_metadata.metadata = c->initial;
-    n++;
+    if (!c->initial_sent) {
+        ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+        ops[n].data.send_initial_metadata.count = c->initial_count;
+        ops[n].data.send_initial_metadata.metadata = c->initial;
+        n++;
+    }
     if (c->code == WL_GRPC_OK && c->reply != NULL) {
         ops[n].op = GRPC_OP_SEND_MESSAGE;
         ops[n].data.send_message.send_message = c->reply;
@@ -513,7 +525,7 @@ static void run_health_check(wl_grpc_server_t *server, call_t *c)
         return;
     }
     const char *service = ((Grpc__Health__V1__HealthCheckRequest *)input)->service;
-    if (service[0] != '\0' && strcmp(service, "grpc.health.v1.Health") != 0 &&
+    if (service[0] != '\0' && strcmp(service, health_service) != 0 &&
         wl_core_find_service(server->core, service) == NULL) {
         answer_error(ex, 404, WL_GRPC_NOT_FOUND, WL_REASON_NOT_FOUND, "unknown service", NULL);
         return;
@@ -679,6 +691,77 @@ static bool stream_begin(call_t *c)
     return true;
 }
 
+/* --- Server reflection (a bidirectional stream) --------------------------------------------- */
+
+/* On a worker: the stream's request answered (the first answer with the initial metadata);
+ * on_reflection_sent then reads the next request. No key needed, as for health. */
+static void answer_reflection(wl_offload_job_t *job)
+{
+    call_t *c = (call_t *)((char *)job - offsetof(call_t, job));
+    wl_arena_t arena; /* this request's: a long stream does not pile its requests up */
+    wl_arena_init(&arena, WL_RPC_ARENA_LIMIT);
+    wl_error_t err;
+    wl_error_init(&err);
+    grpc_byte_buffer_reader reader;
+    grpc_slice request = grpc_empty_slice();
+    if (grpc_byte_buffer_reader_init(&reader, c->request)) {
+        request = grpc_byte_buffer_reader_readall(&reader);
+        grpc_byte_buffer_reader_destroy(&reader);
+    }
+    grpc_byte_buffer_destroy(c->request);
+    c->request = NULL;
+    if (c->reflection_stream == NULL)
+        c->reflection_stream = wl_reflection_stream_new(c->server->reflection, &c->ex.arena);
+    wl_span_t answer;
+    int rc = c->reflection_stream == NULL
+                 ? WL_ENOMEM
+                 : wl_reflection_answer(c->server->reflection, c->reflection_stream,
+                                        wl_span((const char *)GRPC_SLICE_START_PTR(request),
+                                                GRPC_SLICE_LENGTH(request)),
+                                        &arena, &answer, &err);
+    grpc_slice_unref(request);
+    if (rc != 0) {
+        if (rc == WL_EINVAL)
+            answer_error(&c->ex, 400, WL_GRPC_INVALID_ARGUMENT, WL_REASON_INVALID_REQUEST, NULL,
+                         &err);
+        else
+            answer_error(&c->ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
+        send_answer(c);
+    } else {
+        grpc_slice slice = grpc_slice_from_copied_buffer(answer.base, answer.len);
+        c->reply = grpc_raw_byte_buffer_create(&slice, 1);
+        c->reply_len += answer.len;
+        grpc_slice_unref(slice);
+        grpc_op ops[2];
+        memset(ops, 0, sizeof(ops));
+        size_t n = 0;
+        if (!c->initial_sent) {
+            ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
+            n++;
+            c->initial_sent = true;
+        }
+        ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].data.send_message.send_message = c->reply;
+        n++;
+        atomic_fetch_add(&c->refs, 1);
+        if (grpc_call_start_batch(c->call, ops, n, &c->tag_reflection_sent, NULL) != GRPC_CALL_OK)
+            release(c);
+    }
+    wl_arena_dispose(&arena);
+    release(c); /* the worker's hold */
+}
+
+/* On the completion queue's thread: an answer went out (the next request is read) or the call
+ * is gone. */
+static void on_reflection_sent(call_t *c, bool ok)
+{
+    grpc_byte_buffer_destroy(c->reply);
+    c->reply = NULL;
+    if (ok)
+        start_op(c, GRPC_OP_RECV_MESSAGE, &c->tag_message);
+    release(c); /* the batch's hold */
+}
+
 static void run_call(wl_grpc_server_t *server, call_t *c)
 {
     c->ex.may_wait = true; /* a worker of its own: it may wait for the database */
@@ -705,7 +788,7 @@ static void run_queued(wl_offload_job_t *job)
 
 static void enqueue(wl_grpc_server_t *server, call_t *c)
 {
-    c->job.run = run_queued;
+    c->job.run = c->kind == CALL_REFLECTION ? answer_reflection : run_queued;
     wl_offload_submit(server->workers, &c->job);
 }
 
@@ -722,6 +805,7 @@ static call_t *new_call(wl_grpc_server_t *server)
     c->tag_sent = (tag_t){TAG_SENT, c};
     c->tag_closed = (tag_t){TAG_CLOSED, c};
     c->tag_stream_sent = (tag_t){TAG_STREAM_SENT, c};
+    c->tag_reflection_sent = (tag_t){TAG_REFLECTION_SENT, c};
     grpc_call_details_init(&c->details);
     grpc_metadata_array_init(&c->request_metadata);
     wl_arena_init(&c->ex.arena, WL_RPC_ARENA_LIMIT);
@@ -775,12 +859,16 @@ static void on_new_call(wl_grpc_server_t *server, call_t *c)
                              GRPC_SLICE_LENGTH(c->details.method));
     c->ex.path = path;
     c->procedure = wl_rpc_procedures_find(&server->procedures, path);
+    const char *reflection_method = wl_reflection_method(path);
     if (c->procedure != NULL) {
         c->kind = CALL_PROCEDURE;
         c->ex.route = c->procedure->path;
     } else if (wl_span_eq(path, wl_span(health_check_path, sizeof(health_check_path) - 1))) {
         c->kind = CALL_HEALTH;
         c->ex.route = health_check_path;
+    } else if (reflection_method != NULL) {
+        c->kind = CALL_REFLECTION;
+        c->ex.route = reflection_method;
     } else {
         /* Answered before anything is read, without a key, as unknown Connect procedures are. */
         c->kind = CALL_UNKNOWN;
@@ -800,7 +888,12 @@ static void on_message(call_t *c, bool ok)
         enqueue(c->server, c); /* the operation's hold goes to the worker */
         return;
     }
-    if (ok) {
+    if (ok && c->kind == CALL_REFLECTION) {
+        /* The client closed its side: the stream ends well. */
+        c->code = WL_GRPC_OK;
+        c->ex.status = 200;
+        send_answer(c);
+    } else if (ok) {
         /* The client closed its side without a message. */
         answer_error(&c->ex, 400, WL_GRPC_INVALID_ARGUMENT, WL_REASON_INVALID_REQUEST,
                      "the call carries no request message", NULL);
@@ -840,6 +933,9 @@ static void *queue_main(void *data)
         case TAG_STREAM_SENT:
             on_stream_sent(c, event.success != 0);
             break;
+        case TAG_REFLECTION_SENT:
+            on_reflection_sent(c, event.success != 0);
+            break;
         case TAG_CLOSED:
             if (c->close_cancelled)
                 atomic_store(&c->cancelled, true);
@@ -867,6 +963,14 @@ static void on_grpc_log(gpr_log_func_args *args)
     wl_log(level, "grpc", "%s (%s:%d)", args->message, args->file, args->line);
 }
 
+/* What reflection lists besides itself: the core's services and health. */
+static bool serves_service(const char *service, void *data)
+{
+    wl_grpc_server_t *server = data;
+    return strcmp(service, health_service) == 0 ||
+           wl_core_find_service(server->core, service) != NULL;
+}
+
 int wl_grpc_server_start(wl_core_t *core, const wl_grpc_config_t *config, wl_grpc_server_t **out,
                          wl_error_t *err)
 {
@@ -885,6 +989,8 @@ int wl_grpc_server_start(wl_core_t *core, const wl_grpc_config_t *config, wl_grp
     pthread_mutex_init(&server->lock, NULL);
     pthread_cond_init(&server->changed, NULL);
     int rc = wl_rpc_procedures_init(&server->procedures, core, err);
+    if (rc == 0)
+        rc = wl_reflection_create(serves_service, server, &server->reflection, err);
     if (rc != 0) {
         wl_grpc_server_destroy(server);
         return rc;
@@ -1001,6 +1107,7 @@ void wl_grpc_server_destroy(wl_grpc_server_t *server)
         grpc_completion_queue_destroy(server->queue);
     if (server->grpc_initialised)
         grpc_shutdown();
+    wl_reflection_destroy(server->reflection);
     wl_rpc_procedures_dispose(&server->procedures);
     pthread_cond_destroy(&server->changed);
     pthread_mutex_destroy(&server->lock);

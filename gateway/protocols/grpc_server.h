@@ -3,7 +3,9 @@
  * whose policy says so: WatchStock, parked in the watch registry between messages, holding no
  * worker), over HTTP/2 with gRPC's own
  * C core (grpc/grpc.h, a completion queue and generic calls, grpc_server_request_call), plus
- * grpc.health.v1.Health/Check. Calls run on a fixed pool of worker threads, never on the
+ * grpc.health.v1.Health/Check and server reflection (reflection/reflection.h: each request of
+ * the bidirectional stream answered on a worker before the next is read), both without a key.
+ * Calls run on a fixed pool of worker threads, never on the
  * completion queue's thread, through the same procedures, access checks and unary call as the
  * Connect transport (rpc.h, unary.h, access.h): Bearer keys in the authorization metadata, the same
  * scopes, rate limits, tenancy, status codes and messages, field violations as a

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ctest driver of e2e.grpc_python (tests/CMakeLists.txt): Debian's grpcio (python3-grpcio), a
 # gRPC client nobody here wrote, calls every method of every core service of real walklistd
-# processes over gRPC (test_grpc.py starts them, each with the options it needs).
+# processes over gRPC (test_grpc.py starts them, each with the options it needs), then drives
+# server reflection as a generic client does (test_reflection.py).
 #
 #   run.sh WORKDIR         the test (test_grpc.py)
 #   run.sh WORKDIR bench   one benchmark run instead (bench.py): unary GetLocateList and
@@ -9,7 +10,8 @@
 #
 # Needs the "pg" fixture's environment (WALKLIST_TEST_PGDIR, WALKLISTD, WALKLISTCTL). Generates
 # the Python messages of proto/ with protoc (protobuf-compiler) and the gRPC stubs with
-# grpc_tools.protoc (python3-grpc-tools) into WORKDIR/run.*/ (never into the source tree),
+# grpc_tools.protoc (python3-grpc-tools) into WORKDIR/run.*/ (never into the source tree), and
+# the reflection protocol's messages from Debian's grpc-proto (/usr/share/grpc-proto),
 # makes its own database from walklist_template, runs the test, drops the database. Exits 77
 # (ctest: skipped) only when the Python gRPC packages are not installed.
 set -euo pipefail
@@ -55,13 +57,19 @@ mkdir -p "$RUN/gen" "$RUN/health"
 protoc -I"$WL_ROOT/proto" -I"$WKT" --python_out="$RUN/gen" "${protos[@]}" \
   google/rpc/error_details.proto google/rpc/status.proto
 "$PYTHON" -m grpc_tools.protoc -I"$WL_ROOT/proto" -I"$WKT" --grpc_python_out="$RUN/gen" "${protos[@]}"
-# Apart: a package named "grpc" on sys.path would hide grpcio itself.
+# Apart, gRPC's own (health, reflection): a package named "grpc" on sys.path would hide
+# grpcio itself.
 protoc -I"$WL_ROOT/proto" --python_out="$RUN/health" grpc/health/v1/health.proto
+GRPC_PROTO=/usr/share/grpc-proto
+[[ -f $GRPC_PROTO/grpc/reflection/v1/reflection.proto ]] || die "$GRPC_PROTO lacks the reflection protos (Debian: grpc-proto)"
+protoc -I"$GRPC_PROTO" --python_out="$RUN/health" grpc/reflection/v1/reflection.proto \
+  grpc/reflection/v1alpha/reflection.proto
 
 ADMIN_CONNINFO=$(<"$WALKLIST_TEST_PGDIR/conninfo")
 DB_NAME=walklist_grpc_python_$$
 pg_psql "$ADMIN_CONNINFO" -c "CREATE DATABASE $DB_NAME TEMPLATE walklist_template" >/dev/null
 export WALKLIST_DB_CONNINFO WALKLIST_GEN_DIR=$RUN/gen WALKLIST_HEALTH_PB2=$RUN/health/grpc/health/v1/health_pb2.py
+export WALKLIST_REFLECTION_PB2_DIR=$RUN/health/grpc/reflection
 WALKLIST_DB_CONNINFO=$(pg_cluster_conninfo "$WALKLIST_TEST_PGDIR" "$DB_NAME")
 export WALKLIST_RUN_DIR=$RUN
 export PSQL
@@ -70,4 +78,5 @@ if [[ ${2:-} == bench ]]; then
   "$PYTHON" -u "$HERE/bench.py"
 else
   "$PYTHON" -u "$HERE/test_grpc.py" -v
+  "$PYTHON" -u "$HERE/test_reflection.py" -v
 fi
