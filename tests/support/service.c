@@ -40,8 +40,21 @@ void service_start(service_t *service, const char *conninfo, const char *const *
     }
     static int started;
     memset(service, 0, sizeof(*service));
-    snprintf(service->log_path, sizeof(service->log_path), "walklistd-%d-%d.log", (int)getpid(),
-             ++started);
+    /* Made here, before the fork, and never one that exists: a log left by an earlier test
+     * whose process had the same PID would otherwise be read for this one's port until the
+     * child truncated it (and a later test would wipe this one's log before token_scan). */
+    int log_fd = -1;
+    ++started;
+    for (int again = 0; log_fd < 0 && again < 1000; again++) {
+        snprintf(service->log_path, sizeof(service->log_path),
+                 again == 0 ? "walklistd-%d-%d.log" : "walklistd-%d-%d-%d.log", (int)getpid(),
+                 started, again);
+        log_fd = open(service->log_path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    }
+    if (log_fd < 0) {
+        fprintf(stderr, "cannot make a log file for walklistd\n");
+        exit(1);
+    }
     /* Limits high enough that tests of other things never meet them; a test of the
      * limits passes its own (the last occurrence of a flag wins). */
     const char *argv[40] = {binary,        "--database-url",
@@ -67,12 +80,12 @@ void service_start(service_t *service, const char *conninfo, const char *const *
          * reading the version on every request sees without waiting for PostgreSQL's
          * announcement; a test of the default sets the variable itself. */
         setenv("WALKLIST_EXPORT_CACHE_TRUST_NOTIFY", "0", 0);
-        int fd = open(service->log_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        dup2(fd, STDERR_FILENO);
-        dup2(fd, STDOUT_FILENO);
+        dup2(log_fd, STDERR_FILENO);
+        dup2(log_fd, STDOUT_FILENO);
         execv(binary, (char *const *)argv);
         _exit(127);
     }
+    close(log_fd);
     service->pid = pid;
     for (int attempt = 0; attempt < 200; attempt++) {
         char *log = service_log(service);
