@@ -21,11 +21,22 @@ usage() {
   exit 2
 }
 
+# Everything up needs, tried once: a namespace, entering it (ip netns exec remounts / and /sys,
+# which a chroot or an unprivileged container refuses), and a veth pair.
 check() {
-  local probe=wl-check-$$
+  local probe=wlc$$ ok=0
   command -v ip >/dev/null || { log "ip (iproute2) is not installed"; return 1; }
   ip netns add "$probe" 2>/dev/null || { log "cannot create a network namespace here"; return 1; }
+  if ! ip netns exec "$probe" true 2>/dev/null; then
+    log "cannot enter a network namespace here (ip netns exec needs to remount /: not in a chroot)"
+    ok=1
+  elif ! ip link add "$probe-h" type veth peer name "$probe-d" 2>/dev/null; then
+    log "cannot make a veth pair here"
+    ok=1
+  fi
+  ip link delete "$probe-h" 2>/dev/null || true
   ip netns delete "$probe"
+  return "$ok"
 }
 
 up() {

@@ -9,7 +9,8 @@
  * whose request threads wait on the database, and on the operations listener), and once the
  * network returns creation works
  * again within a couple of seconds, without a restart, with every 201 in the database.
- * Skipped (77) where network namespaces cannot be made (not root, no iproute2).
+ * Skipped (77) where network namespaces cannot be used (not root, no iproute2, a chroot or an
+ * unprivileged container, where ip netns exec cannot remount /).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -284,8 +285,9 @@ int main(void)
     char command[1024];
     snprintf(command, sizeof(command), "%s/tests/netns_db.sh check", getenv("WALKLIST_SOURCE_DIR"));
     if (system(command) != 0) {
-        fprintf(stderr, "skipped: network namespaces cannot be made here (needs root and "
-                        "iproute2)\n");
+        fprintf(stderr, "skipped: network namespaces cannot be used here (needs root, iproute2 "
+                        "and a machine that lets ip netns exec remount /: not a chroot or an "
+                        "unprivileged container)\n");
         return 77;
     }
     snprintf(state_dir, sizeof(state_dir), "%s/partition-pg-%d", getenv("WALKLIST_TEST_PGDIR"),

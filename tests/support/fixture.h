@@ -15,11 +15,11 @@ wl_core_t *fixture_core(const wl_core_config_t *config);
 int64_t fixture_org(PGconn *conn, const char *slug);
 
 /*
- * Every key a test issues is recorded, one a line, in this file of the working directory
- * (ctest runs tests in build/tests, next to the walklistd logs), or in $WALKLIST_TEST_TOKENS.
+ * Every key a test issues is recorded, one a line, in this file of the build directory (next to
+ * the walklistd logs, wherever the test is started from), or in $WALKLIST_TEST_TOKENS.
  * The last test of the suite (tests/token_scan.sh) fails when any of them appears in a log.
  */
-#define FIXTURE_TOKENS_FILE "issued-tokens.txt"
+#define FIXTURE_TOKENS_FILE WL_TEST_OUTPUT_DIR "/issued-tokens.txt"
 
 /** Creates a key with the scopes ("a,b") into token and records it; exits on failure. */
 void fixture_key(PGconn *conn, int64_t org_id, const char *scopes, char token[WL_KEY_TOKEN_SIZE]);

@@ -47,8 +47,9 @@ void service_start(service_t *service, const char *conninfo, const char *const *
     ++started;
     for (int again = 0; log_fd < 0 && again < 1000; again++) {
         snprintf(service->log_path, sizeof(service->log_path),
-                 again == 0 ? "walklistd-%d-%d.log" : "walklistd-%d-%d-%d.log", (int)getpid(),
-                 started, again);
+                 again == 0 ? WL_TEST_OUTPUT_DIR "/walklistd-%d-%d.log"
+                            : WL_TEST_OUTPUT_DIR "/walklistd-%d-%d-%d.log",
+                 (int)getpid(), started, again);
         log_fd = open(service->log_path, O_WRONLY | O_CREAT | O_EXCL, 0644);
     }
     if (log_fd < 0) {

@@ -13,7 +13,7 @@
 typedef struct {
     pid_t pid;
     uint16_t port;
-    char log_path[256];
+    char log_path[1024];
 } service_t;
 
 /** Starts walklistd ($WALKLISTD) with --database-url conninfo and extra args (NULL-terminated);
