@@ -133,7 +133,7 @@
     INT(export_cache_mb, "export-cache-mb", "WALKLIST_EXPORT_CACHE_MB", "MIB", 0, 1048576, 1024,  \
         NULL, "stock export bodies kept for unchanged exports, in MiB; 0: versions only",          \
         "stock export bodies kept for unchanged exports, in MiB (files in `TMPDIR`); 0: only "     \
-        "versions, for 304s (see [Stock export](#stock-export))")                                  \
+        "versions, for 304s (see [the export cache](#export-cache))")                                  \
     CHOICE(export_cache_trust_notify, "export-cache-trust-notify",                                 \
            "WALKLIST_EXPORT_CACHE_TRUST_NOTIFY", "1|0", "1",                                       \
            "1: export versions are trusted from memory until PostgreSQL announces a change; 0: "   \
