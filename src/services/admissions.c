@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "services/admission_queue.h"
 #include "store/db.h"
 
 typedef wl_admission_waiter_t waiter_t;
@@ -25,27 +26,13 @@ struct wl_admissions {
     pthread_cond_t work; /* a request was queued while a committer was idle, or stop */
     int idle;            /* committers waiting for work */
     bool stop;
-    int waiting;     /* entries between head and tail */
-    waiter_t *head;  /* not yet taken by a group */
-    waiter_t **tail; /* where the next waiter goes */
+    wl_admission_queue_t queue; /* not yet taken by a group */
+    wl_placement_fn placement;  /* NULL: one server, one placement */
+    void *placement_data;
     uint64_t commits, requests;
     int threads;
     pthread_t committers[WL_ADMIT_GROUPS_MAX];
 };
-
-/* Takes up to WL_ADMIT_BATCH_MAX waiters from the queue's head; the lock is held. */
-static int take_group(wl_admissions_t *commits, waiter_t **group)
-{
-    int count = 0;
-    while (commits->head != NULL && count < WL_ADMIT_BATCH_MAX) {
-        group[count++] = commits->head;
-        commits->head = commits->head->next;
-        commits->waiting--;
-    }
-    if (commits->head == NULL)
-        commits->tail = &commits->head;
-    return count;
-}
 
 /* Below this much of its budget left a request is not sent: no statement ends that soon. */
 #define MIN_STATEMENT_MS 100
@@ -118,15 +105,15 @@ static void *committer(void *arg)
     wl_admissions_t *commits = arg;
     pthread_mutex_lock(&commits->lock);
     for (;;) {
-        while (commits->head == NULL && !commits->stop) {
+        while (commits->queue.head == NULL && !commits->stop) {
             commits->idle++;
             pthread_cond_wait(&commits->work, &commits->lock);
             commits->idle--;
         }
-        if (commits->head == NULL)
+        if (commits->queue.head == NULL)
             break;
         waiter_t *group[WL_ADMIT_BATCH_MAX];
-        int count = take_group(commits, group);
+        int count = wl_admission_queue_take(&commits->queue, group, WL_ADMIT_BATCH_MAX);
         pthread_mutex_unlock(&commits->lock);
         wl_admit_t *requests[WL_ADMIT_BATCH_MAX];
         for (int i = 0; i < count; i++)
@@ -163,7 +150,7 @@ int wl_admissions_create(wl_pool_t *pool, int groups, int window_ms, wl_admissio
     commits->pool = pool;
     commits->window_ms = window_ms;
     commits->groups = groups < WL_ADMIT_GROUPS_MAX ? groups : WL_ADMIT_GROUPS_MAX;
-    commits->tail = &commits->head;
+    wl_admission_queue_init(&commits->queue);
     for (int i = 0; i < commits->groups; i++) {
         if (pthread_create(&commits->committers[i], NULL, committer, commits) != 0) {
             wl_admissions_destroy(commits);
@@ -207,11 +194,12 @@ void wl_admissions_queue(wl_admissions_t *commits, waiter_t *waiter)
         waiter->done(waiter);
         return;
     }
-    waiter->next = NULL;
+    int64_t org = waiter->request->org_id;
+    waiter->placement = commits->placement == NULL ? 0
+                        : org == 0                 ? WL_PLACEMENT_ALONE
+                                   : commits->placement(org, commits->placement_data);
     pthread_mutex_lock(&commits->lock);
-    *commits->tail = waiter;
-    commits->tail = &waiter->next;
-    commits->waiting++;
+    wl_admission_queue_push(&commits->queue, waiter);
     if (commits->idle > 0)
         pthread_cond_signal(&commits->work);
     pthread_mutex_unlock(&commits->lock);
@@ -245,6 +233,14 @@ void wl_admissions_stats(wl_admissions_t *commits, wl_admissions_stats_t *out)
     pthread_mutex_lock(&commits->lock);
     out->commits = commits->commits;
     out->requests = commits->requests;
-    out->waiting = commits->waiting;
+    out->waiting = commits->queue.waiting;
+    pthread_mutex_unlock(&commits->lock);
+}
+
+void wl_admissions_set_placement(wl_admissions_t *commits, wl_placement_fn placement, void *data)
+{
+    pthread_mutex_lock(&commits->lock);
+    commits->placement = placement;
+    commits->placement_data = data;
     pthread_mutex_unlock(&commits->lock);
 }

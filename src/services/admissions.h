@@ -46,6 +46,9 @@ int wl_admissions_run(wl_admissions_t *admissions, wl_admit_t *request) WL_CHECK
 /* A request queued without waiting for it (wl_admissions_queue): caller-owned until done. */
 typedef struct wl_admission_waiter {
     wl_admit_t *request;
+    /* Where the request's organization lives (wl_admissions_set_placement), set when queued:
+     * a group holds requests of one placement only (admission_queue.h). */
+    int64_t placement;
     /* Called once on a committer thread when the request's group committed (or failed), as
      * the last touch of the waiter: the waiter may be freed from then on. */
     void (*done)(struct wl_admission_waiter *waiter);
@@ -60,6 +63,16 @@ typedef struct wl_admission_waiter {
 void wl_admissions_queue(wl_admissions_t *admissions, wl_admission_waiter_t *waiter);
 
 void wl_admissions_stats(wl_admissions_t *admissions, wl_admissions_stats_t *out);
+
+/**
+ * Where an organization's rows live, as a number (a distributed database's node group): groups
+ * then hold requests of one placement only, so that each group's transaction touches one node.
+ * org_id 0 (a key not checked yet) is placed alone. Set before requests are queued; without it
+ * (one server) every request has the same placement.
+ */
+typedef int64_t (*wl_placement_fn)(int64_t org_id, void *data);
+void wl_admissions_set_placement(wl_admissions_t *admissions, wl_placement_fn placement,
+                                 void *data);
 
 /** A request's budget for its admission, from when it is queued: 4/5 of the pool's timeout. A
  * group waits for a silent server that long at most; a request that waited for a group is

@@ -1,0 +1,38 @@
+/*
+ * The queue of admissions waiting for a group (services/admissions.h), and how a group is taken
+ * from it: the oldest request and, after it in arrival order, the requests of the same placement
+ * (on a distributed database, the node group that holds the organization's rows), so that a
+ * group's one transaction touches one node: it commits without two-phase commit and fails alone
+ * when another node is down. One server: every request has the same placement, and a group is
+ * simply the oldest requests. Not thread-safe: its owner holds a lock.
+ */
+#ifndef WALKLIST_SERVICES_ADMISSION_QUEUE_H
+#define WALKLIST_SERVICES_ADMISSION_QUEUE_H
+
+#include <stdint.h>
+
+#include "services/admissions.h"
+
+/* A placement that goes in a group of its own: the organization is not known yet (a key this
+ * process has not checked), so where its rows live is not known either. */
+#define WL_PLACEMENT_ALONE INT64_MIN
+
+typedef struct {
+    wl_admission_waiter_t *head;
+    wl_admission_waiter_t **tail;
+    int waiting;
+} wl_admission_queue_t;
+
+void wl_admission_queue_init(wl_admission_queue_t *queue);
+
+/** Appends waiter (its placement set). */
+void wl_admission_queue_push(wl_admission_queue_t *queue, wl_admission_waiter_t *waiter);
+
+/**
+ * Takes the next group into group (at most max): the oldest waiter and the later ones of its
+ * placement, in arrival order; a WL_PLACEMENT_ALONE waiter alone. The others keep their order.
+ * Returns how many were taken (0: the queue is empty).
+ */
+int wl_admission_queue_take(wl_admission_queue_t *queue, wl_admission_waiter_t **group, int max);
+
+#endif
