@@ -5,7 +5,8 @@ For each tracked *.md file, each inline link or image [text](target) whose targe
 (http:, https:, mailto:) must name a file or folder of the repository (relative to the page, not
 above the repository's root), and its #anchor, when it has one, a heading of the target page
 (GitHub's slugs: lower case, punctuation dropped, spaces to hyphens, repeats numbered) or an
-explicit <a id="...">. Fenced code blocks and inline code are not read.
+explicit <a id="...">. Fenced code blocks and inline code are not read; a link's text may run
+over lines.
 
     markdown_links.py SOURCE_DIR
 """
@@ -83,23 +84,28 @@ def main():
         path = os.path.join(root, page)
         with open(path, encoding='utf-8') as f:
             text = f.read()
-        for number, line in prose_lines(text):
-            for target in LINK.findall(line):
-                if re.match(r'[a-z][a-z0-9+.-]*:', target, re.I):
-                    continue
-                file_part, _, anchor = target.partition('#')
-                dest = os.path.realpath(os.path.join(os.path.dirname(path), file_part)) \
-                    if file_part else path
-                why = None
-                if not (dest == root or dest.startswith(root + os.sep)):
-                    why = 'points outside the repository'
-                elif not os.path.exists(dest):
-                    why = 'no such file'
-                elif anchor and dest.endswith('.md') and anchor not in anchors(dest):
-                    why = f'no heading or anchor #{anchor}'
-                if why:
-                    print(f'{page}:{number}: {target}: {why}')
-                    broken += 1
+        # The prose as one text (fenced code blanked, line numbers kept), so that a link whose
+        # text runs over two lines is seen too.
+        kept = dict(prose_lines(text))
+        prose = '\n'.join(kept.get(n, '') for n in range(1, text.count('\n') + 2))
+        for match in LINK.finditer(prose):
+            target = match.group(1)
+            if re.match(r'[a-z][a-z0-9+.-]*:', target, re.I):
+                continue
+            number = prose.count('\n', 0, match.start()) + 1
+            file_part, _, anchor = target.partition('#')
+            dest = os.path.realpath(os.path.join(os.path.dirname(path), file_part)) \
+                if file_part else path
+            why = None
+            if not (dest == root or dest.startswith(root + os.sep)):
+                why = 'points outside the repository'
+            elif not os.path.exists(dest):
+                why = 'no such file'
+            elif anchor and dest.endswith('.md') and anchor not in anchors(dest):
+                why = f'no heading or anchor #{anchor}'
+            if why:
+                print(f'{page}:{number}: {target}: {why}')
+                broken += 1
     if broken:
         print(f'markdown_links: {broken} broken link(s) in {len(pages)} pages', file=sys.stderr)
         return 1
