@@ -14,6 +14,8 @@
 #                        commit's proto/ (HEAD~1, or WALKLIST_BUF_AGAINST: any git revision).
 #                        Exits 77 (ctest: skipped) when there is no such commit (not a git
 #                        checkout, git missing, shallow clone of depth 1, first commit).
+#   run.sh openapi       lint.openapi: gateway/openapi.json through Spectral (its OpenAPI
+#                        ruleset) and Redocly (recommended-strict): any error or warning fails.
 #   run.sh setup         only installs node_modules (what the others do first).
 #
 # node_modules is installed with `npm ci` from package-lock.json (exact versions, from the npm
@@ -304,13 +306,23 @@ cmd_e2e() {
   return "$status"
 }
 
+# The API description as two independent linters read it: a client generated from it with strict
+# schemas must accept every real answer, so their warnings count as failures too.
+cmd_openapi() {
+  ensure_node_modules
+  local doc=$WL_ROOT/gateway/openapi.json
+  spectral lint --ruleset "$CLIENT/openapi.spectral.yaml" --fail-severity=warn "$doc"
+  redocly lint --config "$CLIENT/openapi.redocly.yaml" "$doc"
+}
+
 case ${1:-} in
 e2e) shift; cmd_e2e "$@" ;;
+openapi) cmd_openapi ;;
 lint) cmd_lint ;;
 breaking) cmd_breaking ;;
 setup) ensure_node_modules ;;
 *)
-  printf 'usage: %s e2e WORKDIR | lint | breaking | setup\n' "$0" >&2
+  printf 'usage: %s e2e WORKDIR | lint | breaking | openapi | setup\n' "$0" >&2
   exit 2
   ;;
 esac
