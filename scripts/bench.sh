@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks against the floor (issue 6): builds in release mode, starts a private, durable
+# Benchmarks against the floor: builds in release mode, starts a private, durable
 # PostgreSQL and walklistd, and prints one table of figures, each beside what PostgreSQL alone
 # does with the same work; the table also goes to BENCHMARKS.md (or --out FILE) with the
 # machine's cores and memory and every command run. Figures, not pass/fail: a script, not a
@@ -8,7 +8,7 @@
 #   scripts/bench.sh                 100,000 and 1,000,000 SKUs (about 15 minutes on 2 cores)
 #   scripts/bench.sh --quick         2,000 and 10,000 SKUs, short runs (about a minute)
 #   scripts/bench.sh --tiny          300 and 1,000 SKUs, 1 s runs: keeps the script working (ctest)
-#   scripts/bench.sh --writes        only the small writes (issue 19): the generated catalogue of
+#   scripts/bench.sh --writes        only the small writes: the generated catalogue of
 #                                    each size, then one bin's staging flag and a 5-row file of
 #                                    each import kind, WRITE_REPS times each (median); prints the
 #                                    table, and writes it only with --out FILE (a few minutes)
@@ -395,7 +395,7 @@ bench_export() {
   NOT_MODIFIED[$size]=$rps
 }
 
-# The delta export (issue 19): 1,000 SKUs changed by one stock file after a full export, then
+# The delta export: 1,000 SKUs changed by one stock file after a full export, then
 # the delta from that export's cursor, cold (no cache holds deltas). Its cost follows the
 # changes: the same 1,000 SKUs cost about the same in every catalogue size.
 bench_delta() {
@@ -420,7 +420,7 @@ bench_delta() {
   row "delta export, 1,000 changed SKUs in $size SKUs" "$seconds s, $bytes bytes" "-" "-" "-"
 }
 
-# Small writes into the generated catalogue of SIZE SKUs (issue 19: a write costs what it
+# Small writes into the generated catalogue of SIZE SKUs (a write costs what it
 # changes): one bin's staging flag, and a 5-row file of each import kind, each imported with
 # walklistctl WRITE_REPS times, alternating two versions of the file so that every import
 # changes what it names. Each row: the median wall time of the import (process start and
@@ -788,7 +788,7 @@ to_mb() {
   }'
 }
 
-# The small writes' target (issue 19) at the largest size: each under 50 ms.
+# The small writes' target at the largest size: each under 50 ms.
 write_targets() {
   local entry size label median
   for entry in "${WRITE_MEDIANS[@]}"; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # e2e.zz_no_keys_in_logs, the suite's last test (tests/CMakeLists.txt orders it after every
-# other): no API key may reach a log line (CONTRACT section 7).
+# other): no API key may reach a log line (api_key= values are logged as REDACTED).
 #
 #   token_scan.sh DIR
 #

@@ -3,7 +3,8 @@
  * used by the REST gateway and the Connect JSON transport to turn request
  * bodies into messages and reply messages into JSON.
  *
- * Our choices within the mapping (see sections 7 and 9 of the contract):
+ * Our choices within the mapping, the same for the public REST API and for
+ * Connect JSON:
  * - Field names are lowerCamelCase, derived from the proto field name as
  *   protoc does; decoding also accepts the proto field name.
  * - Encoding emits every field (EmitUnpopulated) in field-number order:

@@ -1,9 +1,9 @@
 /*
- * GET /api/v1/stock-export over HTTP (CONTRACT section 4): conditional on the
- * organization's export version, and streamed from the core's export cursor
- * through the JSON encoder (and gzip, when the client takes it) into a
- * chunked response, so memory per export is a few buffers however many SKUs
- * there are.
+ * GET /api/v1/stock-export over HTTP (one consistent snapshot, ordered by
+ * SKU): conditional on the organization's export version, and streamed from
+ * the core's export cursor through the JSON encoder (and gzip, when the client
+ * takes it) into a chunked response, so memory per export is a few buffers
+ * however many SKUs there are.
  *
  * - ETag: "<org_id>-<version>" for the plain body, "<org_id>-<version>-gzip"
  *   for the gzip-coded one (RFC 9110 section 8.8.3: different bytes, different

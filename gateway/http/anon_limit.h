@@ -1,6 +1,6 @@
 /*
- * The per-address limit for requests that carry no valid key (CONTRACT
- * section 8): it slows key guessing and never applies to a valid key. Kept in
+ * The per-address limit for requests that carry no valid key (default 120 a
+ * minute): it slows key guessing and never applies to a valid key. Kept in
  * the process: a sliding-window counter per address (current and previous
  * window, weighted), in a fixed table, so memory does not grow with the number
  * of addresses; addresses that share a slot share a limit (stricter, never looser).

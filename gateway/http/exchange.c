@@ -218,7 +218,7 @@ void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code, 
 void wl_exchange_core_error(wl_exchange_t *ex, const wl_error_t *err)
 {
     wl_grpc_code_t code = wl_error_grpc_code(err->code);
-    /* CONTRACT section 5 answers a reused Idempotency-Key with 422, where the standard
+    /* An Idempotency-Key reused for another list is answered with 422, where the standard
      * mapping of FAILED_PRECONDITION would say 400; a delta export whose history is gone is
      * 410 (Gone: export in full), where OUT_OF_RANGE would say 400. */
     unsigned status = err->code == WL_EIDEMPOTENCY ? 422

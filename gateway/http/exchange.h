@@ -136,8 +136,9 @@ struct MHD_Response;
 
 /**
  * Calls add(name, value, data) for each rate-limit header of an authenticated request
- * (CONTRACT section 8): RateLimit-Limit/-Remaining/-Reset and the structured RateLimit-Policy
- * and RateLimit; nothing without a rate decision. value is valid during the call only.
+ * (every authenticated /api/v1 answer carries them): RateLimit-Limit/-Remaining/-Reset and
+ * the structured RateLimit-Policy and RateLimit; nothing without a rate decision. value is valid
+ * during the call only.
  */
 void wl_exchange_rate_values(const wl_exchange_t *ex,
                              void (*add)(const char *name, const char *value, void *data),

@@ -77,7 +77,8 @@ static int respond(wl_exchange_t *ex, const pb_msgdesc_t *fields, const void *me
 
 /*
  * Copies text into a bounded nanopb string, cut on a UTF-8 boundary. Names are cut by design;
- * identifiers have the contract's own limit as their bound, so for them this never cuts.
+ * identifiers have their own length limit (list id 40, codes 64 characters) as their bound,
+ * so for them this never cuts.
  */
 static void copy_text(char *dest, size_t size, const char *text)
 {

@@ -1,5 +1,5 @@
 /*
- * The device transport (CONTRACT section 9): POST /walklist.scanner.v1.DeviceService/<Method>
+ * The device transport: POST /walklist.scanner.v1.DeviceService/<Method>
  * with nanopb-encoded walklist.scanner.v1 payloads (proto/walklist/scanner/v1/device.proto)
  * in both directions. Each device method is a codec between its compact device messages and
  * the core ScannerService's protobuf-c messages; api.c's route table names the codec of each

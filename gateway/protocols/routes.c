@@ -64,7 +64,8 @@ const wl_route_t wl_routes[] = {
      .rpc = "ListStock",
      .bind_query = true,
      .success_status = 200},
-    /* The device transport (CONTRACT section 9), before the RPC prefix that also covers it. */
+    /* The device transport (nanopb payloads, application/proto), before the RPC prefix that
+     * also covers it. */
     {.kind = WL_ROUTE_DEVICE,
      .method = "POST",
      .pattern = "/walklist.scanner.v1.DeviceService/ListPending",

@@ -45,7 +45,7 @@ typedef struct {
     const char *rpc;
     /* REST */
     bool json_body;     /* the request message is the JSON body */
-    bool query_api_key; /* api_key may authenticate (CONTRACT section 7) */
+    bool query_api_key; /* api_key may authenticate (GET /api/v1/locate-lists only) */
     bool bind_query;    /* query parameters set request fields */
     wl_query_mode_t query_mode;
     unsigned success_status;

@@ -193,7 +193,8 @@ typedef void (*wl_admin_report_fn)(size_t line, const char *column, const char *
                                    void *data);
 
 /**
- * Imports one CSV file of a kind (CONTRACT section 3) for the organization, all or nothing in
+ * Imports one CSV file of a kind (warehouses, locations, products, stock, location-stock,
+ * reservations; rows upsert by their natural key) for the organization, all or nothing in
  * one transaction; *rows receives the rows imported. WL_EINVAL when the file has problems:
  * each is reported through report, and nothing is written. in stays open.
  */

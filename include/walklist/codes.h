@@ -1,7 +1,8 @@
 /*
  * Validation of walk-list names, product and location codes and import texts,
  * and the splitting, trimming and dedupe of the codes of a walk list
- * (CONTRACT sections 3 and 5). Pure: no I/O, no allocation.
+ * (1-64 characters, exact, never trimmed in imports; trimmed and deduped in
+ * walk lists). Pure: no I/O, no allocation.
  *
  * Lengths count Unicode code points ("characters"), not bytes. Control
  * characters are C0, DEL and C1 (wl_utf8_is_control); U+0085 NEL is a C1

@@ -133,7 +133,7 @@ int wl_core_ready(wl_core_t *core, wl_error_t *err) WL_CHECK_RESULT;
 int wl_core_authenticate(wl_core_t *core, wl_span_t token, wl_principal_t *out,
                          wl_error_t *err) WL_CHECK_RESULT;
 
-/** A rate-limit decision for one request (CONTRACT section 8). */
+/** A rate-limit decision for one request (per organization and bucket, rolling window). */
 typedef struct {
     const char *bucket; /* "locate-lists", "stock-export" or "shared" */
     int limit;          /* requests per window */
@@ -169,7 +169,7 @@ typedef struct {
 } wl_method_policy_t;
 
 /**
- * A request's admission (CONTRACT sections 2 and 8): its API key checked, its
+ * A request's admission: its API key checked (of its organization, hashed), its
  * method's scope, and the request counted against the method's rate-limit
  * bucket. What this process knows (keys it checked lately, permits it
  * leased, a bucket it saw full) is decided at once, without the database;
@@ -326,7 +326,7 @@ int wl_core_invoke(wl_call_t *call, const wl_service_entry_t *service, unsigned 
 bool wl_core_invoke_async(wl_call_t *call, const wl_service_entry_t *service, unsigned method_index,
                           const ProtobufCMessage *input, const wl_completion_t *completion);
 
-/** One SKU of the stock export (CONTRACT section 4). */
+/** One SKU of the stock export: its available quantity and primary rack location. */
 typedef struct {
     const char *sku;
     int64_t qty;

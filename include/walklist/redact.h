@@ -1,9 +1,9 @@
 /*
  * The one redaction rule for what a client controls and a log line shows (a path, a request
  * id, a message quoting either): every API key in it is replaced by "REDACTED", however it was
- * encoded. A key is "wlk_", 8 base62 characters, "_" and base62 characters (CONTRACT section
- * 2), each of them possibly percent-encoded (%77lk%5F...); a key cut short still counts from
- * its first secret character on. Pure: no I/O, no allocation.
+ * encoded. A key is "wlk_", 8 base62 characters (its public prefix), "_" and base62
+ * characters (its secret), each of them possibly percent-encoded (%77lk%5F...); a key cut short
+ * still counts from its first secret character on. Pure: no I/O, no allocation.
  */
 #ifndef WALKLIST_REDACT_H
 #define WALKLIST_REDACT_H

@@ -1,8 +1,8 @@
 /*
- * API key scopes (CONTRACT section 2): their names and bits, one X-macro for both, the
- * "a,b" text form keys are created with and stored in, and the principal a key stands for.
- * Pure: no I/O, no allocation. The store (keys, admissions), the services (method policies)
- * and the programs all take them from here.
+ * API key scopes (a key without the scope a method needs gets 403): their names and bits,
+ * one X-macro for both, the "a,b" text form keys are created with and stored in, and the principal
+ * a key stands for. Pure: no I/O, no allocation. The store (keys, admissions), the services (method
+ * policies) and the programs all take them from here.
  */
 #ifndef WALKLIST_SCOPES_H
 #define WALKLIST_SCOPES_H

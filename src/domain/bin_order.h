@@ -1,5 +1,5 @@
 /*
- * Natural bin order (CONTRACT section 6), as a comparison and as a byte key
+ * Natural bin order (the order of a walk's stops), as a comparison and as a byte key
  * whose memcmp order is the same, so PostgreSQL can ORDER BY the stored key.
  *
  * A code splits into maximal runs of ASCII digits and of other bytes. Runs

@@ -1,6 +1,6 @@
 /*
  * Resolution of a walk list's codes into the walk of the scanner's Check
- * location mode (CONTRACT section 6). Pure: no I/O; results in arena memory.
+ * location mode. Pure: no I/O; results in arena memory.
  *
  * The store finds every product a code could stand for (the product whose
  * SKU it is, and the products carrying it as an EAN); this module decides:

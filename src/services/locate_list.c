@@ -27,7 +27,7 @@ static int normalize_request(const Walklist__V1__CreateLocateListRequest *input,
     return rc != 0 ? rc : codes_rc;
 }
 
-/* 1 to 255 printable ASCII characters (CONTRACT section 5). */
+/* An Idempotency-Key is 1 to 255 printable ASCII characters. */
 static int validate_idempotency_key(const char *key, wl_error_t *err)
 {
     size_t len = strlen(key);

@@ -1,6 +1,7 @@
 /*
- * Rate-limit permits this process leased from the database (CONTRACT section 8,
- * wl_admit): a request spends a local permit when one is held, and only
+ * Rate-limit permits this process leased from the database (wl_admit: never more
+ * than the limit in any rolling window, however many processes share the
+ * database): a request spends a local permit when one is held, and only
  * otherwise asks the database, for as many permits as the bucket's recent
  * demand here would spend within the hold time (never more than a sixteenth
  * of the limit, so that one process cannot sit on a bucket, and one at a time

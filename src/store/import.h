@@ -1,5 +1,5 @@
 /*
- * CSV imports of inventory data (CONTRACT section 3): one file, one
+ * CSV imports of inventory data (header row, UTF-8, RFC 4180): one file, one
  * transaction. The file is read here; each row goes through the same
  * inventory batch as the InventoryService's items (store/inventory.h): checked
  * in C (shape of each value) and in SQL (references, duplicate keys), staged

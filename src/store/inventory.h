@@ -1,5 +1,5 @@
 /*
- * Inventory writes in batches, all or nothing (CONTRACT section 3): the one
+ * Inventory writes in batches, all or nothing: the one
  * path by which CSV imports (store/import.c, rows named by line) and the
  * InventoryService (rows named by item index) write warehouses, locations,
  * products, stock, rack assignments and reservations.

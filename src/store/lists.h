@@ -51,7 +51,7 @@ typedef struct {
 } wl_list_created_t;
 
 /**
- * Creates a list under an Idempotency-Key (CONTRACT section 5): the first
+ * Creates a list under an Idempotency-Key (scoped to the organization): the first
  * request with the key within 24 hours creates the list; a retry with the same
  * request_hash returns that list (replayed) and writes nothing; another request
  * with the key is WL_EIDEMPOTENCY. Concurrent retries wait for the first one.

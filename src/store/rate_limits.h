@@ -1,5 +1,5 @@
 /*
- * The rate-limit counts in the database (CONTRACT section 8): one call counts
+ * The rate-limit counts in the database (shared by every walklistd): one call counts
  * up to a number of requests against an organization's bucket, as many as fit
  * in the rolling window, optionally as a lease of permits a process spends
  * later (src/store/functions/wl_admit.sql explains why that keeps the

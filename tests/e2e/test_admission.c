@@ -1,5 +1,5 @@
 /*
- * Admission together with the work (issue 12): a request whose key this walklistd has not seen
+ * Admission together with the work: a request whose key this walklistd has not seen
  * (or whose rate-limit decision needs the database) is let in, counted and served in one
  * grouped statement. Whatever the request's body, a refused admission answers first and writes
  * nothing; a request let in is counted whatever its own answer; each request is one commit.

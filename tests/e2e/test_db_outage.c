@@ -1,5 +1,5 @@
-/* Database outages: quick 503s while PostgreSQL is down, recovery without a restart, and no
- * acknowledged walk list lost (CONTRACT section 7, issue 3). Uses a PostgreSQL of its own. */
+/* Database outages: quick 503s (with Retry-After) while PostgreSQL is down, recovery without a
+ * restart, and no acknowledged walk list lost. Uses a PostgreSQL of its own. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>

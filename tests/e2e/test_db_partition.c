@@ -1,5 +1,5 @@
 /*
- * A database across a network that fails (issue 13): PostgreSQL runs on a host of its own (a
+ * A database across a network that fails: PostgreSQL runs on a host of its own (a
  * network namespace behind a veth pair, tests/netns_db.sh) while walklistd runs here. When the
  * network loses every packet (the database host's link goes down under load; later iptables
  * drops its traffic while walklistd's connections sit idle; last PostgreSQL is stopped with

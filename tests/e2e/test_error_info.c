@@ -1,9 +1,10 @@
 /*
- * The google.rpc.ErrorInfo of every error answer (issue 17 item 5), one representative of each
+ * The google.rpc.ErrorInfo of every error answer, one representative of each
  * error class on REST and on Connect side by side: the same case carries the same reason on
  * both, in the domain walklist.dev, with the metadata README's table promises, while the HTTP
- * status and code follow each protocol (REST: CONTRACT section 7, e.g. 413 INVALID_ARGUMENT;
- * Connect: its own table, e.g. 413 resource_exhausted). gRPC's side is e2e.grpc_python's.
+ * status and code follow each protocol (REST: the gRPC code name of the standard mapping, e.g.
+ * 413 INVALID_ARGUMENT; Connect: its own table, e.g. 413 resource_exhausted). gRPC's side is
+ * e2e.grpc_python's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -113,8 +114,8 @@ static void test_rate_limited(void)
 /* What the request itself gets wrong. */
 static void test_request(void)
 {
-    /* A body over the limit: BODY_TOO_LARGE, 413 on both, INVALID_ARGUMENT on REST (CONTRACT
-     * section 7) and resource_exhausted on Connect (its protocol). */
+    /* A body over the limit: BODY_TOO_LARGE, 413 on both, INVALID_ARGUMENT on REST (413 is an
+     * invalid argument there) and resource_exhausted on Connect (its protocol). */
     const char *too_large = "Content-Length: 99999999\r\n";
     char request[1024];
     int len = snprintf(request, sizeof(request),
@@ -222,7 +223,7 @@ static void test_not_found(void)
 }
 
 /* An Idempotency-Key sent again with another request: IDEMPOTENCY_KEY_REUSED, 422 on REST
- * (CONTRACT section 5) and failed_precondition (400) on Connect. */
+ * (same key, other list) and failed_precondition (400) on Connect. */
 static void test_idempotency_key_reused(void)
 {
     const char *first = "{\"name\":\"Once\",\"codes\":[\"A\"]}";

@@ -1,7 +1,8 @@
 /*
  * End to end over HTTP: the stock export streams (chunked, flat memory), is
  * conditional (ETag, If-None-Match -> 304) and gzip-coded on request
- * (CONTRACT section 4; RFC 9110 sections 8.8, 12.5.3, 13.1.2).
+ * (RFC 9110 sections 8.8, 12.5.3, 13.1.2), server memory flat however many
+ * SKUs there are.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>

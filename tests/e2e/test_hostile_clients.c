@@ -1,5 +1,5 @@
 /*
- * Slow and hostile clients on loopback (issue 7, item 4):
+ * Slow and hostile clients on loopback:
  * - 100 connections dribble a byte each 100 ms for 5 s (half of them a header block that never
  *   ends, half an authenticated body that never ends) from 127.0.0.2-5 while a normal client
  *   on 127.0.0.1 makes 50 requests: all succeed, each within 3 s, with 2 worker threads and 2

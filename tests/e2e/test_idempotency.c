@@ -1,4 +1,5 @@
-/* Idempotency-Key on walk-list creation (CONTRACT section 5), over HTTP. */
+/* Idempotency-Key on walk-list creation, over HTTP: a retry with the same key and list within
+ * 24 hours returns the first answer and creates nothing; the same key for another list is 422. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* End to end over HTTP: creating and reading walk lists (CONTRACT sections 5 and 7). */
+/* End to end over HTTP: creating and reading walk lists, their validation and errors. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,5 @@
-/* Rate limits over HTTP (CONTRACT section 8), with two walklistd processes sharing one database. */
+/* Rate limits over HTTP (never more than the limit in any rolling 60 seconds, per organization
+ * and bucket), with two walklistd processes sharing one database. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>

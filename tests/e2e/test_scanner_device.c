@@ -1,5 +1,5 @@
 /*
- * End to end: the device transport (CONTRACT sections 6 and 9) through the real
+ * End to end: the device transport (nanopb payloads, application/proto) through the real
  * walklist-scanner against a running walklistd: the queue and Check location screens,
  * payload sizes of a 200-code list, bounds, and bad device input changing nothing.
  */

@@ -1,5 +1,5 @@
 /*
- * Shutdown never loses an answer (issue 13): after SIGTERM every answer carries
+ * Shutdown never loses an answer: after SIGTERM every answer carries
  * "Connection: close", a request arriving on a kept-alive connection is answered 503 without
  * being served (nothing written), and when the shutdown timeout fires with a creation still at
  * the database (held there by a row lock), that creation and a kept-alive creator's one held with

@@ -1,5 +1,4 @@
-/* End to end over HTTP: the per-warehouse breakdown, its pages, tokens and access (CONTRACT 4, 7).
- */
+/* End to end over HTTP: the per-warehouse breakdown, its pages, tokens, access and errors. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/* End to end over HTTP: the stock export's rules, shape, updates and access (CONTRACT 4, 7). */
+/* End to end over HTTP: the stock export's rules, shape, updates, access and errors. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

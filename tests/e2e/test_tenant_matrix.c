@@ -1,5 +1,6 @@
 /*
- * Tenant isolation and hostile strings over every transport (CONTRACT sections 2 and 7):
+ * Tenant isolation and hostile strings over every transport (a key sees its own organization's
+ * data only; another organization's id is 404, never 403):
  *
  * - Every REST route (iterated from gateway/protocols/api.c's route table through wl_api_routes(),
  * the device routes included) and every method of every core service over Connect and over gRPC
@@ -779,7 +780,7 @@ static void check_stored_list(const char *id, const hostile_t *name, const hosti
     http_response_free(&res);
 }
 
-/* Valid as a walk-list name / code (CONTRACT section 5)? */
+/* Valid as a walk-list name / code (1-120 / 1-64 characters, no control characters)? */
 static bool valid_name(const hostile_t *h)
 {
     return h->kind == PLAIN && strcmp(h->label, "121 emoji") != 0 &&

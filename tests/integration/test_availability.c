@@ -13,7 +13,7 @@
 #include "test.h"
 #include "testdb.h"
 
-/* Rows the CONTRACT (section 4) gives, written independently of the refresh, that
+/* Rows the stock export's rules give, written independently of the refresh, that
  * stock_availability lacks or has otherwise; 0 when the two agree. */
 static long long mismatches(PGconn *conn, int64_t org)
 {

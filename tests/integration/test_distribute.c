@@ -1,5 +1,5 @@
 /*
- * The migrated schema against what `walklistctl distribute` does with it (issue 18), on plain
+ * The migrated schema against what `walklistctl distribute` does with it, on plain
  * PostgreSQL, since CI has no Citus: every table is placed (reference, tenant or coordinator),
  * every tenant table's primary key and unique indexes lead with or hold org_id (Citus's rule
  * for a distribution column), every foreign key between two tenant tables is one distribute

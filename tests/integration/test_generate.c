@@ -1,6 +1,6 @@
 /*
  * walklistctl generate (src/cli/generate.c): the benchmark catalogue at a small size. Counts,
- * the distribution the issue asks for, the same catalogue for the same seed (in the
+ * the distribution src/cli/generate.h describes, the same catalogue for the same seed (in the
  * database and as CSV files), and an export refreshed exactly as the rules compute it.
  */
 #include <stdlib.h>
@@ -38,7 +38,7 @@ static void load(int64_t org, uint64_t seed)
     CHECK_INT(counts.rows[2], SKUS);
 }
 
-/* The export as the rules of CONTRACT section 4 compute it from the raw tables. */
+/* The export as the stock export's rules compute it from the raw tables. */
 static const char *const expected_export =
     "WITH own AS (SELECT code FROM warehouses WHERE org_id = %1$lld AND kind = 'own'),"
     " on_hand AS (SELECT sku, sum(on_hand) AS n FROM stock WHERE org_id = %1$lld"

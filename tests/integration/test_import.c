@@ -1,5 +1,5 @@
 /*
- * CSV imports against a real PostgreSQL (CONTRACT section 3): every kind imports good data,
+ * CSV imports against a real PostgreSQL: every kind imports good data,
  * rows upsert by their natural key, a file with any bad row writes nothing and names every
  * bad line, codes are case-sensitive, and stock_availability follows each import.
  */

@@ -1,6 +1,7 @@
 /*
- * API keys against a real PostgreSQL (CONTRACT section 2): token shape, what the database keeps
- * (prefix and SHA-256 only), authentication, revocation, organizations and scopes.
+ * API keys against a real PostgreSQL: token shape (wlk_ + prefix + _ + secret), what the
+ * database keeps (prefix and SHA-256 only), authentication, revocation, organizations and
+ * scopes.
  */
 #include <inttypes.h>
 #include <stdbool.h>

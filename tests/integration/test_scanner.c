@@ -335,7 +335,7 @@ static const char *outcome_name(Walklist__V1__CodeOutcome outcome)
     }
 }
 
-/* Inventory of org A for the resolution test (CSV, CONTRACT section 3). */
+/* Inventory of org A for the resolution test (CSV imports). */
 static void import_inventory(int64_t org_id)
 {
     fixture_import(db, org_id, "warehouses",

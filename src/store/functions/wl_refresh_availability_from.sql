@@ -1,6 +1,6 @@
 -- Recomputes the export rows (stock_availability) of the SKUs in p_skus, a table or view with a
--- text column "sku" (duplicates allowed), and returns how many rows changed. The rules
--- (CONTRACT section 4): qty = max(0, on hand in own warehouses - active reservations in own
+-- text column "sku" (duplicates allowed), and returns how many rows changed. The rules of
+-- the stock export: qty = max(0, on hand in own warehouses - active reservations in own
 -- warehouses); location = the non-staging own location holding the most, ties to the smallest
 -- code in natural bin order; a SKU is exported when it has a stock record or a non-staging
 -- location assignment in an own warehouse. Both overloads are here: the two-argument form

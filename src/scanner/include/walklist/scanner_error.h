@@ -1,8 +1,8 @@
 /*
  * The server's error answers, read as they stream in: every non-200 answer carries the Google
- * API error JSON, {"error":{"code":404,"status":"NOT_FOUND","message":"..."}} (CONTRACT
- * section 7). A small scanner picks "status" and "message" out of the "error" object in any
- * order, from fragments of any size, and maps the status (else the HTTP status) to a
+ * API error JSON, {"error":{"code":404,"status":"NOT_FOUND","message":"..."}}, whose
+ * status is the gRPC code name. A small scanner picks "status" and "message" out of the "error"
+ * object in any order, from fragments of any size, and maps the status (else the HTTP status) to a
  * WL_SCANNER_E... code. Pure C11: no I/O, no heap, no stdio.
  */
 #ifndef WALKLIST_SCANNER_ERROR_H

@@ -1,7 +1,7 @@
 /*
  * Result codes of the scanner firmware library (walklist/scanner_*.h): 0 is success, every
  * failure a negative WL_SCANNER_E... code. The codes from -20 down say what the server
- * answered (the "status" of its error JSON, CONTRACT section 7), so firmware can act on them
+ * answered (the "status" of its error JSON, a gRPC code name), so firmware can act on them
  * without reading JSON: retry later on RESOURCE_EXHAUSTED and UNAVAILABLE, ask for a new key
  * on UNAUTHENTICATED, drop the list from the screen on NOT_FOUND and FAILED_PRECONDITION
  * (another device loaded it). Pure C11, no I/O, no heap.
