@@ -30,7 +30,11 @@
  *   404 unimplemented, wrong method 405 unimplemented (with Allow: POST), body
  *   too large 413 resource_exhausted, unsupported Content-Type 415
  *   invalid_argument (with Accept-Post).
- * - Only the identity content coding; another Content-Encoding is unimplemented.
+ * - gzip and identity: a unary request body in Content-Encoding gzip is inflated under
+ *   WL_CONNECT_BODY_LIMIT counted on the inflated bytes (past it 413 resource_exhausted, as a
+ *   body over the limit; corrupt gzip 400 invalid_argument); a unary answer of 1 KiB and more
+ *   goes gzip-coded when Accept-Encoding takes gzip (error bodies stay identity). Another
+ *   coding is unimplemented (501), with Accept-Encoding: gzip.
  * - api_key query parameters are never read: only Authorization: Bearer.
  */
 #ifndef WALKLIST_GATEWAY_CONNECT_H
