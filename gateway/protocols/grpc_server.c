@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
+#include <grpc/compression.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
@@ -23,6 +24,7 @@
 #include "google/protobuf/any.pb-c.h"
 #include "google/rpc/status.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
+#include "http/gzip_filter.h"
 #include "http/offload.h"
 #include "protocols/rpc.h"
 #include "protocols/unary.h"
@@ -39,6 +41,14 @@
 #define DEFER_MESSAGE_LIMIT (64u * 1024)
 /* Metadata of an answer: the exchange's headers and the five rate-limit values. */
 #define MAX_ANSWER_METADATA (WL_EXCHANGE_MAX_HEADERS + 5)
+
+/* The flags of a message sent: one too small to be worth coding goes uncoded, as on Connect
+ * (the call's coding, chosen by gRPC's core from the client's grpc-accept-encoding, applies to
+ * the others). */
+static uint32_t send_flags(grpc_byte_buffer *message)
+{
+    return wl_gzip_worth(grpc_byte_buffer_length(message)) ? 0 : GRPC_WRITE_NO_COMPRESS;
+}
 
 static const char health_service[] = "grpc.health.v1.Health";
 static const char health_check_path[] = "/grpc.health.v1.Health/Check";
@@ -263,6 +273,7 @@ static void send_answer(call_t *c)
     }
     if (c->code == WL_GRPC_OK && c->reply != NULL) {
         ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].flags = send_flags(c->reply);
         ops[n].data.send_message.send_message = c->reply;
         n++;
     }
@@ -561,6 +572,7 @@ static bool stream_send(call_t *c, grpc_byte_buffer *msg, bool first)
         n++;
     }
     ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n].flags = send_flags(msg);
     ops[n].data.send_message.send_message = msg;
     n++;
     atomic_fetch_add(&c->refs, 1);
@@ -741,6 +753,7 @@ static void answer_reflection(wl_offload_job_t *job)
             c->initial_sent = true;
         }
         ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].flags = send_flags(c->reply);
         ops[n].data.send_message.send_message = c->reply;
         n++;
         atomic_fetch_add(&c->refs, 1);
@@ -1004,6 +1017,12 @@ int wl_grpc_server_start(wl_core_t *core, const wl_grpc_config_t *config, wl_grp
         {.type = GRPC_ARG_INTEGER,
          .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
          .value.integer = (int)WL_RPC_REQUEST_LIMIT},
+        /* Answers in gzip to a client whose grpc-accept-encoding takes it: the level gRPC's core
+         * maps to the first coding the peer accepts of gzip and deflate (a server's calls
+         * only). Small messages go uncoded (send_flags). */
+        {.type = GRPC_ARG_INTEGER,
+         .key = GRPC_COMPRESSION_CHANNEL_DEFAULT_LEVEL,
+         .value.integer = GRPC_COMPRESS_LEVEL_LOW},
         /* Replies are limited by the unary call itself, with its message. */
         {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, .value.integer = -1},
         /* A second walklistd on the same port is an error, not a silent share of it. */
