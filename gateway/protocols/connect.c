@@ -25,8 +25,6 @@
 #define CONNECT_DEFER_BODY_LIMIT (64u * 1024)
 #define ACCEPT_POST              "application/proto, application/json, application/json; charset=utf-8"
 #define ACCEPT_POST_STREAM       "application/connect+proto, application/connect+json"
-/* A stream's enveloped message whose data is coded in the stream's Connect-Content-Encoding. */
-#define FLAG_COMPRESSED 0x01
 
 static void answer_error_status(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code,
                                 wl_reason_t reason, const char *message, const wl_error_t *err);
@@ -372,14 +370,14 @@ static void read_message(wl_exchange_t *ex, call_state_t *state)
         size_t said = len >= WL_CONNECT_ENVELOPE ? (size_t)head[1] << 24 | (size_t)head[2] << 16 |
                                                        (size_t)head[3] << 8 | head[4]
                                                  : 0;
-        if (len < WL_CONNECT_ENVELOPE || (head[0] & ~FLAG_COMPRESSED) != 0 ||
+        if (len < WL_CONNECT_ENVELOPE || (head[0] & ~WL_CONNECT_FLAG_COMPRESSED) != 0 ||
             said != len - WL_CONNECT_ENVELOPE) {
             state->message_read = MESSAGE_INVALID;
             state->problem = "a stream's request is one enveloped message: flags 0 (or 1: "
                              "compressed), its length (4 bytes, big-endian), the message";
             return;
         }
-        coded = (head[0] & FLAG_COMPRESSED) != 0;
+        coded = (head[0] & WL_CONNECT_FLAG_COMPRESSED) != 0;
         if (coded && !state->gzip_request) {
             state->message_read = MESSAGE_INVALID;
             state->problem = "the request message is flagged compressed, but the request names "
@@ -453,13 +451,15 @@ static bool answer_reply(wl_exchange_t *ex, const ProtobufCMessage *reply, void 
     return true;
 }
 
-/* A stream's first message starts the stream; the rest follow as the client reads. */
+/* A stream's first message starts the stream; the rest follow as the client reads, gzip-coded
+ * when they are worth it and Connect-Accept-Encoding takes gzip. */
 static bool start_stream(wl_exchange_t *ex, const ProtobufCMessage *first, void *data)
 {
     const call_state_t *state = data;
     wl_connect_t *connect = state->connect;
+    bool gzip = wl_negotiate_gzip(wl_exchange_header_list(ex, "Connect-Accept-Encoding"));
     return wl_watch_stream_start(ex, connect->core, connect->watch, state->codec == CODEC_JSON,
-                                 first);
+                                 gzip, first);
 }
 
 static bool call_expired(void *data)

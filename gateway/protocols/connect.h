@@ -34,7 +34,10 @@
  *   WL_CONNECT_BODY_LIMIT counted on the inflated bytes (past it 413 resource_exhausted, as a
  *   body over the limit; corrupt gzip 400 invalid_argument); a unary answer of 1 KiB and more
  *   goes gzip-coded when Accept-Encoding takes gzip (error bodies stay identity). Another
- *   coding is unimplemented (501), with Accept-Encoding: gzip.
+ *   coding is unimplemented (501), with Accept-Encoding: gzip. A server stream does the same
+ *   per message with Connect-Content-Encoding and Connect-Accept-Encoding: a request envelope
+ *   flagged compressed (0x01) is inflated under the same limit, and each message of 1 KiB and
+ *   more goes compressed (the end-stream message never does); its errors end the stream.
  * - api_key query parameters are never read: only Authorization: Bearer.
  */
 #ifndef WALKLIST_GATEWAY_CONNECT_H
