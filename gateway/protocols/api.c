@@ -20,9 +20,6 @@
 #include "errors/status_map.h"
 
 #define JSON_BODY_LIMIT (64u * 1024)
-/* JSON answers from this size on go gzip-coded to clients that take gzip (a walk list of a few
- * dozen codes and up); below it the coding saves a few hundred bytes at most. */
-#define GZIP_MIN_BODY 1024
 typedef struct {
     const wl_service_entry_t *service;
     unsigned method_index;
@@ -230,27 +227,6 @@ static int decode_route(wl_exchange_t *ex, const ProtobufCMessageDescriptor *des
     return rc;
 }
 
-/* A large JSON answer, gzip-coded when the client takes it (negotiate.h). Which coding it
- * gets depends on Accept-Encoding from this size on, so it says so (Vary) either way; gzip
- * failing (out of memory) leaves the plain answer. */
-static void offer_gzip(wl_exchange_t *ex)
-{
-    if (ex->response_len < GZIP_MIN_BODY)
-        return;
-    wl_exchange_add_header(ex, "Vary", "Accept-Encoding");
-    if (!wl_negotiate_gzip(wl_exchange_header_list(ex, "Accept-Encoding")))
-        return;
-    wl_error_t err;
-    wl_error_init(&err);
-    char *coded = NULL;
-    size_t coded_len = 0;
-    if (wl_gzip_body(ex->response, ex->response_len, &ex->arena, &coded, &coded_len, &err) != 0)
-        return;
-    ex->response = coded;
-    ex->response_len = coded_len;
-    wl_exchange_add_header(ex, "Content-Encoding", "gzip");
-}
-
 /* The route's answer: the device encoding, or JSON with the route's status (and Location). */
 static bool reply_route(wl_exchange_t *ex, const ProtobufCMessage *reply, void *data)
 {
@@ -273,7 +249,7 @@ static bool reply_route(wl_exchange_t *ex, const ProtobufCMessage *reply, void *
     }
     wl_exchange_json(ex, route->success_status, wl_json_encode(reply));
     if (ex->status == route->success_status)
-        offer_gzip(ex);
+        wl_gzip_offer(ex, "Accept-Encoding", "Content-Encoding");
     return true;
 }
 

@@ -16,6 +16,7 @@
 #include "protocols/rpc.h"
 #include "protocols/unary.h"
 #include "codec/json_codec.h"
+#include "http/gzip_filter.h"
 #include "http/negotiate.h"
 #include "errors/status_map.h"
 #include "protocols/watch_stream.h"
@@ -38,6 +39,16 @@ struct wl_connect {
 
 typedef enum { CODEC_PROTO, CODEC_JSON } codec_t;
 
+/* How far the request's message has been read out of the body (its envelope taken off, its
+ * gzip inflated): once, before the call, whichever run of the request gets there first. */
+typedef enum {
+    MESSAGE_UNREAD,
+    MESSAGE_READ,      /* state->message */
+    MESSAGE_TOO_LARGE, /* it inflates past WL_CONNECT_BODY_LIMIT */
+    MESSAGE_INVALID,   /* state->problem says why */
+    MESSAGE_NO_MEMORY,
+} message_read_t;
+
 typedef struct {
     const wl_rpc_procedure_t *procedure;
     codec_t codec;
@@ -45,6 +56,10 @@ typedef struct {
     /* A server-streaming procedure: every answer, errors too, is 200 with enveloped messages
      * ending in the end-stream message (Connect's streaming protocol). */
     bool streaming;
+    bool gzip_request; /* the body (unary) or a flagged message (stream) is gzip-coded */
+    message_read_t message_read;
+    wl_span_t message;   /* the request message once read (arena or body memory) */
+    const char *problem; /* MESSAGE_INVALID: what is wrong with the message */
     wl_connect_t *connect;
     struct timespec started; /* CLOCK_MONOTONIC, when the request headers were in */
     bool has_deadline;
@@ -127,11 +142,12 @@ static void answer_error(wl_exchange_t *ex, wl_grpc_code_t code, wl_reason_t rea
     answer_error_status(ex, wl_http_status_of(code), code, reason, message, err);
 }
 
-static void answer_too_large(wl_exchange_t *ex)
+/* The body, or the message it inflates to (inflated), past the limit. */
+static void answer_too_large(wl_exchange_t *ex, bool inflated)
 {
     char message[256];
-    snprintf(message, sizeof(message), "the request body is larger than %u bytes",
-             WL_CONNECT_BODY_LIMIT);
+    snprintf(message, sizeof(message), "the request %s larger than %u bytes",
+             inflated ? "message inflates to" : "body is", WL_CONNECT_BODY_LIMIT);
     answer_error_status(ex, 413, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_BODY_TOO_LARGE, message,
                         NULL);
 }
@@ -251,12 +267,21 @@ static bool accept_headers(wl_connect_t *connect, wl_exchange_t *ex, call_state_
                      "Connect-Protocol-Version must be \"1\"", NULL);
         return false;
     }
-    const char *coding = wl_exchange_header(ex, "Content-Encoding");
-    if (coding != NULL && strcasecmp(coding, "identity") != 0) {
+    /* A unary body is coded as a whole (Content-Encoding), a stream's messages one by one. */
+    const char *coding =
+        wl_exchange_header(ex, state->streaming ? "Connect-Content-Encoding" : "Content-Encoding");
+    state->gzip_request = coding != NULL && strcasecmp(coding, "gzip") == 0;
+    if (coding != NULL && !state->gzip_request && strcasecmp(coding, "identity") != 0) {
         if (!wl_access_admitted(&connect->access, ex))
             return false;
+        wl_exchange_add_header(ex, state->streaming ? "Connect-Accept-Encoding" : "Accept-Encoding",
+                               "gzip");
         answer_error(ex, WL_GRPC_UNIMPLEMENTED, WL_REASON_CONTENT_ENCODING_UNSUPPORTED,
-                     "unsupported Content-Encoding: this server supports identity", NULL);
+                     state->streaming ? "unsupported Connect-Content-Encoding: this server "
+                                        "supports gzip and identity"
+                                      : "unsupported Content-Encoding: this server supports gzip "
+                                        "and identity",
+                     NULL);
         return false;
     }
     const char *timeout = wl_exchange_header(ex, "Connect-Timeout-Ms");
@@ -318,7 +343,7 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
     const char *length = wl_exchange_header(ex, "Content-Length");
     if (length != NULL && strtoull(length, NULL, 10) > WL_CONNECT_BODY_LIMIT) {
         if (wl_access_admitted(&connect->access, ex))
-            answer_too_large(ex);
+            answer_too_large(ex, false);
         return;
     }
     ex->body_limit = WL_CONNECT_BODY_LIMIT;
@@ -327,33 +352,80 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
 void wl_connect_body_too_large(wl_connect_t *connect, wl_exchange_t *ex)
 {
     if (wl_access_admitted(&connect->access, ex))
-        answer_too_large(ex);
+        answer_too_large(ex, false);
 }
 
 /* --- The call ----------------------------------------------------------------------------- */
+
+/* Takes the request's message out of the body: a stream's envelope off, gzip inflated under
+ * the body limit (so that a small body cannot expand past what an uncoded one may be). */
+static void read_message(wl_exchange_t *ex, call_state_t *state)
+{
+    const char *body = ex->body ? ex->body : "";
+    size_t len = ex->body_len;
+    bool coded = state->gzip_request;
+    if (state->streaming) {
+        /* One enveloped message: its flags, its length, the message. */
+        const unsigned char *head = (const unsigned char *)body;
+        size_t said = len >= WL_CONNECT_ENVELOPE ? (size_t)head[1] << 24 | (size_t)head[2] << 16 |
+                                                       (size_t)head[3] << 8 | head[4]
+                                                 : 0;
+        if (len < WL_CONNECT_ENVELOPE || (head[0] & ~WL_CONNECT_FLAG_COMPRESSED) != 0 ||
+            said != len - WL_CONNECT_ENVELOPE) {
+            state->message_read = MESSAGE_INVALID;
+            state->problem = "a stream's request is one enveloped message: flags 0 (or 1: "
+                             "compressed), its length (4 bytes, big-endian), the message";
+            return;
+        }
+        coded = (head[0] & WL_CONNECT_FLAG_COMPRESSED) != 0;
+        if (coded && !state->gzip_request) {
+            state->message_read = MESSAGE_INVALID;
+            state->problem = "the request message is flagged compressed, but the request names "
+                             "no Connect-Content-Encoding";
+            return;
+        }
+        body += WL_CONNECT_ENVELOPE;
+        len -= WL_CONNECT_ENVELOPE;
+    }
+    state->message = (wl_span_t){body, len};
+    state->message_read = MESSAGE_READ;
+    if (!coded)
+        return;
+    wl_error_t err;
+    wl_error_init(&err);
+    char *text = NULL;
+    size_t text_len = 0;
+    int rc = wl_gunzip_body(body, len, WL_CONNECT_BODY_LIMIT, &ex->arena, &text, &text_len, &err);
+    state->message = (wl_span_t){text, text_len};
+    if (rc == WL_EEXHAUSTED) {
+        state->message_read = MESSAGE_TOO_LARGE;
+    } else if (rc == WL_EINVAL) {
+        state->message_read = MESSAGE_INVALID;
+        state->problem = wl_arena_strdup(&ex->arena, err.message);
+    } else if (rc != 0) {
+        state->message_read = MESSAGE_NO_MEMORY;
+    }
+}
+
+/* Answers a request whose message could not be read (an admitted one: the caller checks). */
+static void answer_unread(wl_exchange_t *ex, const call_state_t *state)
+{
+    if (state->message_read == MESSAGE_TOO_LARGE)
+        answer_too_large(ex, true);
+    else if (state->message_read == MESSAGE_INVALID)
+        answer_error(ex, WL_GRPC_INVALID_ARGUMENT, WL_REASON_INVALID_REQUEST, state->problem, NULL);
+    else
+        answer_error(ex, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
+}
 
 static int decode_request(wl_exchange_t *ex, const ProtobufCMessageDescriptor *desc,
                           ProtobufCMessage **input, wl_error_t *err, void *data)
 {
     const call_state_t *state = data;
-    const char *body = ex->body ? ex->body : "";
-    size_t len = ex->body_len;
-    if (state->streaming) {
-        /* One enveloped message: flags 0 (not compressed), its length, the message. */
-        const unsigned char *head = (const unsigned char *)body;
-        size_t said = len >= WL_CONNECT_ENVELOPE ? (size_t)head[1] << 24 | (size_t)head[2] << 16 |
-                                                       (size_t)head[3] << 8 | head[4]
-                                                 : 0;
-        if (len < WL_CONNECT_ENVELOPE || head[0] != 0 || said != len - WL_CONNECT_ENVELOPE)
-            return wl_error_set(err, WL_EINVAL,
-                                "a stream's request is one enveloped message: flags 0 (not "
-                                "compressed), its length (4 bytes, big-endian), the message");
-        body += WL_CONNECT_ENVELOPE;
-        len -= WL_CONNECT_ENVELOPE;
-    }
+    const char *body = state->message.base ? state->message.base : "";
     if (state->codec == CODEC_JSON)
-        return wl_json_decode(desc, body, len, &ex->arena, input, err);
-    return wl_rpc_decode_binary(desc, body, len, &ex->arena, input, err);
+        return wl_json_decode(desc, body, state->message.len, &ex->arena, input, err);
+    return wl_rpc_decode_binary(desc, body, state->message.len, &ex->arena, input, err);
 }
 
 /* The reply in the request's codec, as the 200 answer; false when it cannot be sent. */
@@ -375,16 +447,19 @@ static bool answer_reply(wl_exchange_t *ex, const ProtobufCMessage *reply, void 
     ex->content_type = state->content_type;
     ex->response = body;
     ex->response_len = body_len;
+    wl_gzip_offer(ex, "Accept-Encoding", "Content-Encoding");
     return true;
 }
 
-/* A stream's first message starts the stream; the rest follow as the client reads. */
+/* A stream's first message starts the stream; the rest follow as the client reads, gzip-coded
+ * when they are worth it and Connect-Accept-Encoding takes gzip. */
 static bool start_stream(wl_exchange_t *ex, const ProtobufCMessage *first, void *data)
 {
     const call_state_t *state = data;
     wl_connect_t *connect = state->connect;
+    bool gzip = wl_negotiate_gzip(wl_exchange_header_list(ex, "Connect-Accept-Encoding"));
     return wl_watch_stream_start(ex, connect->core, connect->watch, state->codec == CODEC_JSON,
-                                 first);
+                                 gzip, first);
 }
 
 static bool call_expired(void *data)
@@ -401,6 +476,13 @@ static void answer_expired(wl_exchange_t *ex, void *data)
 void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
 {
     call_state_t *state = ex->handler_state;
+    if (state->message_read == MESSAGE_UNREAD)
+        read_message(ex, state);
+    if (state->message_read != MESSAGE_READ) {
+        if (wl_access_admitted(&connect->access, ex))
+            answer_unread(ex, state);
+        return;
+    }
     wl_unary_transport_t transport = {.access = &connect->access,
                                       .decode = decode_request,
                                       .reply = state->streaming ? start_stream : answer_reply,

@@ -1,5 +1,5 @@
 /*
- * The internal RPC transport (CONTRACT section 9): every method of every core
+ * The internal RPC transport for services that speak protobuf: every method of every core
  * service over the Connect protocol (connectrpc.com/docs/protocol), unary (a method whose
  * policy says server_streaming is a Connect server stream: application/connect+proto or
  * +json, one enveloped request message, answered 200 with enveloped messages and the
@@ -26,11 +26,18 @@
  *   answers decided by the HTTP request itself before its message is read,
  *   which use the HTTP status for exactly that case (so that nothing in
  *   between takes them for, say, a rate limit worth retrying) with the Connect
- *   code a client infers from it or CONTRACT section 7 names: unknown procedure
+ *   code a client infers from it or the REST error table names: unknown procedure
  *   404 unimplemented, wrong method 405 unimplemented (with Allow: POST), body
  *   too large 413 resource_exhausted, unsupported Content-Type 415
  *   invalid_argument (with Accept-Post).
- * - Only the identity content coding; another Content-Encoding is unimplemented.
+ * - gzip and identity: a unary request body in Content-Encoding gzip is inflated under
+ *   WL_CONNECT_BODY_LIMIT counted on the inflated bytes (past it 413 resource_exhausted, as a
+ *   body over the limit; corrupt gzip 400 invalid_argument); a unary answer of 1 KiB and more
+ *   goes gzip-coded when Accept-Encoding takes gzip (error bodies stay identity). Another
+ *   coding is unimplemented (501), with Accept-Encoding: gzip. A server stream does the same
+ *   per message with Connect-Content-Encoding and Connect-Accept-Encoding: a request envelope
+ *   flagged compressed (0x01) is inflated under the same limit, and each message of 1 KiB and
+ *   more goes compressed (the end-stream message never does); its errors end the stream.
  * - api_key query parameters are never read: only Authorization: Bearer.
  */
 #ifndef WALKLIST_GATEWAY_CONNECT_H

@@ -6,6 +6,7 @@
 
 #include "google/rpc/error_details.pb-c.h"
 #include "codec/json_codec.h"
+#include "http/gzip_filter.h"
 #include "protocols/rpc.h"
 #include "walklist/base64.h"
 #include "walklist/json_writer.h"
@@ -76,7 +77,8 @@ char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len)
     return out;
 }
 
-/* A message of the stream enveloped in its codec. */
+/* A message of the stream enveloped in its codec, gzip-coded when the stream's are and it is
+ * worth it. */
 static bool stream_message(const wl_rpc_stream_wire_t *wire, const ProtobufCMessage *message,
                            wl_arena_t *arena, wl_piece_t *out)
 {
@@ -90,11 +92,19 @@ static bool stream_message(const wl_rpc_stream_wire_t *wire, const ProtobufCMess
         if (text != NULL)
             protobuf_c_message_pack(message, (uint8_t *)text);
     }
+    uint8_t flags = 0;
+    if (text != NULL && wire->gzip && wl_gzip_worth(len)) {
+        wl_error_t err;
+        wl_error_init(&err);
+        if (wl_gzip_body(text, len, arena, &text, &len, &err) != 0)
+            return false;
+        flags = WL_CONNECT_FLAG_COMPRESSED;
+    }
     char *room =
         text != NULL && len <= UINT32_MAX ? wl_piece_reserve(out, WL_CONNECT_ENVELOPE + len) : NULL;
     if (room == NULL)
         return false;
-    wl_connect_envelope(room, 0, text, len);
+    wl_connect_envelope(room, flags, text, len);
     out->len += WL_CONNECT_ENVELOPE + len;
     return true;
 }
@@ -116,9 +126,10 @@ static void stream_end(const wl_rpc_stream_wire_t *wire, wl_grpc_code_t code, wl
     wl_arena_dispose(&arena);
 }
 
-wl_rpc_stream_wire_t wl_connect_stream_wire(bool json)
+wl_rpc_stream_wire_t wl_connect_stream_wire(bool json, bool gzip)
 {
-    return (wl_rpc_stream_wire_t){.message = stream_message, .end = stream_end, .json = json};
+    return (wl_rpc_stream_wire_t){
+        .message = stream_message, .end = stream_end, .json = json, .gzip = gzip};
 }
 
 size_t wl_connect_error_plain(char *buf, size_t size, wl_grpc_code_t code, wl_reason_t reason,

@@ -17,6 +17,7 @@
 
 /* A stream's enveloped message: 1 flag byte, then the length as 4 bytes, big-endian. */
 #define WL_CONNECT_ENVELOPE        5
+#define WL_CONNECT_FLAG_COMPRESSED 0x01 /* in the stream's Connect-Content-Encoding */
 #define WL_CONNECT_FLAG_END_STREAM 0x02
 
 /** Writes an enveloped message (flags, len, data) at out, which has len + 5 bytes. */
@@ -37,8 +38,9 @@ json_t *wl_connect_error_json(wl_arena_t *arena, wl_grpc_code_t code, const char
 char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len);
 
 /** How a Connect server stream frames its messages and its end (rpc.h), in the JSON or the
- * binary codec. */
-wl_rpc_stream_wire_t wl_connect_stream_wire(bool json);
+ * binary codec; with gzip, each message of 1 KiB and more gzip-coded and flagged compressed (the
+ * end-stream message never is). */
+wl_rpc_stream_wire_t wl_connect_stream_wire(bool json, bool gzip);
 
 /**
  * Connect's error JSON with only an ErrorInfo of reason, written without allocating (the JSON

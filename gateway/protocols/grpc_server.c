@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
+#include <grpc/compression.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/alloc.h>
@@ -23,6 +24,7 @@
 #include "google/protobuf/any.pb-c.h"
 #include "google/rpc/status.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
+#include "http/gzip_filter.h"
 #include "http/offload.h"
 #include "protocols/rpc.h"
 #include "protocols/unary.h"
@@ -39,6 +41,14 @@
 #define DEFER_MESSAGE_LIMIT (64u * 1024)
 /* Metadata of an answer: the exchange's headers and the five rate-limit values. */
 #define MAX_ANSWER_METADATA (WL_EXCHANGE_MAX_HEADERS + 5)
+
+/* The flags of a message sent: one too small to be worth coding goes uncoded, as on Connect
+ * (the call's coding, chosen by gRPC's core from the client's grpc-accept-encoding, applies to
+ * the others). */
+static uint32_t send_flags(grpc_byte_buffer *message)
+{
+    return wl_gzip_worth(grpc_byte_buffer_length(message)) ? 0 : GRPC_WRITE_NO_COMPRESS;
+}
 
 static const char health_service[] = "grpc.health.v1.Health";
 static const char health_check_path[] = "/grpc.health.v1.Health/Check";
@@ -263,6 +273,7 @@ static void send_answer(call_t *c)
     }
     if (c->code == WL_GRPC_OK && c->reply != NULL) {
         ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].flags = send_flags(c->reply);
         ops[n].data.send_message.send_message = c->reply;
         n++;
     }
@@ -464,24 +475,75 @@ static void read_peer(call_t *c)
     gpr_free(peer);
 }
 
-/* The request message as the exchange's body (arena memory). */
-static bool read_message(call_t *c)
+/*
+ * The bytes of a received message in arena memory (NUL-terminated). gRPC's core leaves gzip'd
+ * messages to us (GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION off): it would inflate a whole
+ * message before checking its limit (a 1 MiB bomb took walklistd to 1.1 GB), where this stops
+ * at WL_RPC_REQUEST_LIMIT. WL_EEXHAUSTED past it, WL_EINVAL for corrupt gzip.
+ */
+static int message_bytes(grpc_byte_buffer *message, wl_arena_t *arena, wl_span_t *out,
+                         wl_error_t *err)
 {
-    grpc_byte_buffer_reader reader;
-    if (!grpc_byte_buffer_reader_init(&reader, c->request))
-        return false;
-    grpc_slice all = grpc_byte_buffer_reader_readall(&reader);
-    grpc_byte_buffer_reader_destroy(&reader);
+    bool coded =
+        message->type == GRPC_BB_RAW && message->data.raw.compression == GRPC_COMPRESS_GZIP;
+    grpc_slice all = grpc_empty_slice();
+    if (coded) {
+        const grpc_slice_buffer *slices = &message->data.raw.slice_buffer;
+        all = grpc_slice_malloc(slices->length);
+        size_t at = 0;
+        for (size_t i = 0; i < slices->count; i++) {
+            memcpy(GRPC_SLICE_START_PTR(all) + at, GRPC_SLICE_START_PTR(slices->slices[i]),
+                   GRPC_SLICE_LENGTH(slices->slices[i]));
+            at += GRPC_SLICE_LENGTH(slices->slices[i]);
+        }
+    } else {
+        grpc_byte_buffer_reader reader;
+        if (!grpc_byte_buffer_reader_init(&reader, message))
+            return wl_error_set(err, WL_ENOMEM, NULL);
+        all = grpc_byte_buffer_reader_readall(&reader);
+        grpc_byte_buffer_reader_destroy(&reader);
+    }
+    const char *bytes = (const char *)GRPC_SLICE_START_PTR(all);
     size_t len = GRPC_SLICE_LENGTH(all);
-    char *body = wl_arena_alloc(&c->ex.arena, len + 1);
-    if (body != NULL) {
-        memcpy(body, GRPC_SLICE_START_PTR(all), len);
-        body[len] = '\0';
+    char *text = NULL;
+    size_t text_len = len;
+    int rc = 0;
+    if (coded) {
+        rc = wl_gunzip_body(bytes, len, WL_RPC_REQUEST_LIMIT, arena, &text, &text_len, err);
+    } else if ((text = wl_arena_alloc(arena, len + 1)) != NULL) {
+        memcpy(text, bytes, len);
+        text[len] = '\0';
+    } else {
+        rc = wl_error_set(err, WL_ENOMEM, NULL);
     }
     grpc_slice_unref(all);
-    c->ex.body = body;
-    c->ex.body_len = len;
-    return body != NULL;
+    *out = wl_span(text, text_len);
+    return rc;
+}
+
+/* The request message as the exchange's body; answers and returns false when it cannot be
+ * read (before the call's admission, as gRPC's core refuses a message over the limit). */
+static bool read_message(call_t *c)
+{
+    wl_error_t err;
+    wl_error_init(&err);
+    wl_span_t body;
+    int rc = message_bytes(c->request, &c->ex.arena, &body, &err);
+    if (rc == WL_EEXHAUSTED) {
+        char message[128];
+        snprintf(message, sizeof(message), "the request message inflates to more than %u bytes",
+                 WL_RPC_REQUEST_LIMIT);
+        answer_error(&c->ex, 413, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_BODY_TOO_LARGE, message,
+                     NULL);
+    } else if (rc == WL_EINVAL) {
+        answer_error(&c->ex, 400, WL_GRPC_INVALID_ARGUMENT, WL_REASON_INVALID_REQUEST, err.message,
+                     NULL);
+    } else if (rc != 0) {
+        answer_error(&c->ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
+    }
+    c->ex.body = (char *)body.base;
+    c->ex.body_len = body.len;
+    return rc == 0;
 }
 
 static void run_procedure(wl_grpc_server_t *server, call_t *c)
@@ -561,6 +623,7 @@ static bool stream_send(call_t *c, grpc_byte_buffer *msg, bool first)
         n++;
     }
     ops[n].op = GRPC_OP_SEND_MESSAGE;
+    ops[n].flags = send_flags(msg);
     ops[n].data.send_message.send_message = msg;
     n++;
     atomic_fetch_add(&c->refs, 1);
@@ -702,28 +765,25 @@ static void answer_reflection(wl_offload_job_t *job)
     wl_arena_init(&arena, WL_RPC_ARENA_LIMIT);
     wl_error_t err;
     wl_error_init(&err);
-    grpc_byte_buffer_reader reader;
-    grpc_slice request = grpc_empty_slice();
-    if (grpc_byte_buffer_reader_init(&reader, c->request)) {
-        request = grpc_byte_buffer_reader_readall(&reader);
-        grpc_byte_buffer_reader_destroy(&reader);
-    }
+    wl_span_t request;
+    int rc = message_bytes(c->request, &arena, &request, &err);
     grpc_byte_buffer_destroy(c->request);
     c->request = NULL;
     if (c->reflection_stream == NULL)
         c->reflection_stream = wl_reflection_stream_new(c->server->reflection, &c->ex.arena);
     wl_span_t answer;
-    int rc = c->reflection_stream == NULL
+    if (rc == 0)
+        rc = c->reflection_stream == NULL
                  ? WL_ENOMEM
-                 : wl_reflection_answer(c->server->reflection, c->reflection_stream,
-                                        wl_span((const char *)GRPC_SLICE_START_PTR(request),
-                                                GRPC_SLICE_LENGTH(request)),
+                 : wl_reflection_answer(c->server->reflection, c->reflection_stream, request,
                                         &arena, &answer, &err);
-    grpc_slice_unref(request);
     if (rc != 0) {
         if (rc == WL_EINVAL)
             answer_error(&c->ex, 400, WL_GRPC_INVALID_ARGUMENT, WL_REASON_INVALID_REQUEST, NULL,
                          &err);
+        else if (rc == WL_EEXHAUSTED)
+            answer_error(&c->ex, 413, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_BODY_TOO_LARGE,
+                         "the request message inflates to more than 4 MiB", NULL);
         else
             answer_error(&c->ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
         send_answer(c);
@@ -741,6 +801,7 @@ static void answer_reflection(wl_offload_job_t *job)
             c->initial_sent = true;
         }
         ops[n].op = GRPC_OP_SEND_MESSAGE;
+        ops[n].flags = send_flags(c->reply);
         ops[n].data.send_message.send_message = c->reply;
         n++;
         atomic_fetch_add(&c->refs, 1);
@@ -769,7 +830,7 @@ static void run_call(wl_grpc_server_t *server, call_t *c)
     read_peer(c);
     wl_exchange_read_origin(&c->ex);
     if (!read_message(c)) {
-        answer_error(&c->ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
+        /* answered */
     } else if (c->kind == CALL_HEALTH) {
         run_health_check(server, c);
     } else {
@@ -1004,6 +1065,20 @@ int wl_grpc_server_start(wl_core_t *core, const wl_grpc_config_t *config, wl_grp
         {.type = GRPC_ARG_INTEGER,
          .key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
          .value.integer = (int)WL_RPC_REQUEST_LIMIT},
+        /* Answers in gzip to a client whose grpc-accept-encoding takes it (the level gRPC's core
+         * maps to a coding the peer accepts, of those enabled below; a server's calls only).
+         * Small messages go uncoded (send_flags). */
+        {.type = GRPC_ARG_INTEGER,
+         .key = GRPC_COMPRESSION_CHANNEL_DEFAULT_LEVEL,
+         .value.integer = GRPC_COMPRESS_LEVEL_LOW},
+        /* gzip'd requests are inflated here, under the limit (message_bytes); deflate is not
+         * taken (the core refuses it: UNIMPLEMENTED), nor offered. */
+        {.type = GRPC_ARG_INTEGER,
+         .key = GRPC_ARG_ENABLE_PER_MESSAGE_DECOMPRESSION,
+         .value.integer = 0},
+        {.type = GRPC_ARG_INTEGER,
+         .key = GRPC_COMPRESSION_CHANNEL_ENABLED_ALGORITHMS_BITSET,
+         .value.integer = (1 << GRPC_COMPRESS_NONE) | (1 << GRPC_COMPRESS_GZIP)},
         /* Replies are limited by the unary call itself, with its message. */
         {.type = GRPC_ARG_INTEGER, .key = GRPC_ARG_MAX_SEND_MESSAGE_LENGTH, .value.integer = -1},
         /* A second walklistd on the same port is an error, not a silent share of it. */

@@ -10,6 +10,10 @@
  * Connect transport (rpc.h, unary.h, access.h): Bearer keys in the authorization metadata, the same
  * scopes, rate limits, tenancy, status codes and messages, field violations as a
  * google.rpc.Status with a google.rpc.BadRequest detail in grpc-status-details-bin.
+ * Compression: gzip only. Requests in gzip are inflated here, not by gRPC's core (which inflates
+ * a whole message before checking its limit), stopping at the 4 MiB message limit counted on
+ * the inflated bytes; answers of 1 KiB and more go gzip-coded (by the core) to a client whose
+ * grpc-accept-encoding takes gzip.
  */
 #ifndef WALKLIST_GATEWAY_GRPC_SERVER_H
 #define WALKLIST_GATEWAY_GRPC_SERVER_H

@@ -47,6 +47,7 @@ typedef struct wl_rpc_stream_wire {
     void (*end)(const struct wl_rpc_stream_wire *wire, wl_grpc_code_t code, wl_reason_t reason,
                 const char *message, wl_piece_t *out);
     bool json;  /* Connect: the JSON codec rather than the binary one */
+    bool gzip;  /* Connect: messages worth it gzip-coded (Connect-Content-Encoding) */
     void *call; /* gRPC: the call whose status the end sets */
 } wl_rpc_stream_wire_t;
 

@@ -131,9 +131,9 @@ wl_generator_t *wl_watch_stream_create(wl_core_t *core, wl_stock_watch_t *watch,
 }
 
 bool wl_watch_stream_start(wl_exchange_t *ex, wl_core_t *core, wl_stock_watch_t *watch, bool json,
-                           const ProtobufCMessage *first)
+                           bool gzip, const ProtobufCMessage *first)
 {
-    wl_rpc_stream_wire_t wire = wl_connect_stream_wire(json);
+    wl_rpc_stream_wire_t wire = wl_connect_stream_wire(json, gzip);
     wl_generator_t *gen = wl_watch_stream_create(core, watch, &ex->principal, first, &wire);
     if (gen == NULL)
         return false;
@@ -143,6 +143,8 @@ bool wl_watch_stream_start(wl_exchange_t *ex, wl_core_t *core, wl_stock_watch_t 
         gen->stop(gen);
         return false;
     }
+    if (gzip)
+        wl_exchange_add_header(ex, "Connect-Content-Encoding", "gzip");
     wl_exchange_generate(ex, 200, json ? "application/connect+json" : "application/connect+proto",
                          gen, &first_piece, WL_GENERATOR_IDLE);
     return true;

@@ -37,9 +37,10 @@ wl_generator_t *wl_watch_stream_create(wl_core_t *core, wl_stock_watch_t *watch,
 
 /**
  * Answers ex (admitted: ex->principal is set) with the Connect stream that starts with first in
- * the JSON or the binary codec. false when out of memory (nothing set).
+ * the JSON or the binary codec, its messages gzip-coded (Connect-Content-Encoding) when gzip.
+ * false when out of memory (nothing set).
  */
 bool wl_watch_stream_start(wl_exchange_t *ex, wl_core_t *core, wl_stock_watch_t *watch, bool json,
-                           const ProtobufCMessage *first);
+                           bool gzip, const ProtobufCMessage *first);
 
 #endif

@@ -198,7 +198,8 @@ ctl() {
   "$WALKLISTCTL" --database-url "$DB_CONNINFO" "$@"
 }
 
-# Writes the inventory of one organization as CSV files into DIR (CONTRACT section 3). The
+# Writes the inventory of one organization as CSV files into DIR (the import formats of
+# `walklistctl formats`). The
 # expected export and breakdown are spelled out in test/connect.test.mjs.
 write_inventory() {
   local dir=$1

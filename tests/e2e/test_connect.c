@@ -1,10 +1,12 @@
 /*
- * End to end: the Connect transport (CONTRACT section 9) over raw HTTP/1.1 against a running
- * walklistd. Binary (protobuf-c) and JSON round trips of every method of LocateListService,
+ * End to end: the Connect transport (the internal services' RPC) over raw HTTP/1.1 against a
+ * running walklistd. Binary (protobuf-c) and JSON round trips of every method of LocateListService,
  * StockService and ScannerService, checked against the REST answers for the same data; every
  * procedure of the core registry routed; each Connect error code the transport uses, with its
  * HTTP status and error JSON (google.rpc.BadRequest details decoded from binary); content
- * types, the protocol version header, timeouts, body limits and rate limits.
+ * types, the protocol version header, timeouts, body limits and rate limits; gzip both ways,
+ * and the refusals of a body that inflates past the limit, of corrupt gzip and of an unknown
+ * coding, each with nothing written.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include "e2e.h"
 #include "fixture.h"
 #include "google/rpc/error_details.pb-c.h"
+#include "gunzip.h"
 #include "service.h"
 #include "testdb.h"
 #include "walklist/core.h"
@@ -839,9 +842,10 @@ static void test_protocol_headers(void)
     CHECK_INT(res.status, 200);
     http_response_free(&res);
 
-    /* Only the identity coding. */
-    res = call(procedure, key_all, JSON, "{}", 2, "Content-Encoding: gzip\r\n");
+    /* gzip and identity (test_compression); another coding is unimplemented. */
+    res = call(procedure, key_all, JSON, "{}", 2, "Content-Encoding: br\r\n");
     CHECK_CONNECT_ERROR(res, 501, "unimplemented");
+    CHECK_STR(header_of(&res, "Accept-Encoding"), "gzip");
     http_response_free(&res);
     res = call(procedure, key_all, JSON, "{}", 2, "Content-Encoding: identity\r\n");
     CHECK_INT(res.status, 200);
@@ -952,6 +956,124 @@ static void test_body_limits(void)
     free(body);
 }
 
+/* Locate lists of org connect-a named name. */
+static long long lists_named(const char *name)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM locate_lists WHERE name = '%s'", name);
+    return testdb_count(db, sql);
+}
+
+/* True when a Connect error's message contains words. */
+static bool message_says(const http_response_t *res, const char *words)
+{
+    const char *message = e2e_str(res->json, "message", NULL);
+    return message != NULL && strstr(message, words) != NULL;
+}
+
+/* A CreateLocateList JSON request of count codes of 60 characters, named name. */
+static char *list_request(const char *name, int count, size_t *len)
+{
+    size_t cap = (size_t)count * 64 + 128;
+    char *body = malloc(cap);
+    size_t used = (size_t)snprintf(body, cap, "{\"name\":\"%s\",\"codes\":[", name);
+    for (int i = 0; i < count; i++)
+        used += (size_t)snprintf(body + used, cap - used, "%s\"CODE-%054d\"", i ? "," : "", i);
+    used += (size_t)snprintf(body + used, cap - used, "]}");
+    *len = used;
+    return body;
+}
+
+static void test_compression(void)
+{
+    const char *create = "walklist.v1.LocateListService/CreateLocateList";
+    /* A gzip request body; its answer is small (under 1 KiB), so it stays identity. */
+    size_t len = 0, coded_len = 0;
+    char *body = list_request("Gzip both ways", 50, &len);
+    char *coded = gzip_encode(body, len, &coded_len);
+    http_response_t res = call(create, key_all, JSON, coded, coded_len,
+                               "Content-Encoding: gzip\r\nAccept-Encoding: gzip\r\n");
+    free(coded);
+    CHECK_INT(res.status, 200);
+    CHECK(header_of(&res, "Content-Encoding") == NULL);
+    CHECK_INT(json_integer_value(json_object_get(res.json, "codesCount")), 50);
+    const char *created = e2e_str(res.json, "id", NULL);
+    char id[64] = "";
+    snprintf(id, sizeof(id), "%s", created ? created : "");
+    http_response_free(&res);
+    CHECK_INT(lists_named("Gzip both ways"), 1);
+    size_t text_len = 0;
+    char *text = NULL;
+
+    /* GetLocateList (50 codes: over 1 KiB) in gzip, only for a client that takes it. */
+    char get[128];
+    snprintf(get, sizeof(get), "{\"id\":\"%s\"}", id);
+    res = call("walklist.v1.LocateListService/GetLocateList", key_all, JSON, get, strlen(get),
+               "Accept-Encoding: br;q=1, gzip;q=0.5\r\n");
+    CHECK_INT(res.status, 200);
+    CHECK_STR(header_of(&res, "Content-Encoding"), "gzip");
+    text = gunzip(res.body, res.body_len, true, &text_len);
+    CHECK(text != NULL && strstr(text, "CODE-") != NULL);
+    free(text);
+    http_response_free(&res);
+    res = call("walklist.v1.LocateListService/GetLocateList", key_all, JSON, get, strlen(get),
+               "Accept-Encoding: gzip;q=0\r\n");
+    CHECK_INT(res.status, 200);
+    CHECK(header_of(&res, "Content-Encoding") == NULL);
+    CHECK(json_array_size(json_object_get(res.json, "codes")) == 50);
+    http_response_free(&res);
+    /* A small answer stays identity, whatever the client takes. */
+    res = call("walklist.v1.StockService/ExportStock", key_all, JSON, "{}", 2,
+               "Accept-Encoding: gzip\r\n");
+    CHECK_INT(res.status, 200);
+    if (res.body_len < 1024)
+        CHECK(header_of(&res, "Content-Encoding") == NULL);
+    http_response_free(&res);
+    free(body);
+
+    /* A bomb: 64 MiB of spaces around a list, gzip'd to about 64 KiB, is refused as a body
+     * over the limit is, before anything is written. */
+    size_t bomb_len = 64u * 1024 * 1024;
+    char *bomb = malloc(bomb_len);
+    memset(bomb, ' ', bomb_len);
+    const char *list = "{\"name\":\"Gzip bomb\",\"codes\":[\"SKU-1\"]}";
+    memcpy(bomb, list, strlen(list));
+    coded = gzip_encode(bomb, bomb_len, &coded_len);
+    free(bomb);
+    CHECK(coded_len < 512 * 1024);
+    res = call(create, key_all, JSON, coded, coded_len, "Content-Encoding: gzip\r\n");
+    CHECK_CONNECT_ERROR(res, 413, "resource_exhausted");
+    CHECK_CONNECT_REASON(res, "BODY_TOO_LARGE", NULL, NULL);
+    CHECK(message_says(&res, "inflates"));
+    http_response_free(&res);
+    free(coded);
+    CHECK_INT(lists_named("Gzip bomb"), 0);
+
+    /* Corrupt gzip: a valid body with its CRC damaged, and bytes that are not gzip at all. */
+    body = list_request("Gzip corrupt", 3, &len);
+    coded = gzip_encode(body, len, &coded_len);
+    coded[coded_len - 6] ^= 0x55;
+    res = call(create, key_all, JSON, coded, coded_len, "Content-Encoding: gzip\r\n");
+    CHECK_CONNECT_ERROR(res, 400, "invalid_argument");
+    CHECK(message_says(&res, "not valid gzip"));
+    http_response_free(&res);
+    res = call(create, key_all, JSON, body, len, "Content-Encoding: gzip\r\n");
+    CHECK_CONNECT_ERROR(res, 400, "invalid_argument");
+    http_response_free(&res);
+    /* An unknown coding: unimplemented, gzip advertised. */
+    res = call(create, key_all, JSON, body, len, "Content-Encoding: br\r\n");
+    CHECK_CONNECT_ERROR(res, 501, "unimplemented");
+    CHECK_STR(header_of(&res, "Accept-Encoding"), "gzip");
+    http_response_free(&res);
+    free(coded);
+    free(body);
+    CHECK_INT(lists_named("Gzip corrupt"), 0);
+    /* A refused key is refused first, whatever the body. */
+    res = call(create, "wlk_nope", JSON, "x", 1, "Content-Encoding: gzip\r\n");
+    CHECK_INT(res.status, 401);
+    http_response_free(&res);
+}
+
 int main(void)
 {
     const char *conninfo = testdb_create("e2e_connect");
@@ -979,6 +1101,7 @@ int main(void)
     test_protocol_headers();
     test_routes();
     test_body_limits();
+    test_compression();
     test_inventory();
     test_largest_batch();
     test_every_procedure_routed(conninfo);

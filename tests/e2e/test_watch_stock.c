@@ -8,7 +8,10 @@
  * thread (more streams than --threads, and the server still answers at once); the binary codec
  * works; an expired cursor ends the stream with out_of_range / CURSOR_EXPIRED; a client too
  * slow to take a message ends with resource_exhausted; SIGTERM ends every stream with an
- * end-stream message (unavailable).
+ * end-stream message (unavailable). gzip: a compressed request envelope, messages of 1 KiB and
+ * more compressed for a client whose Connect-Accept-Encoding takes gzip; a request that
+ * inflates past the limit, corrupt gzip, a compressed flag without a coding and an unknown
+ * coding each end the stream with their error.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -22,6 +25,7 @@
 
 #include "e2e.h"
 #include "fixture.h"
+#include "gunzip.h"
 #include "service.h"
 #include "testdb.h"
 #include "walklist/v1/stock.pb-c.h"
@@ -40,6 +44,7 @@ static const char *conninfo;
 static char key_read[WL_KEY_TOKEN_SIZE], key_write[WL_KEY_TOKEN_SIZE];
 static char key_other_read[WL_KEY_TOKEN_SIZE], key_other_write[WL_KEY_TOKEN_SIZE];
 static int receive_buffer; /* SO_RCVBUF of the next stream's socket; 0: the system's */
+static bool gzip_stream;   /* the next stream's request gzip'd, its messages taken in gzip */
 
 /* --- A streaming client: the chunked body de-chunked, then split into envelopes. --------- */
 
@@ -54,6 +59,8 @@ typedef struct {
     bool binary;  /* application/connect+proto */
     bool chunked; /* else Content-Length (an error answered before the stream started) */
     size_t remaining;
+    bool coded;        /* the answer said Connect-Content-Encoding: gzip */
+    size_t compressed; /* messages that came compressed (flag 0x01), inflated */
 } watch_t;
 
 typedef struct {
@@ -148,6 +155,7 @@ static bool watch_open(watch_t *w, const char *key, const char *since, bool bina
     }
     char message[512];
     size_t len;
+    char *coded = NULL;
     if (binary) {
         Walklist__V1__WatchStockRequest req = WALKLIST__V1__WATCH_STOCK_REQUEST__INIT;
         req.since = (char *)since;
@@ -155,13 +163,24 @@ static bool watch_open(watch_t *w, const char *key, const char *since, bool bina
     } else {
         len = (size_t)snprintf(message, sizeof(message), "{\"since\":\"%s\"}", since);
     }
+    if (gzip_stream) {
+        size_t coded_len = 0;
+        coded = gzip_encode(message, len, &coded_len);
+        memcpy(message, coded, coded_len);
+        len = coded_len;
+        free(coded);
+    }
     char request[2048];
     int head = snprintf(request, sizeof(request),
                         "POST /walklist.v1.StockService/WatchStock HTTP/1.1\r\nHost: x\r\n"
                         "Authorization: Bearer %s\r\nContent-Type: application/connect+%s\r\n"
-                        "Connect-Protocol-Version: 1\r\nContent-Length: %zu\r\n\r\n",
-                        key, binary ? "proto" : "json", len + 5);
-    char envelope[5] = {0, (char)(len >> 24), (char)(len >> 16), (char)(len >> 8), (char)len};
+                        "Connect-Protocol-Version: 1\r\nContent-Length: %zu\r\n%s\r\n",
+                        key, binary ? "proto" : "json", len + 5,
+                        gzip_stream ? "Connect-Content-Encoding: gzip\r\n"
+                                      "Connect-Accept-Encoding: gzip\r\n"
+                                    : "");
+    char envelope[5] = {gzip_stream ? 1 : 0, (char)(len >> 24), (char)(len >> 16), (char)(len >> 8),
+                        (char)len};
     memcpy(request + head, envelope, 5);
     memcpy(request + head + 5, message, len);
     if (write(w->fd, request, (size_t)head + 5 + len) != (ssize_t)(head + 5 + len)) {
@@ -178,6 +197,7 @@ static bool watch_open(watch_t *w, const char *key, const char *since, bool bina
     w->status = atoi(w->raw + 9);
     *end = '\0';
     w->chunked = strcasestr(w->raw, "Transfer-Encoding: chunked") != NULL;
+    w->coded = strcasestr(w->raw, "Connect-Content-Encoding: gzip") != NULL;
     const char *length = strcasestr(w->raw, "Content-Length:");
     w->remaining = length != NULL ? strtoul(length + 15, NULL, 10) : 0;
     CHECK(w->chunked || length != NULL);
@@ -198,11 +218,18 @@ static envelope_t watch_next(watch_t *w, int timeout_ms)
             const unsigned char *b = (const unsigned char *)w->body;
             size_t len = (size_t)b[1] << 24 | (size_t)b[2] << 16 | (size_t)b[3] << 8 | b[4];
             if (w->body_len >= 5 + len) {
-                e.flags = b[0];
-                if (b[0] == 0 && w->binary)
-                    e.msg = walklist__v1__watch_stock_response__unpack(NULL, len, b + 5);
+                /* A compressed message is inflated, and shows as any other. */
+                size_t text_len = len;
+                char *text = b[0] & 1 ? gunzip(b + 5, len, true, &text_len) : NULL;
+                const char *message = text ? text : w->body + 5;
+                w->compressed += text != NULL;
+                e.flags = b[0] & ~1;
+                if (e.flags == 0 && w->binary)
+                    e.msg = walklist__v1__watch_stock_response__unpack(NULL, text_len,
+                                                                       (const uint8_t *)message);
                 else
-                    e.json = json_loadb(w->body + 5, len, 0, NULL);
+                    e.json = json_loadb(message, text_len, 0, NULL);
+                free(text);
                 consume(w->body, &w->body_len, 5 + len);
                 return e;
             }
@@ -635,6 +662,125 @@ static void test_shutdown(watch_t streams[STREAMS])
     CHECK_INT(service_stop(&service), 0);
 }
 
+/* A Connect stream request to WatchStock with extra headers and the enveloped body as given:
+ * the end-stream message it is answered with (flags -1 when there is none). */
+static envelope_t stream_refused(const char *extra, const void *body, size_t len)
+{
+    char headers[1024];
+    snprintf(headers, sizeof(headers),
+             "Authorization: Bearer %s\r\nContent-Type: application/connect+json\r\n"
+             "Connect-Protocol-Version: 1\r\n%s",
+             key_read, extra);
+    http_response_t res;
+    envelope_t e = {.flags = -1};
+    if (http_request(port, "POST", "/walklist.v1.StockService/WatchStock", headers, body, len,
+                     &res) != 0) {
+        FAIL("WatchStock request failed");
+        return e;
+    }
+    CHECK_INT(res.status, 200);
+    const unsigned char *b = (const unsigned char *)res.body;
+    if (res.body_len >= 5 && (size_t)b[1] << 24 | (size_t)b[2] << 16 | (size_t)b[3] << 8 | b[4]) {
+        e.flags = b[0];
+        e.json = json_loadb(res.body + 5, res.body_len - 5, 0, NULL);
+    }
+    http_response_free(&res);
+    return e;
+}
+
+/* An enveloped message (flags, then data) in buf; its length. */
+static size_t envelope(char *buf, int flags, const void *data, size_t len)
+{
+    buf[0] = (char)flags;
+    buf[1] = (char)(len >> 24);
+    buf[2] = (char)(len >> 16);
+    buf[3] = (char)(len >> 8);
+    buf[4] = (char)len;
+    memcpy(buf + 5, data, len);
+    return len + 5;
+}
+
+/* gzip both ways on a stream: the request's message compressed, a large delta (40 SKUs, over
+ * 1 KiB) compressed, a small message not; then the refusals, each an end-stream error. */
+static void test_compression(void)
+{
+    const char *products_head = "{\"products\":[";
+    char body[8192];
+    size_t used = (size_t)snprintf(body, sizeof(body), "%s", products_head);
+    for (int i = 0; i < 40; i++)
+        used += (size_t)snprintf(body + used, sizeof(body) - used,
+                                 "%s{\"sku\":\"ZIP-%02d\",\"name\":\"Zipped %02d\"}", i ? "," : "",
+                                 i, i);
+    snprintf(body + used, sizeof(body) - used, "]}");
+    http_response_t res =
+        connect_post("walklist.v1.InventoryService/UpsertProducts", key_write, body);
+    CHECK_INT(res.status, 200);
+    http_response_free(&res);
+
+    watch_t w;
+    gzip_stream = true;
+    bool opened = watch_open(&w, key_read, "", false);
+    gzip_stream = false;
+    if (!opened)
+        return;
+    CHECK_INT(w.status, 200);
+    CHECK(w.coded);
+    envelope_t first = watch_next(&w, 5000);
+    CHECK_INT(first.flags, 0);
+    CHECK_INT(w.compressed, 0); /* a cursor alone: not worth coding */
+    envelope_free(&first);
+    used = (size_t)snprintf(body, sizeof(body), "{\"items\":[");
+    for (int i = 0; i < 40; i++)
+        used += (size_t)snprintf(body + used, sizeof(body) - used,
+                                 "%s{\"sku\":\"ZIP-%02d\",\"warehouse\":\"W\",\"onHand\":%d}",
+                                 i ? "," : "", i, 100 + i);
+    snprintf(body + used, sizeof(body) - used, "]}");
+    res = connect_post("walklist.v1.InventoryService/SetStock", key_write, body);
+    CHECK_INT(res.status, 200);
+    http_response_free(&res);
+    size_t items = 0;
+    while (items < 40) {
+        envelope_t e = watch_next_items(&w, 5000);
+        if (e.flags != 0) {
+            FAIL("the 40 changes did not arrive (flags %d)", e.flags);
+            envelope_free(&e);
+            break;
+        }
+        items += json_array_size(json_object_get(e.json, "items"));
+        envelope_free(&e);
+    }
+    CHECK(w.compressed >= 1);
+    watch_close(&w);
+
+    /* Refusals: each a 200 whose end-stream message carries the error. */
+    char request[256];
+    const char *since = "{\"since\":\"\"}";
+    size_t len = envelope(request, 1, since, strlen(since));
+    envelope_t e = stream_refused("", request, len); /* flagged, but no coding named */
+    check_end(&e, "invalid_argument", "INVALID_REQUEST", "Connect-Content-Encoding");
+    envelope_free(&e);
+    e = stream_refused("Connect-Content-Encoding: gzip\r\n", request, len); /* not gzip */
+    check_end(&e, "invalid_argument", "INVALID_REQUEST", "not valid gzip");
+    envelope_free(&e);
+    e = stream_refused("Connect-Content-Encoding: br\r\n", request, len);
+    check_end(&e, "unimplemented", "CONTENT_ENCODING_UNSUPPORTED", "gzip");
+    envelope_free(&e);
+    /* 8 MiB of blanks after the request, gzip'd: past the limit once inflated. */
+    size_t bomb_len = 8u * 1024 * 1024, coded_len = 0;
+    char *bomb = malloc(bomb_len);
+    memset(bomb, ' ', bomb_len);
+    memcpy(bomb, since, strlen(since));
+    char *coded = gzip_encode(bomb, bomb_len, &coded_len);
+    free(bomb);
+    char *big = malloc(coded_len + 5);
+    len = envelope(big, 1, coded, coded_len);
+    e = stream_refused("Connect-Content-Encoding: gzip\r\n", big, len);
+    check_end(&e, "resource_exhausted", "BODY_TOO_LARGE", "inflates");
+    envelope_free(&e);
+    free(big);
+    free(coded);
+}
+
 int main(void)
 {
     conninfo = testdb_create("e2e_watch_stock");
@@ -649,6 +795,7 @@ int main(void)
     setup();
     test_changes_in_order();
     test_heartbeat_and_isolation();
+    test_compression();
     watch_t streams[STREAMS];
     test_idle_streams_hold_no_thread(streams);
     test_refusals_and_expired_cursor();

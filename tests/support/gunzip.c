@@ -1,4 +1,4 @@
-/* Inflating gzip-coded bodies for the tests happens here. */
+/* Inflating gzip-coded bodies, and coding request bodies, for the tests happens here. */
 #include "gunzip.h"
 
 #include <stdlib.h>
@@ -32,5 +32,26 @@ char *gunzip(const void *data, size_t len, bool whole, size_t *out_len)
     }
     out[used] = '\0';
     *out_len = used;
+    return out;
+}
+
+char *gzip_encode(const void *data, size_t len, size_t *out_len)
+{
+    z_stream z = {0};
+    if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return NULL;
+    size_t cap = deflateBound(&z, (uLong)len);
+    char *out = malloc(cap);
+    z.next_in = (Bytef *)data;
+    z.avail_in = (uInt)len;
+    z.next_out = (Bytef *)out;
+    z.avail_out = (uInt)cap;
+    int rc = deflate(&z, Z_FINISH);
+    *out_len = cap - z.avail_out;
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(out);
+        return NULL;
+    }
     return out;
 }

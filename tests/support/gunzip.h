@@ -1,4 +1,4 @@
-/* Inflating gzip-coded bodies, for the tests of what walklistd compresses. */
+/* Inflating gzip-coded bodies, and coding request bodies, for the tests of walklistd's gzip. */
 #ifndef WALKLIST_TEST_GUNZIP_H
 #define WALKLIST_TEST_GUNZIP_H
 
@@ -11,5 +11,8 @@
  * beginning of one is enough (what a stream sent before it idled).
  */
 char *gunzip(const void *data, size_t len, bool whole, size_t *out_len);
+
+/** len bytes of data as one gzip member (malloc'd, *out_len long); NULL when it cannot be made. */
+char *gzip_encode(const void *data, size_t len, size_t *out_len);
 
 #endif

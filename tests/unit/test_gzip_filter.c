@@ -1,4 +1,5 @@
-/* gzip as a filter: a generator's pieces and a whole body decode to what went in. */
+/* gzip as a filter: a generator's pieces and a whole body decode to what went in; a gzip body
+ * inflates under its limit, and a corrupt or truncated one is refused. */
 #include "http/gzip_filter.h"
 
 #include <stdlib.h>
@@ -103,9 +104,54 @@ static void test_body(void)
     }
 }
 
+/* Round trips at and over the limit, a bomb, and bodies that are not one whole gzip member. */
+static void test_gunzip(void)
+{
+    wl_arena_t arena;
+    wl_arena_init(&arena, 0);
+    wl_error_t err;
+    wl_error_init(&err);
+    char *coded = NULL, *plain = NULL;
+    size_t coded_len = 0, len = 0;
+    const char *text = "{\"codes\":[\"A-1\",\"A-2\"]}";
+    CHECK_INT(wl_gzip_body(text, strlen(text), &arena, &coded, &coded_len, &err), 0);
+    CHECK_INT(wl_gunzip_body(coded, coded_len, strlen(text), &arena, &plain, &len, &err), 0);
+    CHECK(len == strlen(text) && strcmp(plain, text) == 0);
+    CHECK_INT(wl_gunzip_body(coded, coded_len, strlen(text) - 1, &arena, &plain, &len, &err),
+              WL_EEXHAUSTED);
+    /* Truncated, damaged, followed by more bytes, not gzip at all. */
+    wl_error_init(&err);
+    CHECK_INT(wl_gunzip_body(coded, coded_len - 3, 1024, &arena, &plain, &len, &err), WL_EINVAL);
+    CHECK(strstr(err.message, "gzip") != NULL);
+    char damaged[256];
+    memcpy(damaged, coded, coded_len);
+    damaged[coded_len - 6] ^= 0x55; /* the CRC */
+    wl_error_init(&err);
+    CHECK_INT(wl_gunzip_body(damaged, coded_len, 1024, &arena, &plain, &len, &err), WL_EINVAL);
+    memcpy(damaged, coded, coded_len);
+    damaged[coded_len] = 'x';
+    wl_error_init(&err);
+    CHECK_INT(wl_gunzip_body(damaged, coded_len + 1, 1024, &arena, &plain, &len, &err), WL_EINVAL);
+    wl_error_init(&err);
+    CHECK_INT(wl_gunzip_body("{}", 2, 1024, &arena, &plain, &len, &err), WL_EINVAL);
+    wl_error_init(&err);
+    CHECK_INT(wl_gunzip_body("", 0, 1024, &arena, &plain, &len, &err), WL_EINVAL);
+    /* 64 MiB of zeros against a 4 MiB limit: refused without inflating all of it. */
+    size_t zeros_len = 64u * 1024 * 1024;
+    char *zeros = calloc(1, zeros_len);
+    CHECK_INT(wl_gzip_body(zeros, zeros_len, &arena, &coded, &coded_len, &err), 0);
+    free(zeros);
+    CHECK(coded_len < 512 * 1024);
+    wl_error_init(&err);
+    CHECK_INT(wl_gunzip_body(coded, coded_len, 4u * 1024 * 1024, &arena, &plain, &len, &err),
+              WL_EEXHAUSTED);
+    wl_arena_dispose(&arena);
+}
+
 int main(void)
 {
     test_filter();
     test_body();
+    test_gunzip();
     return test_exit();
 }

@@ -1,4 +1,4 @@
-// walklistd's Connect transport (CONTRACT section 9) driven by a client nobody here wrote:
+// walklistd's Connect transport (the internal services' RPC) driven by a client nobody here wrote:
 // @connectrpc/connect-node with code that protoc-gen-es generated from proto/. Every case runs
 // twice, with the binary codec (application/proto) and with JSON (application/json).
 //
@@ -13,7 +13,7 @@ import { pathToFileURL } from "node:url";
 
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { compressionGzip, createConnectTransport } from "@connectrpc/connect-node";
 
 function required(name) {
   const value = process.env[name];
@@ -51,7 +51,7 @@ const errorDetails = existsSync(generated("google/rpc/error_details_pb.js"))
   ? await load("google/rpc/error_details_pb.js")
   : undefined;
 
-// The inventory run.sh imported for connect-a (CONTRACT sections 3 and 4):
+// The inventory run.sh imported for connect-a (its CSV files, and what the export makes of them):
 //   WH1 own: A-2, A-10 racks, STAGE staging; SUP supplier: S-1.
 //   SKU-1001: WH1 on hand 10, racks A-10 4 and A-2 6, active reservation 3 (and a released 2).
 //   SKU-1002: WH1 on hand 5 (held at STAGE only), SUP 100 at S-1 with 50 reserved.
@@ -164,6 +164,45 @@ for (const [format, binary] of [["binary (application/proto)", true], ["JSON (ap
       // The same request twice makes two lists.
       const again = await lists.createLocateList({ name, codes: ["SKU-1001"] });
       assert.notEqual(again.id, created.id);
+    });
+
+    test("gzip both ways: compressed requests, answers of 1 KiB and more compressed", async () => {
+      // The coding each answer came in, as the response says it (unary or stream header).
+      const codings = [];
+      const gzip = createConnectTransport({
+        baseUrl,
+        httpVersion: "1.1",
+        useBinaryFormat: binary,
+        sendCompression: compressionGzip,
+        acceptCompression: [compressionGzip],
+        compressMinBytes: 0, // every request compressed, even the small ones
+        interceptors: [bearer(keys.all), (next) => async (req) => {
+          const res = await next(req);
+          codings.push(res.header.get(res.stream ? "connect-content-encoding" : "content-encoding"));
+          return res;
+        }],
+      });
+      const gzipLists = createClient(LocateListService, gzip);
+      const codes = Array.from({ length: 50 }, (_, i) => `GZ-${String(i).padStart(57, "0")}`);
+      const created = await gzipLists.createLocateList({ name: `Gzip (${tag})`, codes });
+      assert.equal(created.codesCount, 50);
+      const list = await gzipLists.getLocateList({ id: created.id });
+      assert.deepEqual(list.codes, codes);
+      // The creation's answer is under 1 KiB; the list with its 50 codes is not.
+      assert.deepEqual(codings, [null, "gzip"]);
+      // WatchStock: the request's envelope compressed, the stream's messages may be. The
+      // stream is cancelled after its first message (so that no socket stays open).
+      const abort = new AbortController();
+      const watch = createClient(StockService, gzip).watchStock({ since: "" }, { signal: abort.signal });
+      try {
+        for await (const message of watch) {
+          assert.notEqual(message.cursor, "");
+          abort.abort();
+        }
+      } catch (e) {
+        if (!(e instanceof ConnectError && e.code === Code.Canceled)) throw e;
+      }
+      assert.deepEqual(codings, [null, "gzip", "gzip"]);
     });
 
     test("ExportStock: every SKU's available quantity and primary rack", async () => {
