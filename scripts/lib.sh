@@ -40,6 +40,17 @@ WL_PG_SUPERUSER=walklist # superuser role created by initdb
 WL_PG_PORT=5432          # only names the socket file; the socket dir is private
 
 log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
+
+# The files of the source tree in the current directory, one a line, relative: what git tracks,
+# or (not a git checkout) every file but build output, .git and node_modules.
+source_files() {
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files
+  else
+    find . -type f -not -path './build*' -not -path './.git/*' -not -path '*/node_modules/*' |
+      sed 's|^\./||'
+  fi
+}
 die() {
   log "error: $*"
   exit 1

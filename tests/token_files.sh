@@ -8,18 +8,16 @@
 #   token_files.sh SOURCE_DIR
 set -euo pipefail
 
+# shellcheck source-path=SCRIPTDIR/../scripts
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+
 source_dir=${1:?usage: token_files.sh SOURCE_DIR}
 cd "$source_dir"
 
 # Examples in the documentation: the shape a reader sees, never a real key.
 allowed=(README.md docs/change-feeds.md gateway/openapi.json)
 
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  files=$(git ls-files)
-else
-  files=$(find . -type f -not -path './build*' -not -path './.git/*' -not -path '*/node_modules/*' |
-    sed 's|^\./||')
-fi
+files=$(source_files)
 
 found=0
 while IFS= read -r file; do

@@ -11,6 +11,9 @@
 #   work_item_refs.sh SOURCE_DIR
 set -euo pipefail
 
+# shellcheck source-path=SCRIPTDIR/../scripts
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+
 source_dir=${1:?usage: work_item_refs.sh SOURCE_DIR}
 cd "$source_dir"
 
@@ -25,12 +28,7 @@ allowed=(
   'CHANGELOG.md'                         # history is where work items may be named
 )
 
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  files=$(git ls-files)
-else
-  files=$(find . -type f -not -path './build*' -not -path './.git/*' -not -path '*/node_modules/*' |
-    sed 's|^\./||')
-fi
+files=$(source_files)
 
 found=0
 while IFS= read -r file; do
