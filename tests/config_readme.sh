@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
-# The README's configuration table is walklistd's option table (gateway/process/config.h), as
-# `walklistd --print-config-markdown` prints it: the first block of table lines after the heading
-# "### Configuration of `walklistd`". Fails with a diff when they differ; --write puts the
-# printed table in the README instead.
+# The documented configuration table (docs/operations.md) is walklistd's option table
+# (gateway/process/config.h), as `walklistd --print-config-markdown` prints it: the first block
+# of table lines after the heading "Configuration of `walklistd`" (at any level). Fails with a
+# diff when they differ; --write puts the printed table in the page instead.
 #
-#   tests/config_readme.sh WALKLISTD README.md [--write]
+#   tests/config_readme.sh WALKLISTD PAGE.md [--write]
 set -euo pipefail
 
 if (($# < 2 || $# > 3)) || { (($# == 3)) && [[ $3 != --write ]]; }; then
-  echo "usage: $0 WALKLISTD README.md [--write]" >&2
+  echo "usage: $0 WALKLISTD PAGE.md [--write]" >&2
   exit 2
 fi
 walklistd=$1 readme=$2 write=${3:-}
 
-heading='### Configuration of `walklistd`'
+heading='Configuration of `walklistd`'
 generated=$(mktemp) current=$(mktemp)
 trap 'rm -f "$generated" "$current"' EXIT
 "$walklistd" --print-config-markdown >"$generated"
 # The first run of lines starting with '|' after the heading.
 awk -v heading="$heading" '
-  $0 == heading { in_section = 1; next }
+  /^#+ / { line = $0; sub(/^#+ /, "", line); if (line == heading) { in_section = 1; next } }
   in_section && /^\|/ { print; seen = 1; next }
   seen { exit }' "$readme" >"$current"
 if [[ ! -s $current ]]; then
@@ -30,7 +30,7 @@ fi
 if [[ $write == --write ]]; then
   updated=$(mktemp)
   awk -v heading="$heading" -v table="$generated" '
-    $0 == heading { in_section = 1 }
+    /^#+ / && in_section == 0 { line = $0; sub(/^#+ /, "", line); if (line == heading) in_section = 1 }
     in_section == 1 && /^\|/ {
       while ((getline line < table) > 0) print line
       in_section = 2
@@ -47,9 +47,9 @@ fi
 if ! diff -u --label "$readme (configuration table)" --label "walklistd --print-config-markdown" \
   "$current" "$generated"; then
   echo >&2
-  echo "The README's configuration table differs from walklistd's options (gateway/process/config.h)." >&2
+  echo "The configuration table of $readme differs from walklistd's options (gateway/process/config.h)." >&2
   echo "Put the option table's text in the README with:" >&2
   echo "  tests/config_readme.sh $walklistd $readme --write" >&2
   exit 1
 fi
-echo "README.md's configuration table lists every option of walklistd as gateway/process/config.h does"
+echo "$readme's configuration table lists every option of walklistd as gateway/process/config.h does"

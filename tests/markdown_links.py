@@ -20,8 +20,8 @@ HEADING = re.compile(r'^(#{1,6})\s+(.*?)\s*#*\s*$')
 EXPLICIT = re.compile(r'<a\s+(?:id|name)="([^"]+)"')
 
 
-def prose_lines(text):
-    """The lines outside fenced code blocks, with inline code removed."""
+def prose_lines(text, keep_code=False):
+    """The lines outside fenced code blocks, with inline code removed (or kept: headings)."""
     fence = None
     for number, line in enumerate(text.splitlines(), 1):
         stripped = line.lstrip()
@@ -33,7 +33,7 @@ def prose_lines(text):
                 fence = None
             continue
         if fence is None:
-            yield number, re.sub(r'`[^`]*`', '', line)
+            yield number, line if keep_code else re.sub(r'`[^`]*`', '', line)
 
 
 def slug(heading):
@@ -49,7 +49,7 @@ def anchors(path, cache={}):
         found, seen = set(), {}
         with open(path, encoding='utf-8') as f:
             text = f.read()
-        for _, line in prose_lines(text):
+        for _, line in prose_lines(text, keep_code=True):
             m = HEADING.match(line)
             if m:
                 base = slug(m.group(2))

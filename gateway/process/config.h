@@ -55,7 +55,7 @@
          "`host:port` or `[v6]:port` of a gRPC (HTTP/2) listener for every core service, "         \
          "`grpc.health.v1.Health` and server reflection: cleartext h2c, or TLS with ALPN h2 when " \
          "`--tls-cert` and `--tls-key` are given; port 0 picks a free port (logged); see "       \
-         "[gRPC](#grpc)")                                                                          \
+         "[gRPC](rpc.md#grpc)")                                                                          \
     INT(threads, "threads", "WALKLIST_THREADS", "N", 1, 1024, 0, "2 x cores",                      \
         "request threads: where requests wait for the database", NULL)  \
     INT(grpc_threads, "grpc-threads", "WALKLIST_GRPC_THREADS", "N", 1, 1024, 0, "threads",         \
@@ -72,7 +72,7 @@
     INT(watch_heartbeat_s, "watch-heartbeat-s", "WALKLIST_WATCH_HEARTBEAT_S", "S", 1, 3600, 15,    \
         NULL, "WatchStock streams get a heartbeat message after this many seconds of silence",     \
         "WatchStock streams get a heartbeat message after this many seconds of silence (see "      \
-        "[Watching stock](#watching-stock))")                                                     \
+        "[Watching stock](change-feeds.md#watching-stock))")                                                     \
     INT(watch_stall_s, "watch-stall-s", "WALKLIST_WATCH_STALL_S", "S", 1, 3600, 60, NULL,          \
         "a WatchStock client that takes longer than this for one message is cut off",              \
         NULL)                                                                                      \
@@ -95,7 +95,7 @@
          "https://app.example.com, or *); off by default",                                         \
          "browsers on these origins may call `/api/v1` and the Connect procedures: "                \
          "comma-separated exact origins (`https://app.example.com,http://localhost:3000`), or "    \
-         "`*`; off by default; see [CORS](#cors)")                                                 \
+         "`*`; off by default; see [CORS](api.md#cors)")                                                 \
     INT(rate_locate_lists, "rate-limit-locate-lists", "WALKLIST_RATE_LIMIT_LOCATE_LISTS", "N", 1,  \
         1000000, WL_CORE_DEFAULT_RATE_LOCATE_LISTS, NULL,                                          \
         "walk list creations per organization per minute (the spec's value)",                      \
@@ -113,7 +113,7 @@
         WL_CORE_DEFAULT_RATE_LEASE_MS, NULL,                                                       \
         "how long busy buckets may hold leased rate-limit permits; 0: every counted request "      \
         "asks PostgreSQL",                                                                         \
-        "how long leased rate-limit permits may be held (see [Rate limits](#rate-limits)); 0: "    \
+        "how long leased rate-limit permits may be held (see [Rate limits](api.md#rate-limits)); 0: "    \
         "every counted request asks PostgreSQL")                                                   \
     INT(key_cache_ttl_ms, "key-cache-ttl-ms", "WALKLIST_KEY_CACHE_TTL_MS", "MS", 0, 3600000,       \
         WL_CORE_DEFAULT_KEY_CACHE_TTL_MS, NULL,                                                    \
@@ -127,7 +127,7 @@
         "walk lists) commit together, at most this many commits in flight; 0: every request "      \
         "commits alone",                                                                           \
         "requests that need PostgreSQL at the same moment are admitted together (group commit, "   \
-        "see [Admissions](#admissions)) by this many committer threads, so at most this many "     \
+        "see [Admissions](architecture.md#admissions)) by this many committer threads, so at most this many "     \
         "commits are in flight (capped at the pool size); 0: every request commits alone, in "     \
         "its own thread")                                                                          \
     INT(export_cache_mb, "export-cache-mb", "WALKLIST_EXPORT_CACHE_MB", "MIB", 0, 1048576, 1024,  \
@@ -151,7 +151,7 @@
         "webhook delivery threads, each with a database connection of its own; 0: this process "   \
         "delivers none (events wait for another)",                                                 \
         "webhook delivery threads, each with a database connection of its own; 0: this process "   \
-        "delivers none (events wait for another); see [Webhooks](#webhooks)")                      \
+        "delivers none (events wait for another); see [Webhooks](change-feeds.md#webhooks)")                      \
     INT(webhook_poll_ms, "webhook-poll-ms", "WALKLIST_WEBHOOK_POLL_MS", "MS", 10, 60000,           \
         WL_DELIVERY_DEFAULT_POLL_MS, NULL,                                                         \
         "how often an idle webhook worker looks for events to deliver", NULL)                      \
