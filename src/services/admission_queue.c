@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 void wl_admission_queue_init(wl_admission_queue_t *queue)
 {
@@ -43,4 +44,45 @@ int wl_admission_queue_take(wl_admission_queue_t *queue, wl_admission_waiter_t *
             break;
     }
     return count;
+}
+
+/* Placed alone only because its key is not known here yet, and its prefix may say more. */
+static bool placeable(const wl_admission_waiter_t *waiter)
+{
+    return waiter->placement == WL_PLACEMENT_ALONE && !waiter->placement_asked &&
+           waiter->request->org_id == 0 && waiter->request->prefix[0] != '\0';
+}
+
+size_t wl_admission_queue_unplaced(wl_admission_queue_t *queue,
+                                   char (*prefixes)[WL_KEY_PREFIX_LEN + 1], size_t max)
+{
+    size_t count = 0;
+    for (wl_admission_waiter_t *w = queue->head; w != NULL && count < max; w = w->next) {
+        if (!placeable(w))
+            continue;
+        w->placement_asked = true;
+        memcpy(prefixes[count++], w->request->prefix, sizeof(prefixes[0]));
+    }
+    return count;
+}
+
+void wl_admission_queue_place(wl_admission_queue_t *queue,
+                              const char (*prefixes)[WL_KEY_PREFIX_LEN + 1], const int64_t *orgs,
+                              size_t count, const wl_placement_t *placement)
+{
+    for (wl_admission_waiter_t *w = queue->head; w != NULL; w = w->next) {
+        if (w->placement != WL_PLACEMENT_ALONE || !w->placement_asked || w->request->org_id != 0)
+            continue;
+        for (size_t i = 0; i < count; i++) {
+            if (orgs[i] != 0 && strcmp(prefixes[i], w->request->prefix) == 0) {
+                w->placement = placement->place(orgs[i], placement->data);
+                break;
+            }
+        }
+    }
+}
+
+bool wl_admission_queue_head_unplaced(const wl_admission_queue_t *queue)
+{
+    return queue->head != NULL && placeable(queue->head);
 }

@@ -9,6 +9,8 @@
 #ifndef WALKLIST_SERVICES_ADMISSION_QUEUE_H
 #define WALKLIST_SERVICES_ADMISSION_QUEUE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "services/admissions.h"
@@ -34,5 +36,24 @@ void wl_admission_queue_push(wl_admission_queue_t *queue, wl_admission_waiter_t 
  * Returns how many were taken (0: the queue is empty).
  */
 int wl_admission_queue_take(wl_admission_queue_t *queue, wl_admission_waiter_t **group, int max);
+
+/**
+ * The waiters placed alone only because this process has not checked their keys (org_id 0),
+ * whose prefixes were not looked up yet: marks them looked up and copies their prefixes into
+ * prefixes (at most max), in arrival order. Returns how many.
+ */
+size_t wl_admission_queue_unplaced(wl_admission_queue_t *queue,
+                                   char (*prefixes)[WL_KEY_PREFIX_LEN + 1], size_t max);
+
+/** Whether the oldest waiter is one wl_admission_queue_unplaced would give. */
+bool wl_admission_queue_head_unplaced(const wl_admission_queue_t *queue);
+
+/**
+ * Places the waiters still queued whose prefixes were looked up, by orgs[i], the organization
+ * of prefixes[i] (0: no active key, the waiter stays alone), through placement.
+ */
+void wl_admission_queue_place(wl_admission_queue_t *queue,
+                              const char (*prefixes)[WL_KEY_PREFIX_LEN + 1], const int64_t *orgs,
+                              size_t count, const wl_placement_t *placement);
 
 #endif

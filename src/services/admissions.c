@@ -8,6 +8,7 @@
 
 #include "services/admission_queue.h"
 #include "store/db.h"
+#include "store/keys.h"
 
 typedef wl_admission_waiter_t waiter_t;
 
@@ -27,8 +28,10 @@ struct wl_admissions {
     int idle;            /* committers waiting for work */
     bool stop;
     wl_admission_queue_t queue; /* not yet taken by a group */
-    wl_placement_fn placement;  /* NULL: one server, one placement */
-    void *placement_data;
+    wl_placement_t placement;   /* place NULL: one server, one placement */
+    int64_t placement_refreshed_ms;
+    bool placing; /* a committer is refreshing the placement or looking prefixes up */
+    char prefixes[WL_ADMIT_BATCH_MAX][WL_KEY_PREFIX_LEN + 1]; /* the one placing's */
     uint64_t commits, requests;
     int threads;
     pthread_t committers[WL_ADMIT_GROUPS_MAX];
@@ -100,6 +103,50 @@ static void set_deadline(wl_admissions_t *commits, wl_admit_t *request)
         request->deadline_ms = wl_db_clock_ms() + wl_admissions_budget_ms(commits);
 }
 
+/* Under the lock: whether a committer should bring the placement up to date, or look up where
+ * the oldest waiter's key places it, before taking the next group. */
+static bool placement_due(const wl_admissions_t *commits)
+{
+    if (commits->placement.place == NULL || commits->placing)
+        return false;
+    return wl_db_clock_ms() - commits->placement_refreshed_ms >= commits->placement.refresh_ms ||
+           wl_admission_queue_head_unplaced(&commits->queue);
+}
+
+/* Under the lock, which it drops meanwhile: refreshes the placement when due, and places the
+ * waiters of unknown keys by the organizations of their prefixes, in one statement. */
+static void prepare_placement(wl_admissions_t *commits)
+{
+    const wl_placement_t *placement = &commits->placement;
+    commits->placing = true;
+    int64_t now = wl_db_clock_ms();
+    bool refresh = now - commits->placement_refreshed_ms >= placement->refresh_ms;
+    if (refresh)
+        commits->placement_refreshed_ms = now;
+    size_t count =
+        wl_admission_queue_unplaced(&commits->queue, commits->prefixes, WL_ADMIT_BATCH_MAX);
+    pthread_mutex_unlock(&commits->lock);
+
+    int64_t orgs[WL_ADMIT_BATCH_MAX];
+    bool found = false;
+    PGconn *conn = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    if (wl_pool_acquire(commits->pool, &conn, &err) == 0) {
+        if (refresh)
+            placement->refresh(conn, placement->data);
+        found =
+            count > 0 && wl_keys_orgs_of_prefixes(conn, commits->prefixes, count, orgs, &err) == 0;
+        wl_pool_release(commits->pool, conn);
+    }
+
+    pthread_mutex_lock(&commits->lock);
+    /* Only waiters still queued are placed: the others went in a group meanwhile. */
+    if (found)
+        wl_admission_queue_place(&commits->queue, commits->prefixes, orgs, count, placement);
+    commits->placing = false;
+}
+
 /* A committer: takes whatever queued up meanwhile (at least one request), commits it as one
  * group, answers every request of it, and goes again; at stop, once the queue is empty. */
 static void *committer(void *arg)
@@ -114,6 +161,10 @@ static void *committer(void *arg)
         }
         if (commits->queue.head == NULL)
             break;
+        if (placement_due(commits)) {
+            prepare_placement(commits); /* unlocks meanwhile: the queue may have changed */
+            continue;
+        }
         waiter_t *group[WL_ADMIT_BATCH_MAX];
         int count = wl_admission_queue_take(&commits->queue, group, WL_ADMIT_BATCH_MAX);
         pthread_mutex_unlock(&commits->lock);
@@ -187,6 +238,14 @@ static void count_alone(wl_admissions_t *commits)
     pthread_mutex_unlock(&commits->lock);
 }
 
+static int64_t placement_of(wl_admissions_t *commits, int64_t org_id)
+{
+    const wl_placement_t *placement = &commits->placement;
+    if (placement->place == NULL || !placement->distributed(placement->data))
+        return 0;
+    return org_id == 0 ? WL_PLACEMENT_ALONE : placement->place(org_id, placement->data);
+}
+
 void wl_admissions_queue(wl_admissions_t *commits, waiter_t *waiter)
 {
     set_deadline(commits, waiter->request);
@@ -196,10 +255,8 @@ void wl_admissions_queue(wl_admissions_t *commits, waiter_t *waiter)
         waiter->done(waiter);
         return;
     }
-    int64_t org = waiter->request->org_id;
-    waiter->placement = commits->placement == NULL ? 0
-                        : org == 0                 ? WL_PLACEMENT_ALONE
-                                   : commits->placement(org, commits->placement_data);
+    waiter->placement = placement_of(commits, waiter->request->org_id);
+    waiter->placement_asked = false;
     pthread_mutex_lock(&commits->lock);
     wl_admission_queue_push(&commits->queue, waiter);
     if (commits->idle > 0)
@@ -239,10 +296,10 @@ void wl_admissions_stats(wl_admissions_t *commits, wl_admissions_stats_t *out)
     pthread_mutex_unlock(&commits->lock);
 }
 
-void wl_admissions_set_placement(wl_admissions_t *commits, wl_placement_fn placement, void *data)
+void wl_admissions_set_placement(wl_admissions_t *commits, const wl_placement_t *placement)
 {
     pthread_mutex_lock(&commits->lock);
-    commits->placement = placement;
-    commits->placement_data = data;
+    commits->placement = *placement;
+    commits->placement_refreshed_ms = 0;
     pthread_mutex_unlock(&commits->lock);
 }

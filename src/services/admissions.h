@@ -49,6 +49,7 @@ typedef struct wl_admission_waiter {
     /* Where the request's organization lives (wl_admissions_set_placement), set when queued:
      * a group holds requests of one placement only (admission_queue.h). */
     int64_t placement;
+    bool placement_asked; /* the organization of its key's prefix was looked up */
     /* Called once on a committer thread when the request's group committed (or failed), as
      * the last touch of the waiter: the waiter may be freed from then on. */
     void (*done)(struct wl_admission_waiter *waiter);
@@ -65,14 +66,32 @@ void wl_admissions_queue(wl_admissions_t *admissions, wl_admission_waiter_t *wai
 void wl_admissions_stats(wl_admissions_t *admissions, wl_admissions_stats_t *out);
 
 /**
- * Where an organization's rows live, as a number (a distributed database's node group): groups
- * then hold requests of one placement only, so that each group's transaction touches one node.
- * org_id 0 (a key not checked yet) is placed alone. Set before requests are queued; without it
- * (one server) every request has the same placement.
+ * Where organizations' rows live, as a number (a distributed database's node group): groups
+ * then hold requests of one placement only, so that each group's transaction touches one node,
+ * commits without two-phase commit, and fails alone when another node is down. Without it (one
+ * server) every request has the same placement and a group is simply the oldest requests.
  */
-typedef int64_t (*wl_placement_fn)(int64_t org_id, void *data);
-void wl_admissions_set_placement(wl_admissions_t *admissions, wl_placement_fn placement,
-                                 void *data);
+typedef struct {
+    /* From memory, on any thread: whether rows are on more than one node now (else every
+     * request has one placement), and the placement of an organization's rows
+     * (WL_PLACEMENT_ALONE when not known). */
+    bool (*distributed)(void *data);
+    int64_t (*place)(int64_t org_id, void *data);
+    /* On a committer thread with a connection of the pool, at most every refresh_ms: brings
+     * what place answers from up to date (a rebalanced cluster moves rows between nodes).
+     * Failing, it keeps what it had. */
+    void (*refresh)(PGconn *conn, void *data);
+    int refresh_ms;
+    void *data;
+} wl_placement_t;
+
+/**
+ * Sets the placement, before requests are queued. A request whose key this process has not
+ * checked (org_id 0) is placed by its key's prefix, looked up by a committer with the prefixes
+ * of the other such requests waiting (one statement, no node but the coordinator); a prefix of
+ * no active key goes in a group of its own, where its check refuses it.
+ */
+void wl_admissions_set_placement(wl_admissions_t *admissions, const wl_placement_t *placement);
 
 /** A request's budget for its admission, from when it is queued: 4/5 of the pool's timeout. A
  * group waits for a silent server that long at most; a request that waited for a group is

@@ -114,6 +114,13 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
         groups = pool_config.size;
     if (rc == 0)
         rc = wl_admissions_create(core->pool, groups, core->rate_window_ms, &core->admissions, err);
+    if (rc == 0)
+        rc = wl_shard_placement_create(&core->shards, err);
+    if (rc == 0) {
+        /* Read by a committer before the first group: requests of one node per group. */
+        wl_placement_t placement = wl_shard_placement_of(core->shards);
+        wl_admissions_set_placement(core->admissions, &placement);
+    }
     if (rc != 0) {
         wl_core_destroy(core);
         return rc;
@@ -130,6 +137,7 @@ void wl_core_destroy(wl_core_t *core)
     wl_key_cache_destroy(core->keys);
     wl_rate_leases_destroy(core->leases);
     wl_admissions_destroy(core->admissions);
+    wl_shard_placement_destroy(core->shards); /* after the committers that read it */
     wl_pool_destroy(core->read_pool);
     wl_pool_destroy(core->pool);
     for (size_t i = 0; i < WL_SERVICE_COUNT; i++)

@@ -11,6 +11,7 @@
 
 #include "services/key_cache.h"
 #include "services/admissions.h"
+#include "services/shard_placement.h"
 #include "services/announcements.h"
 #include "services/rate_lease.h"
 #include "services/invoke.h"
@@ -45,6 +46,7 @@ struct wl_core {
     wl_announcements_t *announcements; /* key revocations and export changes, heard */
     wl_rate_leases_t *leases;
     wl_admissions_t *admissions;
+    wl_shard_placement_t *shards; /* where admission groups go on a distributed database */
     /* Webhook attempts recorded through this process's outboxes, and its outboxes open (the
      * delivery workers): wl_core_webhook_stats. */
     atomic_uint_fast64_t webhook_delivered, webhook_failed, webhook_refused, webhook_disabled;

@@ -151,6 +151,50 @@ int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_
 /* The revocation and its announcement commit together: every process that keeps checked keys
  * (services/key_cache.c) forgets the key when it arrives. The announcement is sent here rather
  * than by a trigger, which a distributed database (Citus) refuses on its reference tables. */
+int wl_keys_orgs_of_prefixes(PGconn *conn, const char (*prefixes)[WL_KEY_PREFIX_LEN + 1],
+                             size_t count, int64_t *orgs, wl_error_t *err)
+{
+    for (size_t i = 0; i < count; i++)
+        orgs[i] = 0;
+    if (count == 0)
+        return 0;
+    /* A text array literal: prefixes are base62 (wl_keys_parse), nothing to quote. */
+    size_t size = count * (WL_KEY_PREFIX_LEN + 1) + 2;
+    char *array = malloc(size);
+    if (array == NULL)
+        return wl_error_set(err, WL_ENOMEM, "out of memory for key prefixes");
+    size_t len = 0;
+    array[len++] = '{';
+    for (size_t i = 0; i < count; i++) {
+        if (i > 0)
+            array[len++] = ',';
+        size_t n = strnlen(prefixes[i], WL_KEY_PREFIX_LEN);
+        memcpy(array + len, prefixes[i], n);
+        len += n;
+    }
+    array[len++] = '}';
+    array[len] = '\0';
+    const char *params[] = {array};
+    PGresult *res = NULL;
+    /* Each prefix through the key's index (a lateral lookup), as the admission's own check. */
+    int rc =
+        wl_db_exec(conn,
+                   "SELECT u.i, k.org_id FROM unnest($1::text[]) WITH ORDINALITY AS u(prefix, i)"
+                   " JOIN LATERAL (SELECT ak.org_id FROM api_keys ak WHERE ak.prefix = u.prefix"
+                   " AND ak.revoked_at IS NULL LIMIT 1) k ON true",
+                   1, params, &res, err);
+    free(array);
+    if (rc != 0)
+        return rc;
+    for (int row = 0; row < PQntuples(res); row++) {
+        int64_t i = wl_db_int64(res, row, 0);
+        if (i >= 1 && (size_t)i <= count)
+            orgs[i - 1] = wl_db_int64(res, row, 1);
+    }
+    PQclear(res);
+    return 0;
+}
+
 int wl_keys_revoke(PGconn *conn, const char *prefix, wl_error_t *err)
 {
     const char *params[] = {prefix};

@@ -38,6 +38,14 @@ void wl_keys_scope_bits(const char *scopes, unsigned *bits);
 int wl_keys_create(PGconn *conn, int64_t org_id, unsigned scopes, const char *name,
                    char token[WL_KEY_TOKEN_SIZE], wl_error_t *err) WL_CHECK_RESULT;
 
+/**
+ * The organizations of count key prefixes (say where a request's rows will be before its key is
+ * checked): orgs[i] is the organization of the active key with prefixes[i], 0 when there is none.
+ * Only a placement: the key itself (its secret, scopes) is still checked where it is used.
+ */
+int wl_keys_orgs_of_prefixes(PGconn *conn, const char (*prefixes)[WL_KEY_PREFIX_LEN + 1],
+                             size_t count, int64_t *orgs, wl_error_t *err) WL_CHECK_RESULT;
+
 /** Looks a token up; WL_EUNAUTHENTICATED for unknown, revoked or malformed keys. */
 int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out,
                          wl_error_t *err) WL_CHECK_RESULT;

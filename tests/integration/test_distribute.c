@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/distribute.h"
+#include "store/citus.h"
 #include "test.h"
 #include "testdb.h"
 
@@ -125,6 +126,12 @@ int main(void)
     int changed = -1;
     CHECK_INT(wl_distribute(conninfo, 32, &changed, &err), WL_EPRECONDITION);
     CHECK_INT(changed, 0);
+
+    /* Without Citus there is no shard map: admission groups are not split by node. */
+    wl_shard_map_t *map = (wl_shard_map_t *)&plan; /* anything but NULL */
+    wl_error_init(&err);
+    CHECK_INT(wl_citus_shard_map_load(db, &map, &err), 0);
+    CHECK(map == NULL);
 
     /* A database that cannot be reached: WL_EUNAVAILABLE with libpq's reason, nothing counted. */
     wl_error_init(&err);

@@ -336,6 +336,38 @@ static void test_authenticate(void)
     CHECK_INT(listing.count, 1);
 }
 
+/* Where a request of an unchecked key will go (admission groups of one node): the organization
+ * of each active key's prefix, 0 for a revoked or unknown prefix, in the order asked. */
+static void test_organizations_of_prefixes(void)
+{
+    int64_t east = fixture_org(conn, "east");
+    int64_t west = fixture_org(conn, "west");
+    char east_key[WL_KEY_TOKEN_SIZE], west_key[WL_KEY_TOKEN_SIZE], gone_key[WL_KEY_TOKEN_SIZE];
+    create_key(east, WL_SCOPE_LISTS_WRITE, "east", east_key);
+    create_key(west, WL_SCOPE_LISTS_WRITE, "west", west_key);
+    create_key(west, WL_SCOPE_LISTS_WRITE, "gone", gone_key);
+    char prefixes[5][WL_KEY_PREFIX_LEN + 1];
+    CHECK(wl_keys_parse(wl_span_str(west_key), prefixes[0]));
+    CHECK(wl_keys_parse(wl_span_str(gone_key), prefixes[1]));
+    snprintf(prefixes[2], sizeof(prefixes[2]), "nosuchpx");
+    CHECK(wl_keys_parse(wl_span_str(east_key), prefixes[3]));
+    CHECK(wl_keys_parse(wl_span_str(west_key), prefixes[4])); /* asked twice */
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_keys_revoke(conn, prefixes[1], &err), 0);
+    int64_t orgs[5];
+    memset(orgs, 0xAB, sizeof(orgs));
+    CHECK_INT(wl_keys_orgs_of_prefixes(conn, (const char(*)[WL_KEY_PREFIX_LEN + 1]) prefixes, 5,
+                                       orgs, &err),
+              0);
+    CHECK_INT(orgs[0], west);
+    CHECK_INT(orgs[1], 0);
+    CHECK_INT(orgs[2], 0);
+    CHECK_INT(orgs[3], east);
+    CHECK_INT(orgs[4], west);
+    CHECK_INT(wl_keys_orgs_of_prefixes(conn, NULL, 0, orgs, &err), 0);
+}
+
 int main(void)
 {
     conn = testdb_connect(testdb_create("wl_test_keys"));
@@ -343,6 +375,7 @@ int main(void)
     test_scopes();
     test_create_and_store();
     test_authenticate();
+    test_organizations_of_prefixes();
     PQfinish(conn);
     return test_exit();
 }

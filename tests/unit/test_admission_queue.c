@@ -3,18 +3,22 @@
  * and the later ones of its placement, in arrival order, at most the group's size; a waiter of
  * no known placement goes alone; the others keep their order for the next groups.
  */
+#include <stdio.h>
+
 #include "services/admission_queue.h"
 #include "test.h"
 
 #define COUNT 12
 
 static wl_admission_waiter_t waiters[COUNT];
+static wl_admit_t requests[COUNT];
 
 static void fill(wl_admission_queue_t *queue, const int64_t *placements, int count)
 {
     wl_admission_queue_init(queue);
     for (int i = 0; i < count; i++) {
-        waiters[i] = (wl_admission_waiter_t){.placement = placements[i]};
+        requests[i] = (wl_admit_t){.org_id = 1};
+        waiters[i] = (wl_admission_waiter_t){.placement = placements[i], .request = &requests[i]};
         wl_admission_queue_push(queue, &waiters[i]);
     }
 }
@@ -88,11 +92,66 @@ static void test_one_placement_is_plain_fifo(void)
     CHECK_STR(take(&queue, 5), "10,11,0");
 }
 
+/* A fake node map: organization n lives on node n % 2 (and organization 9 on no known node). */
+static int64_t place_by_parity(int64_t org_id, void *data)
+{
+    (*(int *)data)++;
+    return org_id == 9 ? WL_PLACEMENT_ALONE : org_id % 2;
+}
+
+/* Waiters of keys this process has not checked are placed by their prefixes' organizations:
+ * each prefix is asked once, the groups then hold one node each, and a prefix of no active key
+ * (or of an organization no node is known for) still goes alone. */
+static void test_unchecked_keys_placed_by_prefix(void)
+{
+    /* Waiter i: key prefix "key<i>", its organization in orgs_of (0: no such key). A known key
+     * (org_id set) is placed when queued and never asked. */
+    const int64_t orgs_of[] = {3, 4, 0, 5, 4, 9, 2};
+    const int64_t placements[] = {WL_PLACEMENT_ALONE,
+                                  WL_PLACEMENT_ALONE,
+                                  WL_PLACEMENT_ALONE,
+                                  WL_PLACEMENT_ALONE,
+                                  WL_PLACEMENT_ALONE,
+                                  WL_PLACEMENT_ALONE,
+                                  0};
+    wl_admission_queue_t queue;
+    fill(&queue, placements, 7);
+    for (int i = 0; i < 6; i++) {
+        requests[i].org_id = 0;
+        snprintf(requests[i].prefix, sizeof(requests[i].prefix), "key%d", i);
+    }
+    CHECK(wl_admission_queue_head_unplaced(&queue));
+
+    char prefixes[COUNT][WL_KEY_PREFIX_LEN + 1];
+    CHECK_INT((int)wl_admission_queue_unplaced(&queue, prefixes, 4), 4);
+    CHECK_STR(prefixes[0], "key0");
+    CHECK_STR(prefixes[3], "key3");
+    /* Asked once: the rest of the queue next time, then nothing. */
+    CHECK_INT((int)wl_admission_queue_unplaced(&queue, prefixes + 4, 8), 2);
+    CHECK_STR(prefixes[5], "key5");
+    CHECK_INT((int)wl_admission_queue_unplaced(&queue, prefixes, 8), 0);
+    CHECK(!wl_admission_queue_head_unplaced(&queue));
+
+    int calls = 0;
+    wl_placement_t placement = {.place = place_by_parity, .data = &calls};
+    /* The first waiter went in a group before the answers came back: only those queued. */
+    CHECK_STR(take(&queue, 1), "0");
+    wl_admission_queue_place(&queue, (const char(*)[WL_KEY_PREFIX_LEN + 1]) prefixes, orgs_of, 6,
+                             &placement);
+    CHECK_INT(calls, 4);                  /* key1..key5 but key2, which has no organization */
+    CHECK_STR(take(&queue, 64), "1,4,6"); /* node 0: organizations 4, 4 and 2 */
+    CHECK_STR(take(&queue, 64), "2");     /* no active key: alone, its check refuses it */
+    CHECK_STR(take(&queue, 64), "3");     /* node 1 */
+    CHECK_STR(take(&queue, 64), "5");     /* organization 9, on no known node: alone */
+    CHECK_STR(take(&queue, 64), "");
+}
+
 int main(void)
 {
     test_groups_of_one_placement();
     test_group_size();
     test_unknown_placement_goes_alone();
     test_one_placement_is_plain_fifo();
+    test_unchecked_keys_placed_by_prefix();
     return test_exit();
 }

@@ -1,0 +1,30 @@
+/*
+ * The placement of admission groups on a distributed database (services/admissions.h): the
+ * shard map of the tenant tables (store/citus.h), loaded by a committer and kept current every
+ * few seconds, so that a rebalanced cluster's groups follow the moved shards. On one server
+ * there is no map and every request has the same placement.
+ */
+#ifndef WALKLIST_SERVICES_SHARD_PLACEMENT_H
+#define WALKLIST_SERVICES_SHARD_PLACEMENT_H
+
+#include <stddef.h>
+
+#include "services/admissions.h"
+#include "walklist/error.h"
+
+/* How often the map is read again: a shard moved by the rebalancer is followed that much later
+ * at most; until then groups may hold requests of two nodes, which is slower, not wrong. */
+#define WL_SHARD_PLACEMENT_REFRESH_MS 10000
+
+typedef struct wl_shard_placement wl_shard_placement_t;
+
+int wl_shard_placement_create(wl_shard_placement_t **out, wl_error_t *err) WL_CHECK_RESULT;
+void wl_shard_placement_destroy(wl_shard_placement_t *shards);
+
+/** The admissions' placement backed by shards (valid while shards lives). */
+wl_placement_t wl_shard_placement_of(wl_shard_placement_t *shards);
+
+/** The node groups holding the tenant tables' shards (0: not distributed, one server). */
+size_t wl_shard_placement_groups(wl_shard_placement_t *shards);
+
+#endif
