@@ -278,6 +278,24 @@ static bool refuse_framing(request_t *req, struct MHD_Connection *connection, co
 extern const char wl_openapi_json[];
 extern const size_t wl_openapi_json_len;
 
+/* {"status":"ready"}, and on a distributed database each worker and whether the coordinator
+ * reached it at the last check (docs/scaling-out.md: an unreachable worker leaves the process
+ * ready). */
+static json_t *ready_body(wl_core_t *core)
+{
+    json_t *body = json_pack("{s:s}", "status", "ready");
+    wl_core_node_t nodes[WL_CORE_NODES_MAX];
+    size_t count = wl_core_nodes(core, nodes, WL_CORE_NODES_MAX);
+    if (body == NULL || count == 0)
+        return body;
+    json_t *list = json_array();
+    for (size_t i = 0; list != NULL && i < count && i < WL_CORE_NODES_MAX; i++)
+        json_array_append_new(list, json_pack("{s:s,s:b}", "node", nodes[i].address, "reachable",
+                                              nodes[i].reachable));
+    json_object_set_new(body, "nodes", list);
+    return body;
+}
+
 static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t endpoint)
 {
     if (endpoint == WL_OPS_OPENAPI) {
@@ -323,7 +341,7 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t
                           err.message, NULL);
         return;
     }
-    wl_exchange_json(ex, 200, json_pack("{s:s}", "status", "ready"));
+    wl_exchange_json(ex, 200, ready_body(server->core));
 }
 
 /* The descriptor of the request's connection, or -1. */

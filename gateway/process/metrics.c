@@ -71,6 +71,22 @@ void wl_metrics_destroy(wl_metrics_t *metrics)
     free(metrics);
 }
 
+/* On a distributed database, each worker as the last readiness check found it: an alert on
+ * walklist_db_node_reachable == 0 names the node its organizations wait for. */
+static void write_nodes(FILE *out, wl_core_t *core)
+{
+    wl_core_node_t nodes[WL_CORE_NODES_MAX];
+    size_t count = wl_core_nodes(core, nodes, WL_CORE_NODES_MAX);
+    if (count == 0)
+        return;
+    fprintf(out, "# HELP walklist_db_node_reachable 1 when the coordinator reached the database "
+                 "node at the last readiness check, 0 when not (its organizations get 503).\n"
+                 "# TYPE walklist_db_node_reachable gauge\n");
+    for (size_t i = 0; i < count && i < WL_CORE_NODES_MAX; i++)
+        fprintf(out, "walklist_db_node_reachable{node=\"%s\"} %d\n", nodes[i].address,
+                nodes[i].reachable ? 1 : 0);
+}
+
 /* Route labels are static route patterns, so they compare by content once and are kept. */
 static bool same_label(const char *a, const char *b)
 {
@@ -244,6 +260,7 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, uint64_t request
             "# TYPE walklist_db_reachable gauge\n"
             "walklist_db_reachable %d\n",
             in_use, open > in_use ? open - in_use : 0, size_total, reachable ? 1 : 0);
+    write_nodes(out, core);
     uint64_t borrows = 0, read_borrows = 0;
     wl_core_pool_borrows(core, &borrows, &read_borrows);
     fprintf(out,

@@ -10,6 +10,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "walklist/arena.h"
@@ -124,6 +125,22 @@ void wl_core_webhook_stats(wl_core_t *core, wl_core_webhook_stats_t *out);
 
 /** 0 when the database answers and its schema is current; WL_EUNAVAILABLE otherwise. */
 int wl_core_ready(wl_core_t *core, wl_error_t *err) WL_CHECK_RESULT;
+
+/*
+ * The nodes beyond the database walklistd connects to (a Citus coordinator's workers), as the
+ * last readiness check (wl_core_ready) found them. An unreachable worker does not make the
+ * process not ready: every process of the deployment sees the same cluster, and taking them
+ * all out of service would stop the organizations on the healthy workers too; its own
+ * organizations get 503 with Retry-After at once.
+ */
+#define WL_CORE_NODES_MAX 64
+typedef struct {
+    char address[280]; /* host:port as the coordinator names it */
+    bool reachable;
+} wl_core_node_t;
+
+/** Copies up to max nodes into out and returns how many there are (0: one server). */
+size_t wl_core_nodes(wl_core_t *core, wl_core_node_t *out, size_t max);
 
 /**
  * Checks an API key (the whole "wlk_..." token). WL_EUNAUTHENTICATED for a

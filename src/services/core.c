@@ -6,9 +6,11 @@
 #include <time.h>
 
 #include "services/services.h"
+#include "store/citus.h"
 #include "store/db.h"
 #include "store/migrate.h"
 #include "store/rate_limits.h"
+#include "walklist/log.h"
 
 /* In the order wl_core_services lists them. */
 static const wl_service_table_t *const service_tables[WL_SERVICE_COUNT] = {
@@ -218,6 +220,43 @@ void wl_core_access_stats(wl_core_t *core, wl_core_access_stats_t *out)
     out->rate_refills = leases.refilled;
 }
 
+/* How long the coordinator may try to reach each worker when readiness is checked. */
+#define NODE_CONNECT_TIMEOUT_MS 2000
+
+/* Under ready_lock: the workers of a distributed database, reachable or not (wl_core_nodes).
+ * A failed check keeps what the last one found. */
+static void check_nodes(wl_core_t *core, PGconn *conn)
+{
+    if (wl_shard_placement_groups(core->shards) == 0) {
+        core->node_count = 0;
+        return;
+    }
+    wl_citus_node_t found[WL_CORE_NODES_MAX];
+    size_t count = 0;
+    wl_error_t *err = &core->ready_err; /* clear here: the check itself went well */
+    if (wl_citus_nodes_check(conn, NODE_CONNECT_TIMEOUT_MS, found, WL_CORE_NODES_MAX, &count,
+                             err) != 0) {
+        wl_log("warn", "database nodes not checked", "%s", err->message);
+        wl_error_init(err);
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        memcpy(core->nodes[i].address, found[i].address, sizeof(core->nodes[i].address));
+        core->nodes[i].reachable = found[i].reachable;
+    }
+    core->node_count = count;
+}
+
+size_t wl_core_nodes(wl_core_t *core, wl_core_node_t *out, size_t max)
+{
+    pthread_mutex_lock(&core->ready_lock);
+    size_t count = core->node_count;
+    for (size_t i = 0; i < count && i < max; i++)
+        out[i] = core->nodes[i];
+    pthread_mutex_unlock(&core->ready_lock);
+    return count;
+}
+
 /* The readiness check itself: one statement on the primary (and a connection of the replica). */
 static int check_ready(wl_core_t *core, wl_error_t *err)
 {
@@ -227,6 +266,8 @@ static int check_ready(wl_core_t *core, wl_error_t *err)
         return rc;
     int pending = 0;
     rc = wl_migrate_ready(conn, &pending, err);
+    if (rc == 0)
+        check_nodes(core, conn);
     wl_pool_release(core->pool, conn);
     if (rc == 0 && pending > 0)
         rc = wl_error_set(err, WL_EUNAVAILABLE,

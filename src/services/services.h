@@ -47,6 +47,8 @@ struct wl_core {
     wl_rate_leases_t *leases;
     wl_admissions_t *admissions;
     wl_shard_placement_t *shards; /* where admission groups go on a distributed database */
+    wl_core_node_t nodes[WL_CORE_NODES_MAX]; /* as the last readiness check found them */
+    size_t node_count;                       /* under ready_lock */
     /* Webhook attempts recorded through this process's outboxes, and its outboxes open (the
      * delivery workers): wl_core_webhook_stats. */
     atomic_uint_fast64_t webhook_delivered, webhook_failed, webhook_refused, webhook_disabled;

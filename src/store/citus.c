@@ -1,6 +1,7 @@
 /* Reading the shard map of the tenant tables from a Citus coordinator's catalog happens here. */
 #include "store/citus.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "store/db.h"
@@ -14,19 +15,27 @@ static const char SHARD_MAP_SQL[] =
     " WHERE s.logicalrelid = 'public.locate_lists'::regclass"
     " ORDER BY s.shardid, p.placementid DESC";
 
-int wl_citus_shard_map_load(PGconn *conn, wl_shard_map_t **out, wl_error_t *err)
+/* Without Citus its catalog tables do not exist, and naming one would fail the statement. */
+static int is_citus(PGconn *conn, bool *citus, wl_error_t *err)
 {
-    *out = NULL;
     PGresult *res = NULL;
-    /* Without Citus the catalog table does not exist, and naming it would fail the statement. */
     int rc = wl_db_exec(conn, "SELECT to_regclass('pg_catalog.pg_dist_shard') IS NOT NULL", 0, NULL,
                         &res, err);
     if (rc != 0)
         return rc;
-    bool citus = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+    *citus = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
     PQclear(res);
-    if (!citus)
-        return 0;
+    return 0;
+}
+
+int wl_citus_shard_map_load(PGconn *conn, wl_shard_map_t **out, wl_error_t *err)
+{
+    *out = NULL;
+    PGresult *res = NULL;
+    bool citus = false;
+    int rc = is_citus(conn, &citus, err);
+    if (rc != 0 || !citus)
+        return rc;
     rc = wl_db_exec(conn, SHARD_MAP_SQL, 0, NULL, &res, err);
     if (rc != 0)
         return rc;
@@ -48,4 +57,46 @@ int wl_citus_shard_map_load(PGconn *conn, wl_shard_map_t **out, wl_error_t *err)
     rc = wl_shard_map_build(ranges, (size_t)rows, out, err);
     free(ranges);
     return rc;
+}
+
+int wl_citus_nodes_check(PGconn *conn, int connect_timeout_ms, wl_citus_node_t *nodes, size_t max,
+                         size_t *count, wl_error_t *err)
+{
+    *count = 0;
+    bool citus = false;
+    int rc = is_citus(conn, &citus, err);
+    if (rc != 0 || !citus)
+        return rc;
+    /* The coordinator waits citus.node_connection_timeout (30 s by default) for a node that
+     * does not answer: set for this transaction only, so that a check stays short. */
+    char timeout[16];
+    snprintf(timeout, sizeof(timeout), "%d", connect_timeout_ms);
+    const char *params[] = {timeout};
+    PGresult *res = NULL;
+    rc = wl_db_begin(conn, err);
+    if (rc == 0)
+        rc = wl_db_exec(conn, "SELECT set_config('citus.node_connection_timeout', $1, true)", 1,
+                        params, NULL, err);
+    if (rc == 0)
+        rc = wl_db_exec(conn,
+                        "SELECT n.nodename || ':' || n.nodeport,"
+                        " citus_check_connection_to_node(n.nodename, n.nodeport)"
+                        " FROM pg_dist_node n"
+                        " WHERE n.isactive AND n.noderole = 'primary' AND n.groupid <> 0"
+                        " ORDER BY n.nodeid",
+                        0, NULL, &res, err);
+    if (rc == 0)
+        rc = wl_db_commit(conn, err);
+    if (rc != 0) {
+        PQclear(res);
+        wl_db_rollback(conn);
+        return rc;
+    }
+    for (int i = 0; i < PQntuples(res) && *count < max; i++) {
+        wl_citus_node_t *node = &nodes[(*count)++];
+        snprintf(node->address, sizeof(node->address), "%s", PQgetvalue(res, i, 0));
+        node->reachable = PQgetvalue(res, i, 1)[0] == 't';
+    }
+    PQclear(res);
+    return 0;
 }

@@ -7,6 +7,8 @@
 #define WALKLIST_STORE_CITUS_H
 
 #include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "domain/shard_map.h"
 #include "walklist/error.h"
@@ -17,5 +19,20 @@
  * the tenant tables distributed. The caller frees the map.
  */
 int wl_citus_shard_map_load(PGconn *conn, wl_shard_map_t **out, wl_error_t *err) WL_CHECK_RESULT;
+
+/* A Citus worker as the coordinator reaches it: "host:port" and whether a connection opened. */
+#define WL_CITUS_NODE_ADDRESS_SIZE 280
+typedef struct {
+    char address[WL_CITUS_NODE_ADDRESS_SIZE];
+    bool reachable;
+} wl_citus_node_t;
+
+/**
+ * Asks the coordinator to open a connection to each of its active primary workers, waiting at
+ * most connect_timeout_ms for each (Citus's citus_check_connection_to_node), and fills nodes
+ * (at most max, in node order) with what it found; *count is 0 on plain PostgreSQL.
+ */
+int wl_citus_nodes_check(PGconn *conn, int connect_timeout_ms, wl_citus_node_t *nodes, size_t max,
+                         size_t *count, wl_error_t *err) WL_CHECK_RESULT;
 
 #endif

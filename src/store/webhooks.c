@@ -190,6 +190,50 @@ int wl_webhooks_enqueue_list_loaded(PGconn *conn, int64_t org_id, const char *li
 
 /* --- Delivery ------------------------------------------------------------------------------ */
 
+/* The due endpoints of one organization's placement or of all: org_id and id in columns 0, 1. */
+static void read_due(PGresult *res, wl_webhook_due_t *out, int max, int *count)
+{
+    for (int i = 0; i < PQntuples(res) && *count < max; i++) {
+        out[*count].org_id = wl_db_int64(res, i, 0);
+        snprintf(out[*count].id, sizeof(out[*count].id), "%s", PQgetvalue(res, i, 1));
+        (*count)++;
+    }
+}
+
+/*
+ * On Citus, the poll above reads every shard, so one unreachable node fails it for every
+ * organization. Then the same poll runs shard by shard (Citus's
+ * run_command_on_colocated_placements, one connection per shard, so only while a node is failing):
+ * the shards of reachable nodes answer, and their organizations' deliveries go on. The poll's
+ * values are quoted by format(), never spliced in C.
+ */
+static const char DUE_BY_SHARD_SQL[] =
+    "SELECT split_part(x, ' ', 1)::bigint, split_part(x, ' ', 2)"
+    " FROM run_command_on_colocated_placements('webhook_deliveries', 'webhook_endpoints',"
+    "   format($cmd$SELECT coalesce(string_agg(e.org_id || ' ' || e.id, ','), '')"
+    "     FROM (SELECT DISTINCT d.org_id, d.endpoint_id FROM %%1$s d"
+    "            WHERE d.state = 'pending') p"
+    "     JOIN %%2$s e ON e.org_id = p.org_id AND e.id = p.endpoint_id"
+    "    WHERE e.disabled_at IS NULL AND (e.retry_at IS NULL OR e.retry_at <= %1$L)"
+    "      AND (e.lease_until IS NULL OR e.lease_until < %1$L)$cmd$, $1::text)) r,"
+    " unnest(string_to_array(r.result, ',')) AS x"
+    " WHERE r.success AND x <> ''"
+    " ORDER BY random() LIMIT $2";
+
+/* Whether the database is a Citus coordinator (after a failed poll: is there another way). */
+static bool on_citus(PGconn *conn)
+{
+    PGresult *res = NULL;
+    wl_error_t ignored;
+    wl_error_init(&ignored);
+    if (wl_db_exec(conn, "SELECT to_regclass('pg_catalog.pg_dist_shard') IS NOT NULL", 0, NULL,
+                   &res, &ignored) != 0)
+        return false;
+    bool citus = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
+    PQclear(res);
+    return citus;
+}
+
 int wl_webhooks_due(PGconn *conn, int64_t now_ms, wl_webhook_due_t *out, int max, int *count,
                     wl_error_t *err)
 {
@@ -212,13 +256,13 @@ int wl_webhooks_due(PGconn *conn, int64_t now_ms, wl_webhook_due_t *out, int max
                             " AND (e.lease_until IS NULL OR e.lease_until < $1)"
                             " ORDER BY random() LIMIT $2",
                             2, params, &res, err);
+    if (rc != 0 && PQstatus(conn) == CONNECTION_OK && on_citus(conn)) {
+        wl_error_init(err);
+        rc = wl_db_exec(conn, DUE_BY_SHARD_SQL, 2, params, &res, err);
+    }
     if (rc != 0)
         return rc;
-    for (int i = 0; i < PQntuples(res) && i < max; i++) {
-        out[i].org_id = wl_db_int64(res, i, 0);
-        snprintf(out[i].id, sizeof(out[i].id), "%s", PQgetvalue(res, i, 1));
-        (*count)++;
-    }
+    read_due(res, out, max, count);
     PQclear(res);
     return 0;
 }
@@ -423,6 +467,17 @@ int wl_webhooks_record(PGconn *conn, const wl_webhook_due_t *endpoint, int64_t s
     return rc;
 }
 
+/* The prune shard by shard, for when a node is unreachable (as DUE_BY_SHARD_SQL): each
+ * reachable shard prunes, the others wait for the next round. */
+static const char PRUNE_BY_SHARD_SQL[] =
+    "SELECT count(*) FILTER (WHERE r.success)"
+    " FROM run_command_on_colocated_placements('webhook_deliveries', 'webhook_events',"
+    "   format($cmd$WITH done AS (DELETE FROM %%1$s WHERE state <> 'pending'"
+    "                  AND last_attempt_at < %1$L)"
+    "     DELETE FROM %%2$s v WHERE v.created_at < %1$L"
+    "       AND NOT EXISTS (SELECT 1 FROM %%1$s d WHERE d.org_id = v.org_id AND d.seq = v.seq)"
+    "     $cmd$, $1::text)) r";
+
 int wl_webhooks_prune(PGconn *conn, int64_t before_ms, wl_error_t *err)
 {
     char before[64];
@@ -438,5 +493,9 @@ int wl_webhooks_prune(PGconn *conn, int64_t before_ms, wl_error_t *err)
                         " AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d"
                         " WHERE d.org_id = v.org_id AND d.seq = v.seq)",
                         1, params, NULL, err);
+    if (rc != 0 && PQstatus(conn) == CONNECTION_OK && on_citus(conn)) {
+        wl_error_init(err);
+        rc = wl_db_exec(conn, PRUNE_BY_SHARD_SQL, 1, params, NULL, err);
+    }
     return rc;
 }

@@ -132,6 +132,11 @@ int main(void)
     wl_error_init(&err);
     CHECK_INT(wl_citus_shard_map_load(db, &map, &err), 0);
     CHECK(map == NULL);
+    /* ... and no workers to check. */
+    wl_citus_node_t nodes[4];
+    size_t node_count = 99;
+    CHECK_INT(wl_citus_nodes_check(db, 2000, nodes, 4, &node_count, &err), 0);
+    CHECK_INT((int)node_count, 0);
 
     /* A database that cannot be reached: WL_EUNAVAILABLE with libpq's reason, nothing counted. */
     wl_error_init(&err);
