@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/citus.h"
 #include "store/import.h"
 #include "store/inventory.h"
 #include "store/keys.h"
@@ -64,10 +65,39 @@ int wl_admin_migrate(wl_admin_t *admin, int *applied, wl_error_t *err)
     return wl_migrate(admin->conn, applied, err);
 }
 
+/*
+ * Organizations and keys are reference tables on Citus, written on every node at once: with a
+ * worker unreachable they cannot be written, whatever organization they are for. Says which
+ * node, instead of libpq's "database unavailable" alone.
+ */
+static int needs_every_node(wl_admin_t *admin, int rc, wl_error_t *err)
+{
+    if (rc != WL_EUNAVAILABLE || PQstatus(admin->conn) != CONNECTION_OK)
+        return rc;
+    wl_citus_node_t nodes[16];
+    size_t count = 0;
+    wl_error_t check;
+    wl_error_init(&check);
+    if (wl_citus_nodes_check(admin->conn, 2000, nodes, 16, &count, &check) != 0)
+        return rc;
+    for (size_t i = 0; i < count && i < 16; i++) {
+        if (!nodes[i].reachable) {
+            char cause[sizeof(err->message)];
+            snprintf(cause, sizeof(cause), "%s", err->message);
+            err->code = 0; /* sticky: said again, with the node */
+            return wl_error_set(err, rc,
+                                "%s: organizations and keys are written on every node of the "
+                                "cluster, and node %s is unreachable",
+                                cause, nodes[i].address);
+        }
+    }
+    return rc;
+}
+
 int wl_admin_org_create(wl_admin_t *admin, const char *slug, const char *name, int64_t *org_id,
                         wl_error_t *err)
 {
-    return wl_orgs_create(admin->conn, slug, name, org_id, err);
+    return needs_every_node(admin, wl_orgs_create(admin->conn, slug, name, org_id, err), err);
 }
 
 int wl_admin_org_find(wl_admin_t *admin, const char *slug, int64_t *org_id, wl_error_t *err)
@@ -97,7 +127,8 @@ int wl_admin_org_list(wl_admin_t *admin, void (*each)(const wl_admin_org_t *org,
 int wl_admin_key_create(wl_admin_t *admin, int64_t org_id, unsigned scopes, const char *name,
                         char token[WL_ADMIN_KEY_TOKEN_SIZE], wl_error_t *err)
 {
-    return wl_keys_create(admin->conn, org_id, scopes, name, token, err);
+    return needs_every_node(admin, wl_keys_create(admin->conn, org_id, scopes, name, token, err),
+                            err);
 }
 
 typedef struct {
