@@ -12,6 +12,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "exchange_log.h"
+
 static int connect_loopback(uint16_t port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -29,9 +31,12 @@ static int connect_loopback(uint16_t port)
     return fd;
 }
 
+/* De-chunks body in place; 0 when the last chunk arrived, -1 when the body is malformed or cut
+ * short (a malformed body is left as it came). */
 static int dechunk(char *body, size_t len, size_t *out_len)
 {
     size_t in = 0, out = 0;
+    bool last = false;
     while (in < len) {
         char *end = NULL;
         unsigned long size = strtoul(body + in, &end, 16);
@@ -39,8 +44,10 @@ static int dechunk(char *body, size_t len, size_t *out_len)
         if (crlf == NULL || end == body + in)
             return -1;
         in = (size_t)(crlf - body) + 2;
-        if (size == 0)
+        if (size == 0) {
+            last = true;
             break;
+        }
         if (in + size > len)
             return -1;
         memmove(body + out, body + in, size);
@@ -49,10 +56,11 @@ static int dechunk(char *body, size_t len, size_t *out_len)
     }
     body[out] = '\0';
     *out_len = out;
-    return 0;
+    return last ? 0 : -1;
 }
 
-int http_raw(uint16_t port, const char *request, size_t len, http_response_t *out)
+/* One exchange; raw: the test wrote the request bytes itself (recorded as such). */
+static int exchange(uint16_t port, const char *request, size_t len, http_response_t *out, bool raw)
 {
     memset(out, 0, sizeof(*out));
     int fd = connect_loopback(port);
@@ -100,14 +108,25 @@ int http_raw(uint16_t port, const char *request, size_t len, http_response_t *ou
     memcpy(out->body, split + 4, out->body_len);
     out->body[out->body_len] = '\0';
     free(buf);
-    char te[64];
+    char te[64], cl[32];
+    bool complete = true;
     if (http_header(out, "Transfer-Encoding", te, sizeof(te)) && strcasecmp(te, "chunked") == 0)
-        dechunk(out->body, out->body_len, &out->body_len);
+        complete = dechunk(out->body, out->body_len, &out->body_len) == 0;
+    else if (http_header(out, "Content-Length", cl, sizeof(cl)) &&
+             !(len >= 5 && memcmp(request, "HEAD ", 5) == 0) && out->status != 204 &&
+             out->status != 304)
+        complete = out->body_len >= (size_t)strtoull(cl, NULL, 10);
     char ct[128];
     if (http_header(out, "Content-Type", ct, sizeof(ct)) &&
         strncmp(ct, "application/json", 16) == 0)
         out->json = json_loadb(out->body, out->body_len, 0, NULL);
+    exchange_log_record(request, len, out, complete, raw);
     return 0;
+}
+
+int http_raw(uint16_t port, const char *request, size_t len, http_response_t *out)
+{
+    return exchange(port, request, len, out, true);
 }
 
 int http_request(uint16_t port, const char *method, const char *target, const char *headers,
@@ -124,7 +143,7 @@ int http_request(uint16_t port, const char *method, const char *target, const ch
         memcpy(request + n, body, body_len);
         n += (int)body_len;
     }
-    int rc = http_raw(port, request, (size_t)n, out);
+    int rc = exchange(port, request, (size_t)n, out, false);
     free(request);
     return rc;
 }
