@@ -42,9 +42,20 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 
 // Mismatches that are known and waiting for a decision: each names the exchange (test
-// program, method, path template, status) and a piece of the message. Empty: every answer the
-// suite sees is described.
-const EXPECTED_MISMATCHES = [];
+// program, method, path template, status) and a piece of the message, and says why.
+const EXPECTED_MISMATCHES = [
+  {
+    test: "e2e_test_http_framing",
+    method: "POST",
+    path: "/api/v1/locate-lists",
+    status: 400,
+    message: "required header X-Request-Id is missing",
+    why:
+      "a request whose chunked framing is broken on the wire is refused below libmicrohttpd " +
+      "(gateway/http/wire_guard.c) with a 400 that has no X-Request-Id, while the description " +
+      "says every response carries one: the server or the description is to change",
+  },
+];
 
 // The gRPC code name of each HTTP status, as the description states it for `error.status`.
 const STATUS_NAMES = {
@@ -60,6 +71,7 @@ const STATUS_NAMES = {
   429: "RESOURCE_EXHAUSTED",
   431: "INVALID_ARGUMENT",
   500: "INTERNAL",
+  501: "UNIMPLEMENTED",
   503: "UNAVAILABLE",
 };
 const ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo";
@@ -240,9 +252,12 @@ function mediaTypeMatch(content, contentType) {
 
 // --- Checking one exchange ------------------------------------------------------------------
 
+// A header's value, its field lines combined as one list (RFC 9110, 5.3); undefined when absent.
 function header(exchange, name) {
-  const pair = exchange.headers.find(([n]) => n.toLowerCase() === name.toLowerCase());
-  return pair?.[1];
+  const values = exchange.headers
+    .filter(([n]) => n.toLowerCase() === name.toLowerCase())
+    .map(([, value]) => value);
+  return values.length === 0 ? undefined : values.join(", ");
 }
 
 function bodyText(exchange) {
@@ -390,10 +405,21 @@ function checkUndescribed(exchange, item, problems) {
   return item ? "(method not described)" : "(unknown path)";
 }
 
+// The ErrorInfo reason of an error body, or undefined.
+function errorReason(exchange) {
+  const parsed = parseJson(bodyText(exchange));
+  const details = parsed.value?.error?.details;
+  return Array.isArray(details) ? details[details.length - 1]?.reason : undefined;
+}
+
 function checkExchange(exchange) {
   const problems = [];
   const path = exchange.target.split("?")[0];
-  const found = findPath(path);
+  let found = findPath(path);
+  // A listener that serves none of the API (walklistd's --ops-listen serves the document only)
+  // answers a described path as an unknown one: the unknown-path rule applies.
+  if (found && exchange.status === 404 && errorReason(exchange) === "ENDPOINT_NOT_FOUND")
+    found = undefined;
   const method = exchange.method.toLowerCase();
   const operation =
     found?.item[method] ?? (method === "head" ? found?.item.get : undefined) ?? undefined;

@@ -59,6 +59,36 @@ static int dechunk(char *body, size_t len, size_t *out_len)
     return last ? 0 : -1;
 }
 
+/* Parses the used bytes of buf (NUL-terminated) as one answer into out; complete: all of its
+ * body arrived (the last chunk, or Content-Length bytes). */
+static int parse_response(const char *buf, size_t used, bool head_request, http_response_t *out,
+                          bool *complete)
+{
+    const char *split = strstr(buf, "\r\n\r\n");
+    if (split == NULL || sscanf(buf, "HTTP/1.%*d %d", &out->status) != 1) {
+        out->status = 0;
+        return -1;
+    }
+    size_t head_len = (size_t)(split - buf);
+    out->head = strndup(buf, head_len + 2);
+    out->body_len = used - head_len - 4;
+    out->body = malloc(out->body_len + 1);
+    memcpy(out->body, split + 4, out->body_len);
+    out->body[out->body_len] = '\0';
+    char te[64], cl[32];
+    *complete = true;
+    if (http_header(out, "Transfer-Encoding", te, sizeof(te)) && strcasecmp(te, "chunked") == 0)
+        *complete = dechunk(out->body, out->body_len, &out->body_len) == 0;
+    else if (http_header(out, "Content-Length", cl, sizeof(cl)) && !head_request &&
+             out->status != 204 && out->status != 304)
+        *complete = out->body_len >= (size_t)strtoull(cl, NULL, 10);
+    char ct[128];
+    if (http_header(out, "Content-Type", ct, sizeof(ct)) &&
+        strncmp(ct, "application/json", 16) == 0)
+        out->json = json_loadb(out->body, out->body_len, 0, NULL);
+    return 0;
+}
+
 /* One exchange; raw: the test wrote the request bytes itself (recorded as such). */
 static int exchange(uint16_t port, const char *request, size_t len, http_response_t *out, bool raw)
 {
@@ -95,32 +125,22 @@ static int exchange(uint16_t port, const char *request, size_t len, http_respons
     }
     close(fd);
     buf[used] = '\0';
-    char *split = strstr(buf, "\r\n\r\n");
-    if (split == NULL || sscanf(buf, "HTTP/1.%*d %d", &out->status) != 1) {
-        free(buf);
-        out->status = 0;
-        return -1;
-    }
-    size_t head_len = (size_t)(split - buf);
-    out->head = strndup(buf, head_len + 2);
-    out->body_len = used - head_len - 4;
-    out->body = malloc(out->body_len + 1);
-    memcpy(out->body, split + 4, out->body_len);
-    out->body[out->body_len] = '\0';
+    bool head_request = len >= 5 && memcmp(request, "HEAD ", 5) == 0;
+    bool complete = false;
+    int rc = parse_response(buf, used, head_request, out, &complete);
     free(buf);
-    char te[64], cl[32];
-    bool complete = true;
-    if (http_header(out, "Transfer-Encoding", te, sizeof(te)) && strcasecmp(te, "chunked") == 0)
-        complete = dechunk(out->body, out->body_len, &out->body_len) == 0;
-    else if (http_header(out, "Content-Length", cl, sizeof(cl)) &&
-             !(len >= 5 && memcmp(request, "HEAD ", 5) == 0) && out->status != 204 &&
-             out->status != 304)
-        complete = out->body_len >= (size_t)strtoull(cl, NULL, 10);
-    char ct[128];
-    if (http_header(out, "Content-Type", ct, sizeof(ct)) &&
-        strncmp(ct, "application/json", 16) == 0)
-        out->json = json_loadb(out->body, out->body_len, 0, NULL);
-    exchange_log_record(request, len, out, complete, raw);
+    if (rc != 0)
+        return -1;
+    /* An interim answer (100 Continue) comes before the final one, which this client leaves in
+     * the body; the record is of the final answer. */
+    http_response_t final = {0};
+    bool final_complete = false;
+    if (out->status >= 100 && out->status < 200 && strncmp(out->body, "HTTP/1.", 7) == 0 &&
+        parse_response(out->body, out->body_len, head_request, &final, &final_complete) == 0)
+        exchange_log_record(request, len, &final, final_complete, raw);
+    else
+        exchange_log_record(request, len, out, complete, raw);
+    http_response_free(&final);
     return 0;
 }
 
