@@ -471,8 +471,8 @@ for (const file of files) {
     try {
       exchange = JSON.parse(line);
     } catch (e) {
-      // A program killed while writing its last line.
-      if (index === lines.length - 2) return;
+      // A program killed while writing its last line (the only one without a newline).
+      if (index === lines.length - 1) return;
       throw new Error(`${file}:${index + 1}: not JSON: ${e.message}`);
     }
     total++;
