@@ -499,13 +499,16 @@ for (const file of files) {
         continue;
       }
       mismatches++;
-      const key = `${template} -> ${exchange.status}: ${problem}`;
+      // Grouped with the same problem at other array indexes.
+      const general = [...new Set(problem.split("; ").map((p) => p.replace(/\/[0-9]+(?=[/ ])/g, "/*")))];
+      const key = `${template} -> ${exchange.status}: ${general.join("; ")}`;
       const group = groups.get(key) ?? { count: 0, examples: [] };
       group.count++;
       if (group.examples.length < 3) {
         const body = bodyText(exchange);
         group.examples.push(
-          `${exchange.test} #${exchange.seq}${exchange.raw ? " (raw request)" : ""}: ` +
+          (problem === general.join("; ") ? "" : `${problem}\n      `) +
+            `${exchange.test} #${exchange.seq}${exchange.raw ? " (raw request)" : ""}: ` +
             `${exchange.method} ${exchange.target} -> ${exchange.status} ` +
             `${header(exchange, "Content-Type") ?? ""} ` +
             `${typeof body === "string" ? body.slice(0, 300) : `(${body.length} bytes)`}`,
