@@ -19,7 +19,8 @@
 //     rejects a property it does not list, so every field the server sends is described;
 //   - a response without content in the description must come without a body;
 //   - headers the response marks `required` must be present, and each described header that is
-//     present must validate against its schema;
+//     present must validate against its schema; every answer carries X-Request-Id and, unless
+//     its response describes another, `Cache-Control: no-store` (the description's prose);
 //   - an error (4xx, 5xx) must also carry what the description's prose says every error
 //     carries: `error.code` equal to the HTTP status, `error.status` the gRPC code name of the
 //     status, and `details` ending with exactly one `google.rpc.ErrorInfo`, a `BadRequest`
@@ -321,6 +322,18 @@ function checkHeaders(exchange, response, label, problems) {
   }
 }
 
+// What the description's prose says of every answer's headers, where the response does not
+// declare the header itself: "Every response carries X-Request-Id", and "Cache-Control:
+// no-store" except where a response declares its own (the stock export's no-cache).
+function checkProseHeaders(exchange, response, problems) {
+  const declared = Object.keys(response?.headers ?? {}).map((n) => n.toLowerCase());
+  if (!declared.includes("x-request-id") && header(exchange, "X-Request-Id") === undefined)
+    problems.push("required header X-Request-Id is missing");
+  const cache = header(exchange, "Cache-Control");
+  if (!declared.includes("cache-control") && cache !== "no-store")
+    problems.push(`Cache-Control is ${cache ?? "(none)"}, not no-store`);
+}
+
 function checkBody(exchange, response, label, problems) {
   const content = response.content ?? {};
   const text = bodyText(exchange);
@@ -370,6 +383,7 @@ const errorSchema = { $ref: "#/components/schemas/Error" };
 // Allow) for methods a path does not describe, 204 for a CORS preflight.
 function checkUndescribed(exchange, item, problems) {
   const allowed = item ? describedMethods(item) : [];
+  checkProseHeaders(exchange, undefined, problems);
   if (exchange.method === "OPTIONS" && item && exchange.status === 204) {
     if (bodyText(exchange).length !== 0) problems.push("a 204 preflight with content");
     return item ? "(preflight)" : "(unknown path)";
@@ -437,6 +451,7 @@ function checkExchange(exchange) {
   }
   const label = `${template} ${match.key}`;
   checkHeaders(exchange, match.response, label, problems);
+  checkProseHeaders(exchange, match.response, problems);
   if (exchange.bodyError !== undefined) problems.push(exchange.bodyError);
   else if (exchange.complete) checkBody(exchange, match.response, label, problems);
   return { template, problems, responseKey: match.key };
