@@ -215,6 +215,33 @@ static void set_body(json_t *record, const char *body, size_t len)
     free(cut);
 }
 
+static bool base62(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
+}
+
+/* Overwrites the secret of every key-shaped token (wlk_ + 8 + _ + 20 or more base62 characters)
+ * in line with as many 'x': a key a test sent in a path, or one echoed in X-Request-Id, stays out
+ * of the record, and every length and character class is kept. */
+static void mask_keys(char *line, size_t len)
+{
+    for (size_t i = 0; i + 13 < len; i++) {
+        if (memcmp(line + i, "wlk_", 4) != 0 || (i > 0 && base62(line[i - 1])))
+            continue;
+        size_t p = i + 4;
+        while (p < len && p < i + 12 && base62(line[p]))
+            p++;
+        if (p != i + 12 || line[p] != '_')
+            continue;
+        size_t end = p + 1;
+        while (end < len && base62(line[end]))
+            end++;
+        if (end - (p + 1) >= 20)
+            memset(line + p + 1, 'x', end - (p + 1));
+        i = end - 1;
+    }
+}
+
 void exchange_log_record(const char *request, size_t request_len, const http_response_t *res,
                          bool complete, bool raw)
 {
@@ -275,6 +302,7 @@ void exchange_log_record(const char *request, size_t request_len, const http_res
         exit(1);
     }
     size_t line_len = strlen(line);
+    mask_keys(line, line_len);
     line[line_len++] = '\n'; /* json_dumps' NUL becomes the newline; written by length */
     pthread_mutex_lock(&log_mutex);
     size_t written = 0;

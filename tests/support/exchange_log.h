@@ -5,7 +5,8 @@
  * Every exchange of tests/support/http_client.c whose request line names a /api/v1 target is
  * written as one JSON line into EXCHANGE_LOG_DIR/<test program>.jsonl (or into the directory
  * $WALKLIST_TEST_EXCHANGES): method, target (api_key values replaced by REDACTED), status, the
- * response's header lines, and the body as the client would read it (de-chunked, gzip inflated).
+ * response's header lines, and the body as the client would read it (de-chunked, gzip inflated);
+ * the secret of anything shaped like a key, anywhere in the record, is overwritten with 'x'.
  * The file is emptied by the first exchange of each run of the program, so it holds that
  * program's last run only. Bodies over EXCHANGE_LOG_WHOLE_BYTES are recorded with every JSON
  * array cut to its first EXCHANGE_LOG_ARRAY_ITEMS entries ("truncated"), and left out ("omitted",

@@ -17,6 +17,8 @@
 #include "test.h"
 
 #define LOG_DIR WL_TEST_OUTPUT_DIR "/exchange-log-unit"
+/* Base62, key-shaped (made up for this test). */
+#define KEY_SECRET "q8Zr2Lk7Vx4Nc9Wm1Ty6Pb0Sd3"
 
 static void record(const char *request, int status, const char *head, const char *body,
                    size_t body_len)
@@ -72,7 +74,7 @@ int main(void)
     record("GET /api/v1/locate-lists?name=a&api_key=wlk_Ab3dE5gH_secret&codes=b HTTP/1.1\r\n\r\n",
            201,
            "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nVary: Origin\r\n"
-           "Vary: Accept-Encoding\r\n",
+           "Vary: Accept-Encoding\r\nX-Request-Id: wlk_Ab3dE5gH_" KEY_SECRET "\r\n",
            "{\"id\":\"x\"}", 10);
     /* 1: gzip inflated. */
     const char *plain = "{\"items\":[],\"cursor\":\"c\"}";
@@ -119,8 +121,10 @@ int main(void)
     CHECK(json_is_false(json_object_get(r, "raw")));
     CHECK(json_is_true(json_object_get(r, "complete")));
     json_t *headers = json_object_get(r, "headers");
-    CHECK_INT(json_array_size(headers), 3);
+    CHECK_INT(json_array_size(headers), 4);
     CHECK_STR(json_string_value(json_array_get(json_array_get(headers, 2), 1)), "Accept-Encoding");
+    CHECK_STR(json_string_value(json_array_get(json_array_get(headers, 3), 1)),
+              "wlk_Ab3dE5gH_xxxxxxxxxxxxxxxxxxxxxxxxxx");
 
     r = json_array_get(all, 1);
     CHECK_STR(str(r, "body"), plain);
