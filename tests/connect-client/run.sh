@@ -16,6 +16,10 @@
 #                        checkout, git missing, shallow clone of depth 1, first commit).
 #   run.sh openapi       lint.openapi: gateway/openapi.json through Spectral (its OpenAPI
 #                        ruleset) and Redocly (recommended-strict): any error or warning fails.
+#   run.sh bodies DIR    e2e.zz_openapi_bodies: every REST exchange the e2e tests recorded in DIR
+#                        (tests/support/exchange_log.c) checked against gateway/openapi.json
+#                        with Ajv (openapi_bodies.mjs): status, media type, body schema,
+#                        headers, the error shape. More arguments go to openapi_bodies.mjs.
 #   run.sh setup         only installs node_modules (what the others do first).
 #
 # node_modules is installed with `npm ci` from package-lock.json (exact versions, from the npm
@@ -316,14 +320,24 @@ cmd_openapi() {
   redocly lint --config "$CLIENT/openapi.redocly.yaml" "$doc"
 }
 
+# The answers the e2e tests received, against the description's responses (openapi_bodies.mjs).
+cmd_bodies() {
+  local dir=${1:-}
+  [[ -n $dir ]] || die "usage: run.sh bodies DIR [--min-exchanges N]"
+  shift
+  ensure_node_modules
+  node "$CLIENT/openapi_bodies.mjs" "$WL_ROOT/gateway/openapi.json" "$dir" "$@"
+}
+
 case ${1:-} in
 e2e) shift; cmd_e2e "$@" ;;
 openapi) cmd_openapi ;;
+bodies) shift; cmd_bodies "$@" ;;
 lint) cmd_lint ;;
 breaking) cmd_breaking ;;
 setup) ensure_node_modules ;;
 *)
-  printf 'usage: %s e2e WORKDIR | lint | breaking | openapi | setup\n' "$0" >&2
+  printf 'usage: %s e2e WORKDIR | lint | breaking | openapi | bodies DIR | setup\n' "$0" >&2
   exit 2
   ;;
 esac

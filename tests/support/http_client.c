@@ -12,6 +12,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "exchange_log.h"
+
 static int connect_loopback(uint16_t port)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -29,9 +31,12 @@ static int connect_loopback(uint16_t port)
     return fd;
 }
 
+/* De-chunks body in place; 0 when the last chunk arrived, -1 when the body is malformed or cut
+ * short (a malformed body is left as it came). */
 static int dechunk(char *body, size_t len, size_t *out_len)
 {
     size_t in = 0, out = 0;
+    bool last = false;
     while (in < len) {
         char *end = NULL;
         unsigned long size = strtoul(body + in, &end, 16);
@@ -39,8 +44,10 @@ static int dechunk(char *body, size_t len, size_t *out_len)
         if (crlf == NULL || end == body + in)
             return -1;
         in = (size_t)(crlf - body) + 2;
-        if (size == 0)
+        if (size == 0) {
+            last = true;
             break;
+        }
         if (in + size > len)
             return -1;
         memmove(body + out, body + in, size);
@@ -49,10 +56,41 @@ static int dechunk(char *body, size_t len, size_t *out_len)
     }
     body[out] = '\0';
     *out_len = out;
+    return last ? 0 : -1;
+}
+
+/* Parses the used bytes of buf (NUL-terminated) as one answer into out; complete: all of its
+ * body arrived (the last chunk, or Content-Length bytes). */
+static int parse_response(const char *buf, size_t used, bool head_request, http_response_t *out,
+                          bool *complete)
+{
+    const char *split = strstr(buf, "\r\n\r\n");
+    if (split == NULL || sscanf(buf, "HTTP/1.%*d %d", &out->status) != 1) {
+        out->status = 0;
+        return -1;
+    }
+    size_t head_len = (size_t)(split - buf);
+    out->head = strndup(buf, head_len + 2);
+    out->body_len = used - head_len - 4;
+    out->body = malloc(out->body_len + 1);
+    memcpy(out->body, split + 4, out->body_len);
+    out->body[out->body_len] = '\0';
+    char te[64], cl[32];
+    *complete = true;
+    if (http_header(out, "Transfer-Encoding", te, sizeof(te)) && strcasecmp(te, "chunked") == 0)
+        *complete = dechunk(out->body, out->body_len, &out->body_len) == 0;
+    else if (http_header(out, "Content-Length", cl, sizeof(cl)) && !head_request &&
+             out->status != 204 && out->status != 304)
+        *complete = out->body_len >= (size_t)strtoull(cl, NULL, 10);
+    char ct[128];
+    if (http_header(out, "Content-Type", ct, sizeof(ct)) &&
+        strncmp(ct, "application/json", 16) == 0)
+        out->json = json_loadb(out->body, out->body_len, 0, NULL);
     return 0;
 }
 
-int http_raw(uint16_t port, const char *request, size_t len, http_response_t *out)
+/* One exchange; raw: the test wrote the request bytes itself (recorded as such). */
+static int exchange(uint16_t port, const char *request, size_t len, http_response_t *out, bool raw)
 {
     memset(out, 0, sizeof(*out));
     int fd = connect_loopback(port);
@@ -87,27 +125,28 @@ int http_raw(uint16_t port, const char *request, size_t len, http_response_t *ou
     }
     close(fd);
     buf[used] = '\0';
-    char *split = strstr(buf, "\r\n\r\n");
-    if (split == NULL || sscanf(buf, "HTTP/1.%*d %d", &out->status) != 1) {
-        free(buf);
-        out->status = 0;
-        return -1;
-    }
-    size_t head_len = (size_t)(split - buf);
-    out->head = strndup(buf, head_len + 2);
-    out->body_len = used - head_len - 4;
-    out->body = malloc(out->body_len + 1);
-    memcpy(out->body, split + 4, out->body_len);
-    out->body[out->body_len] = '\0';
+    bool head_request = len >= 5 && memcmp(request, "HEAD ", 5) == 0;
+    bool complete = false;
+    int rc = parse_response(buf, used, head_request, out, &complete);
     free(buf);
-    char te[64];
-    if (http_header(out, "Transfer-Encoding", te, sizeof(te)) && strcasecmp(te, "chunked") == 0)
-        dechunk(out->body, out->body_len, &out->body_len);
-    char ct[128];
-    if (http_header(out, "Content-Type", ct, sizeof(ct)) &&
-        strncmp(ct, "application/json", 16) == 0)
-        out->json = json_loadb(out->body, out->body_len, 0, NULL);
+    if (rc != 0)
+        return -1;
+    /* An interim answer (100 Continue) comes before the final one, which this client leaves in
+     * the body; the record is of the final answer. */
+    http_response_t final = {0};
+    bool final_complete = false;
+    if (out->status >= 100 && out->status < 200 && strncmp(out->body, "HTTP/1.", 7) == 0 &&
+        parse_response(out->body, out->body_len, head_request, &final, &final_complete) == 0)
+        exchange_log_record(request, len, &final, final_complete, raw);
+    else
+        exchange_log_record(request, len, out, complete, raw);
+    http_response_free(&final);
     return 0;
+}
+
+int http_raw(uint16_t port, const char *request, size_t len, http_response_t *out)
+{
+    return exchange(port, request, len, out, true);
 }
 
 int http_request(uint16_t port, const char *method, const char *target, const char *headers,
@@ -124,7 +163,7 @@ int http_request(uint16_t port, const char *method, const char *target, const ch
         memcpy(request + n, body, body_len);
         n += (int)body_len;
     }
-    int rc = http_raw(port, request, (size_t)n, out);
+    int rc = exchange(port, request, (size_t)n, out, false);
     free(request);
     return rc;
 }
