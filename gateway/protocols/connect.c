@@ -479,6 +479,10 @@ static int decode_request(wl_exchange_t *ex, const ProtobufCMessageDescriptor *d
                           ProtobufCMessage **input, wl_error_t *err, void *data)
 {
     call_state_t *state = data;
+    if (state->input != NULL) { /* decoded already (answer_unchanged) */
+        *input = (ProtobufCMessage *)state->input;
+        return 0;
+    }
     const char *body = state->message.base ? state->message.base : "";
     int rc = state->codec == CODEC_JSON
                  ? wl_json_decode(desc, body, state->message.len, &ex->arena, input, err)
@@ -541,6 +545,36 @@ static void answer_expired(wl_exchange_t *ex, void *data)
     answer_deadline_exceeded(ex);
 }
 
+/*
+ * A conditional GET of a procedure whose reply has a version: 304 from the version alone
+ * while it has not moved, without running the call, as GET /api/v1/stock-export answers.
+ * True when the request is answered, or goes on elsewhere (ex->stop); false when the call is
+ * to run (the tag differs, or the request's own problems are the call's to answer).
+ */
+static bool answer_unchanged(wl_connect_t *connect, wl_exchange_t *ex, call_state_t *state)
+{
+    if (!wl_exchange_may_wait(ex))
+        return true;
+    if (!wl_access_admitted(&connect->access, ex))
+        return true;
+    if (deadline_passed(state))
+        return false;
+    const wl_rpc_procedure_t *procedure = state->procedure;
+    const ProtobufCMessageDescriptor *desc =
+        procedure->service->descriptor->methods[procedure->method_index].input;
+    ProtobufCMessage *input = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    char tag[128];
+    if (decode_request(ex, desc, &input, &err, state) != 0 ||
+        !wl_connect_get_current_tag(connect->core, procedure->path, &ex->principal, input, tag,
+                                    sizeof(tag)) ||
+        !wl_negotiate_none_match(wl_exchange_header_list(ex, "If-None-Match"), tag))
+        return false;
+    wl_connect_get_not_modified(ex, tag);
+    return true;
+}
+
 void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
 {
     call_state_t *state = ex->handler_state;
@@ -551,6 +585,9 @@ void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
             answer_unread(ex, state);
         return;
     }
+    if (state->get && wl_exchange_header(ex, "If-None-Match") != NULL &&
+        wl_connect_get_versioned(state->procedure->path) && answer_unchanged(connect, ex, state))
+        return;
     wl_unary_transport_t transport = {.access = &connect->access,
                                       .decode = decode_request,
                                       .reply = state->streaming ? start_stream : answer_reply,

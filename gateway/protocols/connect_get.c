@@ -81,14 +81,34 @@ wl_connect_get_result_t wl_connect_get_read(wl_span_t raw, wl_arena_t *arena,
 
 /* --- Validators ---------------------------------------------------------------------------- */
 
-/* The stock export's version: the reply's cursor names it (and the request's, a delta's
- * start). Both are checked already: the call succeeded with them. */
-static bool export_stock_tag(wl_core_t *core, const wl_principal_t *principal,
-                             const ProtobufCMessage *input, const ProtobufCMessage *reply,
-                             char *tag, size_t size)
+static void export_tag(int64_t org_id, int64_t version, int64_t since, char *tag, size_t size)
+{
+    char delta[32] = "";
+    if (since >= 0)
+        snprintf(delta, sizeof(delta), "-since-%" PRId64, since);
+    snprintf(tag, size, "W/\"%" PRId64 "-%" PRId64 "%s\"", org_id, version, delta);
+}
+
+/* A delta's start: the version of the request's since (-1: the full export). */
+static bool export_since(wl_core_t *core, const wl_principal_t *principal,
+                         const ProtobufCMessage *input, int64_t *since)
 {
     const Walklist__V1__ExportStockRequest *request =
         (const Walklist__V1__ExportStockRequest *)input;
+    *since = -1;
+    if (request->since == NULL || request->since[0] == '\0')
+        return true;
+    wl_error_t err;
+    wl_error_init(&err);
+    return wl_core_export_since(core, principal, request->since, "since", since, &err) == 0;
+}
+
+/* The stock export's version: the reply's cursor names it. Both cursors were checked already
+ * (the call succeeded with them), and the secret that seals them is in memory by now. */
+static bool export_reply_tag(wl_core_t *core, const wl_principal_t *principal,
+                             const ProtobufCMessage *input, const ProtobufCMessage *reply,
+                             char *tag, size_t size)
+{
     const Walklist__V1__ExportStockResponse *export =
         (const Walklist__V1__ExportStockResponse *)reply;
     if (wl_core_export_since_waits(core) || export->cursor == NULL)
@@ -96,37 +116,70 @@ static bool export_stock_tag(wl_core_t *core, const wl_principal_t *principal,
     wl_error_t err;
     wl_error_init(&err);
     int64_t version = 0, since = -1;
-    if (wl_core_export_since(core, principal, export->cursor, "cursor", &version, &err) != 0)
+    if (wl_core_export_since(core, principal, export->cursor, "cursor", &version, &err) != 0 ||
+        !export_since(core, principal, input, &since))
         return false;
-    if (request->since != NULL && request->since[0] != '\0' &&
-        wl_core_export_since(core, principal, request->since, "since", &since, &err) != 0)
+    export_tag(principal->org_id, version, since, tag, size);
+    return true;
+}
+
+/* The version now, in one statement, without the export. */
+static bool export_current_tag(wl_core_t *core, const wl_principal_t *principal,
+                               const ProtobufCMessage *input, char *tag, size_t size)
+{
+    wl_error_t err;
+    wl_error_init(&err);
+    int64_t version = 0, since = -1;
+    if (!export_since(core, principal, input, &since) ||
+        wl_core_export_version(core, principal, &version, &err) != 0)
         return false;
-    char delta[32] = "";
-    if (since >= 0)
-        snprintf(delta, sizeof(delta), "-since-%" PRId64, since);
-    snprintf(tag, size, "W/\"%" PRId64 "-%" PRId64 "%s\"", principal->org_id, version, delta);
+    export_tag(principal->org_id, version, since, tag, size);
     return true;
 }
 
 /* Procedures whose reply has a version of its own; every other reply is tagged by its bytes. */
 static const struct {
     const char *path;
-    bool (*tag)(wl_core_t *core, const wl_principal_t *principal, const ProtobufCMessage *input,
-                const ProtobufCMessage *reply, char *tag, size_t size);
+    bool (*reply_tag)(wl_core_t *core, const wl_principal_t *principal,
+                      const ProtobufCMessage *input, const ProtobufCMessage *reply, char *tag,
+                      size_t size);
+    bool (*current_tag)(wl_core_t *core, const wl_principal_t *principal,
+                        const ProtobufCMessage *input, char *tag, size_t size);
 } versioned[] = {
-    {.path = "/walklist.v1.StockService/ExportStock", .tag = export_stock_tag},
+    {.path = "/walklist.v1.StockService/ExportStock",
+     .reply_tag = export_reply_tag,
+     .current_tag = export_current_tag},
 };
+
+static int versioned_row(const char *path)
+{
+    for (size_t i = 0; i < sizeof(versioned) / sizeof(versioned[0]); i++) {
+        if (strcmp(versioned[i].path, path) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+bool wl_connect_get_versioned(const char *path)
+{
+    return versioned_row(path) >= 0;
+}
 
 bool wl_connect_get_version_tag(wl_core_t *core, const char *path,
                                 const wl_principal_t *principal, const ProtobufCMessage *input,
                                 const ProtobufCMessage *reply, char *tag, size_t size)
 {
-    for (size_t i = 0; i < sizeof(versioned) / sizeof(versioned[0]); i++) {
-        if (strcmp(versioned[i].path, path) == 0)
-            return principal != NULL && input != NULL &&
-                   versioned[i].tag(core, principal, input, reply, tag, size);
-    }
-    return false;
+    int row = versioned_row(path);
+    return row >= 0 && principal != NULL && input != NULL &&
+           versioned[row].reply_tag(core, principal, input, reply, tag, size);
+}
+
+bool wl_connect_get_current_tag(wl_core_t *core, const char *path,
+                                const wl_principal_t *principal, const ProtobufCMessage *input,
+                                char *tag, size_t size)
+{
+    int row = versioned_row(path);
+    return row >= 0 && versioned[row].current_tag(core, principal, input, tag, size);
 }
 
 /* "<base64url of the first 128 bits of the body's SHA-256>[-gzip]", quoted; false on failure. */
@@ -139,6 +192,19 @@ static bool digest_tag(const char *body, size_t len, bool gzip, char *tag, size_
     char text[32];
     wl_base64_encode(digest, 16, WL_BASE64_URL, false, text);
     return snprintf(tag, size, "\"%s%s\"", text, gzip ? "-gzip" : "") < (int)size;
+}
+
+static void set_cache_headers(wl_exchange_t *ex, const char *tag)
+{
+    wl_exchange_add_header(ex, "ETag", tag);
+    wl_exchange_add_header(ex, "Vary", WL_CONNECT_GET_VARY);
+    ex->cache_control = WL_CONNECT_GET_CACHE_CONTROL;
+}
+
+void wl_connect_get_not_modified(wl_exchange_t *ex, const char *tag)
+{
+    set_cache_headers(ex, tag);
+    wl_exchange_empty(ex, 304);
 }
 
 bool wl_connect_get_answer(wl_exchange_t *ex, const char *content_type, char *body, size_t len,
@@ -166,9 +232,7 @@ bool wl_connect_get_answer(wl_exchange_t *ex, const char *content_type, char *bo
             return false;
         version_tag = digest;
     }
-    wl_exchange_add_header(ex, "ETag", version_tag);
-    wl_exchange_add_header(ex, "Vary", WL_CONNECT_GET_VARY);
-    ex->cache_control = WL_CONNECT_GET_CACHE_CONTROL;
+    set_cache_headers(ex, version_tag);
     if (wl_negotiate_none_match(wl_exchange_header_list(ex, "If-None-Match"), version_tag)) {
         /* The length a 200 would carry keeps the connection open (exchange.h). */
         wl_exchange_empty(ex, 304);

@@ -63,6 +63,22 @@ bool wl_connect_get_version_tag(wl_core_t *core, const char *path,
                                 const wl_principal_t *principal, const ProtobufCMessage *input,
                                 const ProtobufCMessage *reply, char *tag, size_t size);
 
+/** Whether the reply of the procedure (path) has a version (wl_connect_get_version_tag). */
+bool wl_connect_get_versioned(const char *path);
+
+/**
+ * The validator the reply of a versioned procedure would have now, read without running the
+ * call (the stock export's: its version, one statement), so that a conditional GET is
+ * answered 304 as GET /api/v1/stock-export answers it; waits for the database. False when the
+ * procedure has no version or the version cannot be read (the call then runs, and answers).
+ */
+bool wl_connect_get_current_tag(wl_core_t *core, const char *path,
+                                const wl_principal_t *principal, const ProtobufCMessage *input,
+                                char *tag, size_t size);
+
+/** Sets 304 Not Modified with tag and the cache headers of a GET answer. */
+void wl_connect_get_not_modified(wl_exchange_t *ex, const char *tag);
+
 /**
  * Sets the answer of a GET call whose reply is body (len bytes of content_type, arena memory):
  * gzip-coded when it is worth it and Accept-Encoding takes gzip, with ETag (version_tag, or
