@@ -324,8 +324,8 @@ static bool accept_query(wl_connect_t *connect, wl_exchange_t *ex, call_state_t 
         if (!wl_access_admitted(&connect->access, ex))
             return false;
         if (result == WL_CONNECT_GET_CODEC) {
-            answer_error_status(ex, 415, WL_GRPC_INVALID_ARGUMENT,
-                                WL_REASON_UNSUPPORTED_MEDIA_TYPE, get.problem, NULL);
+            answer_error_status(ex, 415, WL_GRPC_INVALID_ARGUMENT, WL_REASON_UNSUPPORTED_MEDIA_TYPE,
+                                get.problem, NULL);
         } else if (result == WL_CONNECT_GET_VERSION) {
             answer_error(ex, WL_GRPC_INVALID_ARGUMENT, WL_REASON_PROTOCOL_HEADER_INVALID,
                          get.problem, NULL);
@@ -509,9 +509,9 @@ static bool answer_reply(wl_exchange_t *ex, const ProtobufCMessage *reply, void 
         return false;
     if (state->get) {
         char tag[128];
-        bool versioned = wl_connect_get_version_tag(state->connect->core, state->procedure->path,
-                                                    &ex->principal, state->input, reply, tag,
-                                                    sizeof(tag));
+        bool versioned =
+            wl_connect_get_version_tag(state->connect->core, state->procedure->path, &ex->principal,
+                                       state->input, reply, tag, sizeof(tag));
         return wl_connect_get_answer(ex, state->content_type, body, body_len,
                                      versioned ? tag : NULL);
     }

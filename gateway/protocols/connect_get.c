@@ -29,8 +29,7 @@ static wl_connect_get_result_t refuse(wl_connect_get_t *out, wl_connect_get_resu
     return result;
 }
 
-wl_connect_get_result_t wl_connect_get_read(wl_span_t raw, wl_arena_t *arena,
-                                            wl_connect_get_t *out)
+wl_connect_get_result_t wl_connect_get_read(wl_span_t raw, wl_arena_t *arena, wl_connect_get_t *out)
 {
     *out = (wl_connect_get_t){0};
     wl_error_t err;
@@ -165,18 +164,17 @@ bool wl_connect_get_versioned(const char *path)
     return versioned_row(path) >= 0;
 }
 
-bool wl_connect_get_version_tag(wl_core_t *core, const char *path,
-                                const wl_principal_t *principal, const ProtobufCMessage *input,
-                                const ProtobufCMessage *reply, char *tag, size_t size)
+bool wl_connect_get_version_tag(wl_core_t *core, const char *path, const wl_principal_t *principal,
+                                const ProtobufCMessage *input, const ProtobufCMessage *reply,
+                                char *tag, size_t size)
 {
     int row = versioned_row(path);
     return row >= 0 && principal != NULL && input != NULL &&
            versioned[row].reply_tag(core, principal, input, reply, tag, size);
 }
 
-bool wl_connect_get_current_tag(wl_core_t *core, const char *path,
-                                const wl_principal_t *principal, const ProtobufCMessage *input,
-                                char *tag, size_t size)
+bool wl_connect_get_current_tag(wl_core_t *core, const char *path, const wl_principal_t *principal,
+                                const ProtobufCMessage *input, char *tag, size_t size)
 {
     int row = versioned_row(path);
     return row >= 0 && versioned[row].current_tag(core, principal, input, tag, size);
@@ -212,8 +210,8 @@ bool wl_connect_get_answer(wl_exchange_t *ex, const char *content_type, char *bo
 {
     const char *plain = body;
     size_t plain_len = len;
-    bool gzip = wl_gzip_worth(len) &&
-                wl_negotiate_gzip(wl_exchange_header_list(ex, "Accept-Encoding"));
+    bool gzip =
+        wl_gzip_worth(len) && wl_negotiate_gzip(wl_exchange_header_list(ex, "Accept-Encoding"));
     if (gzip) {
         /* Failing (out of memory), the plain answer goes, as wl_gzip_offer's does. */
         wl_error_t err;

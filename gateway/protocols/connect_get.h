@@ -59,9 +59,9 @@ wl_connect_get_result_t wl_connect_get_read(wl_span_t query, wl_arena_t *arena,
  * from one snapshot to the next). Written into tag (size bytes); false for a procedure (path)
  * without a version, or when the version cannot be read without waiting.
  */
-bool wl_connect_get_version_tag(wl_core_t *core, const char *path,
-                                const wl_principal_t *principal, const ProtobufCMessage *input,
-                                const ProtobufCMessage *reply, char *tag, size_t size);
+bool wl_connect_get_version_tag(wl_core_t *core, const char *path, const wl_principal_t *principal,
+                                const ProtobufCMessage *input, const ProtobufCMessage *reply,
+                                char *tag, size_t size);
 
 /** Whether the reply of the procedure (path) has a version (wl_connect_get_version_tag). */
 bool wl_connect_get_versioned(const char *path);
@@ -72,9 +72,8 @@ bool wl_connect_get_versioned(const char *path);
  * answered 304 as GET /api/v1/stock-export answers it; waits for the database. False when the
  * procedure has no version or the version cannot be read (the call then runs, and answers).
  */
-bool wl_connect_get_current_tag(wl_core_t *core, const char *path,
-                                const wl_principal_t *principal, const ProtobufCMessage *input,
-                                char *tag, size_t size);
+bool wl_connect_get_current_tag(wl_core_t *core, const char *path, const wl_principal_t *principal,
+                                const ProtobufCMessage *input, char *tag, size_t size);
 
 /** Sets 304 Not Modified with tag and the cache headers of a GET answer. */
 void wl_connect_get_not_modified(wl_exchange_t *ex, const char *tag);

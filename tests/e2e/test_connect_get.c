@@ -209,8 +209,8 @@ static void check_every_form(const char *procedure, const char *message_json,
         query = proto_query(message, form & 1, form & 2);
         res = get(procedure, query, key_all, NULL);
         check_cacheable(&res, "application/proto");
-        ProtobufCMessage *reply = protobuf_c_message_unpack(reply_desc, NULL, res.body_len,
-                                                            (const uint8_t *)res.body);
+        ProtobufCMessage *reply =
+            protobuf_c_message_unpack(reply_desc, NULL, res.body_len, (const uint8_t *)res.body);
         if (reply == NULL)
             FAIL("GET %s (form %d): the answer is not a %s", procedure, form, reply_desc->name);
         else
@@ -254,8 +254,8 @@ static void test_every_procedure(void)
     free(query);
 
     /* The empty message: zero bytes in base64 (never inflated, even with compression). */
-    res = get(LIST_PENDING, "connect=v1&encoding=proto&message=&base64=1&compression=gzip",
-              key_all, NULL);
+    res = get(LIST_PENDING, "connect=v1&encoding=proto&message=&base64=1&compression=gzip", key_all,
+              NULL);
     check_cacheable(&res, "application/proto");
     http_response_free(&res);
 
@@ -263,8 +263,8 @@ static void test_every_procedure(void)
     char *codes = malloc(16 * 1024);
     size_t used = (size_t)snprintf(codes, 16 * 1024, "{\"name\":\"Big list\",\"codes\":[");
     for (int i = 0; i < 100; i++)
-        used += (size_t)snprintf(codes + used, 16 * 1024 - used, "%s\"CODE-%04d\"", i ? "," : "",
-                                 i);
+        used +=
+            (size_t)snprintf(codes + used, 16 * 1024 - used, "%s\"CODE-%04d\"", i ? "," : "", i);
     snprintf(codes + used, 16 * 1024 - used, "]}");
     post = post_json(CREATE_LIST, key_all, codes);
     char message_big[128];
@@ -296,11 +296,13 @@ static void test_not_modified(void)
 {
     /* A list's answer is tagged by its bytes: 304 until it changes (loaded). */
     char message[128], *query;
-    http_response_t post = post_json(CREATE_LIST, key_all, "{\"name\":\"Tagged\",\"codes\":[\"SKU-1\"]}");
+    http_response_t post =
+        post_json(CREATE_LIST, key_all, "{\"name\":\"Tagged\",\"codes\":[\"SKU-1\"]}");
     snprintf(message, sizeof(message), "{\"id\":\"%s\"}",
              e2e_str(post.json, "id", NULL) ? e2e_str(post.json, "id", NULL) : "");
     char id[64];
-    snprintf(id, sizeof(id), "%s", e2e_str(post.json, "id", NULL) ? e2e_str(post.json, "id", NULL) : "");
+    snprintf(id, sizeof(id), "%s",
+             e2e_str(post.json, "id", NULL) ? e2e_str(post.json, "id", NULL) : "");
     http_response_free(&post);
     query = json_query(message);
     http_response_t res = get(GET_LIST, query, key_all, NULL);
@@ -406,8 +408,7 @@ static void test_side_effects_refused(void)
     CHECK_STR(header_of(&res, "Allow"), "POST");
     http_response_free(&res);
     free(query);
-    CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists WHERE name = 'Never by GET'"),
-              0);
+    CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists WHERE name = 'Never by GET'"), 0);
     /* Loading a list is a change: the list stays pending. */
     char message[128];
     snprintf(message, sizeof(message), "{\"id\":\"%s\"}", list_id);
@@ -463,8 +464,7 @@ static void test_bad_queries(void)
         http_response_t res = get(LIST_STOCK, cases[i].query, key_all, NULL);
         if (res.status != cases[i].status)
             fprintf(stderr, "case %zu: %s -> %d %s\n", i, cases[i].query, res.status, res.body);
-        check_refused(&res, cases[i].status, cases[i].code, cases[i].reason, cases[i].says,
-                      before);
+        check_refused(&res, cases[i].status, cases[i].code, cases[i].reason, cases[i].says, before);
         if (cases[i].status == 501)
             CHECK_STR(header_of(&res, "Accept-Encoding"), "gzip");
         http_response_free(&res);
@@ -477,8 +477,8 @@ static void test_bad_queries(void)
     char text[256], escaped[512], query[768];
     wl_base64_encode((const unsigned char *)coded, coded_len, WL_BASE64_URL, false, text);
     http_escape(text, escaped, sizeof(escaped));
-    snprintf(query, sizeof(query),
-             "connect=v1&encoding=json&message=%s&base64=1&compression=gzip", escaped);
+    snprintf(query, sizeof(query), "connect=v1&encoding=json&message=%s&base64=1&compression=gzip",
+             escaped);
     free(coded);
     http_response_t res = get(LIST_STOCK, query, key_all, NULL);
     check_refused(&res, 400, "invalid_argument", "INVALID_REQUEST", "gzip", before);
@@ -530,7 +530,8 @@ int main(void)
     fixture_import(db, org_a, "locations", "warehouse,code,staging\nWH1,A-2,false\n");
     fixture_import(db, org_a, "products", "sku,name,eans\nSKU-1,Blue widget,\nSKU-2,Red,\n");
     fixture_import(db, org_a, "stock", "sku,warehouse,on_hand\nSKU-1,WH1,8\nSKU-2,WH1,3\n");
-    fixture_import(db, org_a, "location-stock", "sku,warehouse,location,quantity\nSKU-1,WH1,A-2,5\n");
+    fixture_import(db, org_a, "location-stock",
+                   "sku,warehouse,location,quantity\nSKU-1,WH1,A-2,5\n");
     service_start(&service, conninfo, NULL);
 
     http_response_t res =

@@ -15,8 +15,14 @@ typedef struct {
     size_t message_len;
 } read_case_t;
 
-#define READ(q, j, g, m)   {q, WL_CONNECT_GET_READ, j, g, m, sizeof(m) - 1}
-#define REFUSED(q, result) {q, result, false, false, NULL, 0}
+#define READ(q, j, g, m)                                                                           \
+    {                                                                                              \
+        q, WL_CONNECT_GET_READ, j, g, m, sizeof(m) - 1                                             \
+    }
+#define REFUSED(q, result)                                                                         \
+    {                                                                                              \
+        q, result, false, false, NULL, 0                                                           \
+    }
 
 static const read_case_t cases[] = {
     READ("connect=v1&encoding=json&message=%7B%7D", true, false, "{}"),
@@ -35,7 +41,8 @@ static const read_case_t cases[] = {
     /* The empty message. */
     READ("connect=v1&encoding=proto&message=&base64=1", false, false, ""),
     READ("connect=v1&encoding=proto&message=", false, false, ""),
-    READ("connect=v1&encoding=proto&message=H4s&base64=1&compression=gzip", false, true, "\x1f\x8b"),
+    READ("connect=v1&encoding=proto&message=H4s&base64=1&compression=gzip", false, true,
+         "\x1f\x8b"),
     READ("connect=v1&encoding=json&message=%7B%7D&compression=identity", true, false, "{}"),
     /* The problems, in the order they are answered. */
     REFUSED("connect=v1&encoding=json&message=%7B%7D&message=%7B%7D", WL_CONNECT_GET_INVALID),
@@ -104,8 +111,7 @@ static void check_idempotency(void)
         {"walklist.v1.StockExportItem", "sku", -1},
     };
     for (size_t i = 0; index != NULL && i < sizeof(methods) / sizeof(methods[0]); i++) {
-        int level =
-            wl_descriptor_index_idempotency(index, methods[i].service, methods[i].method);
+        int level = wl_descriptor_index_idempotency(index, methods[i].service, methods[i].method);
         if (level != methods[i].level)
             FAIL("%s.%s: level %d, expected %d", methods[i].service, methods[i].method, level,
                  methods[i].level);
