@@ -33,7 +33,7 @@
     XX(CONTENT_ENCODING_UNSUPPORTED) /* a Connect Content-Encoding other than identity */          \
     XX(TRANSFER_CODING_UNSUPPORTED)  /* a transfer coding other than chunked */                    \
     XX(MALFORMED_REQUEST)            /* an HTTP request head that cannot be trusted */             \
-    XX(PROTOCOL_HEADER_INVALID)      /* Connect-Protocol-Version or Connect-Timeout-Ms wrong */    \
+    XX(PROTOCOL_HEADER_INVALID)      /* Connect-Protocol-Version (connect=v1), timeout wrong */    \
     XX(INVALID_REQUEST)              /* the request's content is invalid (BadRequest details) */   \
     XX(ENDPOINT_NOT_FOUND)           /* no such path, procedure or gRPC method */                  \
     XX(METHOD_NOT_ALLOWED)           /* the path exists for other HTTP methods */                  \

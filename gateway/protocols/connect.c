@@ -13,6 +13,7 @@
 
 #include "protocols/access.h"
 #include "protocols/api.h"
+#include "protocols/connect_get.h"
 #include "protocols/rpc.h"
 #include "protocols/unary.h"
 #include "codec/json_codec.h"
@@ -57,6 +58,10 @@ typedef struct {
      * ending in the end-stream message (Connect's streaming protocol). */
     bool streaming;
     bool gzip_request; /* the body (unary) or a flagged message (stream) is gzip-coded */
+    /* Connect's GET form (connect_get.h): the message came in the query, as query_message. */
+    bool get;
+    wl_span_t query_message;
+    const ProtobufCMessage *input; /* the decoded request, for a GET answer's validator */
     message_read_t message_read;
     wl_span_t message;   /* the request message once read (arena or body memory) */
     const char *problem; /* MESSAGE_INVALID: what is wrong with the message */
@@ -220,16 +225,19 @@ static void answer_deadline_exceeded(wl_exchange_t *ex)
 }
 
 /* Reads the Bearer key and starts the request's admission, as the REST routes do. */
-static bool authenticate(wl_connect_t *connect, wl_exchange_t *ex, const wl_method_policy_t *policy)
+static bool authenticate(wl_connect_t *connect, wl_exchange_t *ex, const wl_method_policy_t *policy,
+                         bool get)
 {
     wl_span_t token;
     if (!wl_access_read_key(&connect->access, ex, NULL, &token))
         return false;
-    /* Only a small body is read before a pending admission is decided. */
+    /* Only a small body is read before a pending admission is decided (a GET's is unread). */
     const char *length = wl_exchange_header(ex, "Content-Length");
-    bool small = length != NULL && strtoull(length, NULL, 10) <= CONNECT_DEFER_BODY_LIMIT;
+    bool small = get || (length != NULL && strtoull(length, NULL, 10) <= CONNECT_DEFER_BODY_LIMIT);
     return wl_access_begin(&connect->access, ex, token, policy, small);
 }
+
+static bool accept_timeout(wl_connect_t *connect, wl_exchange_t *ex, call_state_t *state);
 
 /* The protocol headers, in the order a Connect server meets them: codec, version, coding,
  * timeout. Answers and returns false at the first one refused. */
@@ -284,6 +292,12 @@ static bool accept_headers(wl_connect_t *connect, wl_exchange_t *ex, call_state_
                      NULL);
         return false;
     }
+    return accept_timeout(connect, ex, state);
+}
+
+/* Connect-Timeout-Ms, a header on POST and GET alike. */
+static bool accept_timeout(wl_connect_t *connect, wl_exchange_t *ex, call_state_t *state)
+{
     const char *timeout = wl_exchange_header(ex, "Connect-Timeout-Ms");
     if (timeout != NULL) {
         if (!parse_timeout(timeout, state->started, &state->deadline)) {
@@ -298,6 +312,40 @@ static bool accept_headers(wl_connect_t *connect, wl_exchange_t *ex, call_state_
         state->has_deadline = true;
     }
     return true;
+}
+
+/* A GET call's query (connect_get.h) in the order of the headers of a POST, then its timeout;
+ * answers and returns false at the first problem. */
+static bool accept_query(wl_connect_t *connect, wl_exchange_t *ex, call_state_t *state)
+{
+    wl_connect_get_t get;
+    wl_connect_get_result_t result = wl_connect_get_read(ex->query, &ex->arena, &get);
+    if (result != WL_CONNECT_GET_READ) {
+        if (!wl_access_admitted(&connect->access, ex))
+            return false;
+        if (result == WL_CONNECT_GET_CODEC) {
+            answer_error_status(ex, 415, WL_GRPC_INVALID_ARGUMENT, WL_REASON_UNSUPPORTED_MEDIA_TYPE,
+                                get.problem, NULL);
+        } else if (result == WL_CONNECT_GET_VERSION) {
+            answer_error(ex, WL_GRPC_INVALID_ARGUMENT, WL_REASON_PROTOCOL_HEADER_INVALID,
+                         get.problem, NULL);
+        } else if (result == WL_CONNECT_GET_COMPRESSION) {
+            wl_exchange_add_header(ex, "Accept-Encoding", "gzip");
+            answer_error(ex, WL_GRPC_UNIMPLEMENTED, WL_REASON_CONTENT_ENCODING_UNSUPPORTED,
+                         get.problem, NULL);
+        } else if (result == WL_CONNECT_GET_NO_MEMORY) {
+            answer_error(ex, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
+        } else {
+            answer_error(ex, WL_GRPC_INVALID_ARGUMENT, WL_REASON_INVALID_REQUEST, get.problem,
+                         NULL);
+        }
+        return false;
+    }
+    state->codec = get.json ? CODEC_JSON : CODEC_PROTO;
+    state->content_type = get.json ? "application/json" : "application/proto";
+    state->gzip_request = get.gzip;
+    state->query_message = get.message;
+    return accept_timeout(connect, ex, state);
 }
 
 void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
@@ -319,21 +367,27 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
         return;
     }
     ex->route = state->procedure->path;
-    if (strcmp(ex->method, "POST") != 0) {
-        wl_exchange_add_header(ex, "Allow", "POST");
-        answer_error_status(ex, 405, WL_GRPC_UNIMPLEMENTED, WL_REASON_METHOD_NOT_ALLOWED,
-                            "Connect procedures are called with POST", NULL);
-        return;
-    }
     const wl_service_entry_t *service = state->procedure->service;
     const wl_method_policy_t *policy =
         wl_core_method_policy(service, state->procedure->method_index);
+    /* Connect's GET form is for unary procedures without side effects. */
+    bool gettable = state->procedure->no_side_effects && !policy->server_streaming;
+    state->get = gettable && strcmp(ex->method, "GET") == 0;
+    if (!state->get && strcmp(ex->method, "POST") != 0) {
+        wl_exchange_add_header(ex, "Allow", gettable ? "GET, POST" : "POST");
+        answer_error_status(ex, 405, WL_GRPC_UNIMPLEMENTED, WL_REASON_METHOD_NOT_ALLOWED,
+                            gettable ? "this procedure is called with GET or POST"
+                                     : "this procedure is called with POST (GET only for "
+                                       "procedures without side effects)",
+                            NULL);
+        return;
+    }
     state->streaming = policy->server_streaming;
     state->content_type = "application/connect+json"; /* until the request's is read */
-    if (!authenticate(connect, ex, policy))
+    if (!authenticate(connect, ex, policy, state->get))
         return;
     /* Whatever is wrong with the request is answered once its admission let it in. */
-    if (!accept_headers(connect, ex, state))
+    if (state->get ? !accept_query(connect, ex, state) : !accept_headers(connect, ex, state))
         return;
     if (deadline_passed(state)) {
         if (wl_access_admitted(&connect->access, ex))
@@ -361,8 +415,10 @@ void wl_connect_body_too_large(wl_connect_t *connect, wl_exchange_t *ex)
  * the body limit (so that a small body cannot expand past what an uncoded one may be). */
 static void read_message(wl_exchange_t *ex, call_state_t *state)
 {
-    const char *body = ex->body ? ex->body : "";
-    size_t len = ex->body_len;
+    const char *body = state->get ? state->query_message.base : ex->body;
+    size_t len = state->get ? state->query_message.len : ex->body_len;
+    if (body == NULL)
+        body = "";
     bool coded = state->gzip_request;
     if (state->streaming) {
         /* One enveloped message: its flags, its length, the message. */
@@ -389,7 +445,8 @@ static void read_message(wl_exchange_t *ex, call_state_t *state)
     }
     state->message = (wl_span_t){body, len};
     state->message_read = MESSAGE_READ;
-    if (!coded)
+    /* The protocol: zero-length content is never decompressed (it is the empty message). */
+    if (!coded || len == 0)
         return;
     wl_error_t err;
     wl_error_init(&err);
@@ -421,11 +478,18 @@ static void answer_unread(wl_exchange_t *ex, const call_state_t *state)
 static int decode_request(wl_exchange_t *ex, const ProtobufCMessageDescriptor *desc,
                           ProtobufCMessage **input, wl_error_t *err, void *data)
 {
-    const call_state_t *state = data;
+    call_state_t *state = data;
+    if (state->input != NULL) { /* decoded already (answer_unchanged) */
+        *input = (ProtobufCMessage *)state->input;
+        return 0;
+    }
     const char *body = state->message.base ? state->message.base : "";
-    if (state->codec == CODEC_JSON)
-        return wl_json_decode(desc, body, state->message.len, &ex->arena, input, err);
-    return wl_rpc_decode_binary(desc, body, state->message.len, &ex->arena, input, err);
+    int rc = state->codec == CODEC_JSON
+                 ? wl_json_decode(desc, body, state->message.len, &ex->arena, input, err)
+                 : wl_rpc_decode_binary(desc, body, state->message.len, &ex->arena, input, err);
+    if (rc == 0)
+        state->input = *input;
+    return rc;
 }
 
 /* The reply in the request's codec, as the 200 answer; false when it cannot be sent. */
@@ -443,6 +507,14 @@ static bool answer_reply(wl_exchange_t *ex, const ProtobufCMessage *reply, void 
     }
     if (body == NULL)
         return false;
+    if (state->get) {
+        char tag[128];
+        bool versioned =
+            wl_connect_get_version_tag(state->connect->core, state->procedure->path, &ex->principal,
+                                       state->input, reply, tag, sizeof(tag));
+        return wl_connect_get_answer(ex, state->content_type, body, body_len,
+                                     versioned ? tag : NULL);
+    }
     ex->status = 200;
     ex->content_type = state->content_type;
     ex->response = body;
@@ -473,6 +545,36 @@ static void answer_expired(wl_exchange_t *ex, void *data)
     answer_deadline_exceeded(ex);
 }
 
+/*
+ * A conditional GET of a procedure whose reply has a version: 304 from the version alone
+ * while it has not moved, without running the call, as GET /api/v1/stock-export answers.
+ * True when the request is answered, or goes on elsewhere (ex->stop); false when the call is
+ * to run (the tag differs, or the request's own problems are the call's to answer).
+ */
+static bool answer_unchanged(wl_connect_t *connect, wl_exchange_t *ex, call_state_t *state)
+{
+    if (!wl_exchange_may_wait(ex))
+        return true;
+    if (!wl_access_admitted(&connect->access, ex))
+        return true;
+    if (deadline_passed(state))
+        return false;
+    const wl_rpc_procedure_t *procedure = state->procedure;
+    const ProtobufCMessageDescriptor *desc =
+        procedure->service->descriptor->methods[procedure->method_index].input;
+    ProtobufCMessage *input = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    char tag[128];
+    if (decode_request(ex, desc, &input, &err, state) != 0 ||
+        !wl_connect_get_current_tag(connect->core, procedure->path, &ex->principal, input, tag,
+                                    sizeof(tag)) ||
+        !wl_negotiate_none_match(wl_exchange_header_list(ex, "If-None-Match"), tag))
+        return false;
+    wl_connect_get_not_modified(ex, tag);
+    return true;
+}
+
 void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
 {
     call_state_t *state = ex->handler_state;
@@ -483,6 +585,9 @@ void wl_connect_finish(wl_connect_t *connect, wl_exchange_t *ex)
             answer_unread(ex, state);
         return;
     }
+    if (state->get && wl_exchange_header(ex, "If-None-Match") != NULL &&
+        wl_connect_get_versioned(state->procedure->path) && answer_unchanged(connect, ex, state))
+        return;
     wl_unary_transport_t transport = {.access = &connect->access,
                                       .decode = decode_request,
                                       .reply = state->streaming ? start_stream : answer_reply,

@@ -5,7 +5,9 @@
  * +json, one enveloped request message, answered 200 with enveloped messages and the
  * end-stream message, errors included; watch_stream.h), as
  * POST /<package>.<Service>/<Method> with application/proto or application/json
- * bodies, Bearer keys, and Connect's error JSON. The procedures are the core
+ * bodies (or, for a unary method its proto marks idempotency_level = NO_SIDE_EFFECTS, the
+ * protocol's GET form with the message in the query: connect_get.h), Bearer keys, and
+ * Connect's error JSON. The procedures are the core
  * registry's service descriptors, read once at startup: a method added to a
  * core service is served here without a line of this module changing.
  *
@@ -27,7 +29,8 @@
  *   which use the HTTP status for exactly that case (so that nothing in
  *   between takes them for, say, a rate limit worth retrying) with the Connect
  *   code a client infers from it or the REST error table names: unknown procedure
- *   404 unimplemented, wrong method 405 unimplemented (with Allow: POST), body
+ *   404 unimplemented, wrong method 405 unimplemented (with Allow: POST, or GET, POST where
+ *   the GET form is served), body
  *   too large 413 resource_exhausted, unsupported Content-Type 415
  *   invalid_argument (with Accept-Post).
  * - gzip and identity: a unary request body in Content-Encoding gzip is inflated under
@@ -39,6 +42,12 @@
  *   flagged compressed (0x01) is inflated under the same limit, and each message of 1 KiB and
  *   more goes compressed (the end-stream message never does); its errors end the stream.
  * - api_key query parameters are never read: only Authorization: Bearer.
+ * - The GET form: connect=v1 stands in for Connect-Protocol-Version and is required (400
+ *   without it); the message is read from the query (percent-encoded, or base64=1; a
+ *   compression=gzip message inflated under WL_CONNECT_BODY_LIMIT as a body is); same
+ *   admission, codecs and errors as POST. Answers carry a validator and cache headers
+ *   (connect_get.h); If-None-Match of a versioned reply (ExportStock) is answered 304 from
+ *   the version alone, of any other after the call, from its bytes.
  */
 #ifndef WALKLIST_GATEWAY_CONNECT_H
 #define WALKLIST_GATEWAY_CONNECT_H

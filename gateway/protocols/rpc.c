@@ -7,6 +7,8 @@
 
 #include "google/rpc/error_details.pb-c.h"
 #include "codec/proto_strings.h"
+#include "google/protobuf/descriptor.pb-c.h"
+#include "reflection/descriptor_index.h"
 
 int wl_rpc_procedures_init(wl_rpc_procedures_t *procedures, wl_core_t *core, wl_error_t *err)
 {
@@ -16,9 +18,23 @@ int wl_rpc_procedures_init(wl_rpc_procedures_t *procedures, wl_core_t *core, wl_
     size_t total = 0;
     for (size_t i = 0; i < service_count; i++)
         total += services[i].descriptor->n_methods;
+    /* The methods' options, which protobuf-c's descriptors leave out, from the descriptor set
+     * that gRPC reflection serves: the proto files as the build compiled them. */
+    wl_descriptor_index_t *index = NULL;
+    wl_error_t index_err;
+    wl_error_init(&index_err);
+    int rc = wl_descriptor_index_create((const uint8_t *)wl_descriptor_set, wl_descriptor_set_len,
+                                        &index, &index_err);
+    if (rc != 0)
+        return rc == WL_ENOMEM ? wl_error_set(err, rc, NULL)
+                               : wl_error_set(err, WL_EINTERNAL,
+                                              "the embedded descriptor set does not index: %s",
+                                              index_err.message);
     procedures->items = calloc(total ? total : 1, sizeof(*procedures->items));
-    if (procedures->items == NULL)
+    if (procedures->items == NULL) {
+        wl_descriptor_index_destroy(index);
         return wl_error_set(err, WL_ENOMEM, NULL);
+    }
     for (size_t i = 0; i < service_count; i++) {
         const ProtobufCServiceDescriptor *desc = services[i].descriptor;
         for (unsigned m = 0; m < desc->n_methods; m++) {
@@ -26,6 +42,7 @@ int wl_rpc_procedures_init(wl_rpc_procedures_t *procedures, wl_core_t *core, wl_
             size_t len = 1 + strlen(desc->name) + 1 + strlen(desc->methods[m].name);
             procedure->path = malloc(len + 1);
             if (procedure->path == NULL) {
+                wl_descriptor_index_destroy(index);
                 wl_rpc_procedures_dispose(procedures);
                 return wl_error_set(err, WL_ENOMEM, NULL);
             }
@@ -33,9 +50,13 @@ int wl_rpc_procedures_init(wl_rpc_procedures_t *procedures, wl_core_t *core, wl_
             procedure->path_len = len;
             procedure->service = &services[i];
             procedure->method_index = m;
+            procedure->no_side_effects =
+                wl_descriptor_index_idempotency(index, desc->name, desc->methods[m].name) ==
+                GOOGLE__PROTOBUF__METHOD_OPTIONS__IDEMPOTENCY_LEVEL__NO_SIDE_EFFECTS;
             procedures->count++;
         }
     }
+    wl_descriptor_index_destroy(index);
     return 0;
 }
 

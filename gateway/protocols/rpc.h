@@ -60,6 +60,9 @@ typedef struct {
     size_t path_len;
     const wl_service_entry_t *service;
     unsigned method_index;
+    /* Its proto declares option idempotency_level = NO_SIDE_EFFECTS (read from the embedded
+     * descriptor set, as protobuf-c's descriptors carry no options). */
+    bool no_side_effects;
 } wl_rpc_procedure_t;
 
 typedef struct {
@@ -67,7 +70,8 @@ typedef struct {
     size_t count;
 } wl_rpc_procedures_t;
 
-/** One procedure for every method of every core service (valid while the core lives). */
+/** One procedure for every method of every core service (valid while the core lives);
+ * WL_EINTERNAL when the embedded descriptor set cannot be read. */
 int wl_rpc_procedures_init(wl_rpc_procedures_t *procedures, wl_core_t *core,
                            wl_error_t *err) WL_CHECK_RESULT;
 void wl_rpc_procedures_dispose(wl_rpc_procedures_t *procedures);

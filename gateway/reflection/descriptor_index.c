@@ -373,3 +373,39 @@ size_t wl_descriptor_index_services(const wl_descriptor_index_t *index,
     *services = index->services;
     return index->service_count;
 }
+
+int wl_descriptor_index_idempotency(const wl_descriptor_index_t *index, const char *service,
+                                    const char *method)
+{
+    size_t file = wl_descriptor_index_find_symbol(index, wl_span_str(service));
+    if (file == WL_DESCRIPTOR_NONE)
+        return -1;
+    wl_arena_t scratch;
+    wl_arena_init(&scratch, 0);
+    int level = -1;
+    Google__Protobuf__FileDescriptorProto *proto = google__protobuf__file_descriptor_proto__unpack(
+        &scratch.allocator, index->files[file].len, index->files[file].bytes);
+    const char *package = proto != NULL && proto->package != NULL ? proto->package : "";
+    size_t package_len = strlen(package);
+    /* The service's own name follows its package and a dot (none without a package). */
+    const char *name = service;
+    if (package_len > 0 && strncmp(service, package, package_len) == 0 &&
+        service[package_len] == '.')
+        name = service + package_len + 1;
+    for (size_t s = 0; proto != NULL && s < proto->n_service && level < 0; s++) {
+        const Google__Protobuf__ServiceDescriptorProto *declared = proto->service[s];
+        if (declared->name == NULL || strcmp(declared->name, name) != 0)
+            continue;
+        for (size_t m = 0; m < declared->n_method && level < 0; m++) {
+            const Google__Protobuf__MethodDescriptorProto *candidate = declared->method[m];
+            if (candidate->name == NULL || strcmp(candidate->name, method) != 0)
+                continue;
+            const Google__Protobuf__MethodOptions *options = candidate->options;
+            level = options != NULL && options->has_idempotency_level
+                        ? (int)options->idempotency_level
+                        : 0;
+        }
+    }
+    wl_arena_dispose(&scratch);
+    return level;
+}

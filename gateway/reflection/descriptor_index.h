@@ -16,6 +16,11 @@
 
 typedef struct wl_descriptor_index wl_descriptor_index_t;
 
+/* gen/descriptor_set.c (CMakeLists.txt): protoc's FileDescriptorSet of the files walklistd
+ * serves, embedded into the gateway. */
+extern const char wl_descriptor_set[];
+extern const size_t wl_descriptor_set_len;
+
 /** What wl_descriptor_index_find answers for a name it does not know. */
 #define WL_DESCRIPTOR_NONE ((size_t)-1)
 
@@ -69,5 +74,13 @@ size_t wl_descriptor_index_extension_numbers(const wl_descriptor_index_t *index,
  * the index lives. */
 size_t wl_descriptor_index_services(const wl_descriptor_index_t *index,
                                     const char *const **services);
+
+/**
+ * The idempotency_level option of method (its name, "ExportStock") of service (fully-qualified,
+ * "walklist.v1.StockService") as its file declares it: a google.protobuf.MethodOptions
+ * IdempotencyLevel (0 when not set); -1 when the index has no such method.
+ */
+int wl_descriptor_index_idempotency(const wl_descriptor_index_t *index, const char *service,
+                                    const char *method);
 
 #endif

@@ -8,10 +8,6 @@
 #include "protocols/rpc.h"
 #include "reflection/descriptor_index.h"
 
-/* gen/descriptor_set.c (CMakeLists.txt): protoc's FileDescriptorSet of the served files. */
-extern const char wl_descriptor_set[];
-extern const size_t wl_descriptor_set_len;
-
 /* A name quoted in an ErrorResponse is cut here: the request may carry megabytes of it. */
 #define QUOTED_NAME_MAX 200
 /* An all_extension_numbers_response lists at most this many numbers. */

@@ -884,13 +884,15 @@ static void test_routes(void)
     CHECK_CONNECT_ERROR(res, 404, "unimplemented");
     http_response_free(&res);
 
-    /* Wrong method: 405 with Allow, before authentication. */
-    res = e2e_request(port, "GET", "/walklist.v1.StockService/ExportStock", NULL, NULL, NULL);
+    /* Wrong method: 405 with Allow, before authentication (GET only where the method has no
+     * side effects: test_connect_get). */
+    res = e2e_request(port, "GET", "/walklist.v1.ScannerService/LoadLocateList", NULL, NULL, NULL);
     CHECK_CONNECT_ERROR(res, 405, "unimplemented");
     CHECK_STR(header_of(&res, "Allow"), "POST");
     http_response_free(&res);
     res = e2e_request(port, "PUT", "/walklist.v1.StockService/ExportStock", key_all, JSON, "{}");
     CHECK_INT(res.status, 405);
+    CHECK_STR(header_of(&res, "Allow"), "GET, POST");
     http_response_free(&res);
 
     /* The device transport keeps its own paths and error shape. */

@@ -204,7 +204,7 @@ static void test_not_found(void)
     CHECK_REASON(res, "METHOD_NOT_ALLOWED");
     http_response_free(&res);
     CHECK_INT(
-        http_request(service.port, "GET", "/walklist.v1.StockService/ListStock", "", NULL, 0, &res),
+        http_request(service.port, "PUT", "/walklist.v1.StockService/ListStock", "", NULL, 0, &res),
         0);
     CHECK_CONNECT(res, 405, "unimplemented");
     CHECK_CONNECT_REASON(res, "METHOD_NOT_ALLOWED", NULL, NULL);

@@ -11,7 +11,7 @@ import path from "node:path";
 import { describe, test } from "node:test";
 import { pathToFileURL } from "node:url";
 
-import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { MethodOptions_IdempotencyLevel, timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { compressionGzip, createConnectTransport } from "@connectrpc/connect-node";
 
@@ -203,6 +203,51 @@ for (const [format, binary] of [["binary (application/proto)", true], ["JSON (ap
         if (!(e instanceof ConnectError && e.code === Code.Canceled)) throw e;
       }
       assert.deepEqual(codings, [null, "gzip", "gzip"]);
+    });
+
+    test("useHttpGet: the methods without side effects go as GET, the others as POST", async () => {
+      // The generated code knows each method's idempotency level from proto/.
+      const noSideEffects = MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
+      for (const method of [LocateListService.method.getLocateList, StockService.method.exportStock,
+        StockService.method.listStock, ScannerService.method.listPendingLists]) {
+        assert.equal(method.idempotency, noSideEffects, method.name);
+      }
+      for (const method of [LocateListService.method.createLocateList,
+        ScannerService.method.loadLocateList]) {
+        assert.notEqual(method.idempotency, noSideEffects, method.name);
+      }
+      // Each answer's Cache-Control and whether it has an ETag: walklistd gives a GET answer
+      // "private, no-cache" and a validator, a POST answer "no-store" (interceptors run before
+      // the transport turns a call into a GET, so req.requestMethod says POST either way).
+      const answered = [];
+      const get = createConnectTransport({
+        baseUrl,
+        httpVersion: "1.1",
+        useBinaryFormat: binary,
+        useHttpGet: true,
+        interceptors: [bearer(keys.all), (next) => async (req) => {
+          const res = await next(req);
+          answered.push(`${req.method.name}: ${res.header.get("cache-control")}` +
+            (res.header.get("etag") !== null ? ", ETag" : ""));
+          return res;
+        }],
+      });
+      const getLists = createClient(LocateListService, get);
+      const getStock = createClient(StockService, get);
+      const created = await getLists.createLocateList({ name: `By GET (${tag})`, codes: ["SKU-1001"] });
+      const list = await getLists.getLocateList({ id: created.id });
+      assert.equal(list.state, "pending");
+      assert.deepEqual(list.codes, ["SKU-1001"]);
+      assert.deepEqual(plainExport((await getStock.exportStock({})).items), EXPECTED_EXPORT);
+      assert.deepEqual(plainBreakdown((await getStock.listStock({ pageSize: 1000 })).items),
+        EXPECTED_BREAKDOWN);
+      const pending = await createClient(ScannerService, get).listPendingLists({ pageSize: 200 });
+      assert.ok(pending.more || pending.lists.some((l) => l.id === created.id));
+      // Errors come back as Connect errors over GET too.
+      await expectCode(getLists.getLocateList({ id: "AAAAAAAAAAAAAAAAAAAAAA" }), Code.NotFound);
+      const byGet = "private, no-cache, ETag";
+      assert.deepEqual(answered, ["CreateLocateList: no-store", `GetLocateList: ${byGet}`,
+        `ExportStock: ${byGet}`, `ListStock: ${byGet}`, `ListPendingLists: ${byGet}`]);
     });
 
     test("ExportStock: every SKU's available quantity and primary rack", async () => {
