@@ -22,6 +22,7 @@
 #include "errors/status_map.h"
 #include "http/wire_framing.h"
 #include "walklist/log.h"
+#include "walklist/random.h"
 
 #define GUARDED_MAX 65536 /* descriptors tracked at most; higher ones pass unchecked */
 
@@ -80,18 +81,23 @@ void wl_wire_guard_unregister(int fd)
 /* Answers 400 and closes the writing side; what libmicrohttpd reads from here on fails. */
 static void refuse(int fd, const char *why)
 {
-    char body[512], head[256];
+    /* Every answer carries an X-Request-Id, this one too: a new one (the request's own, if it
+     * sent one, is in the headers libmicrohttpd has not handed over), logged with the refusal. */
+    char request_id[21];
+    if (wl_random_base62(request_id, 20) != 0)
+        snprintf(request_id, sizeof(request_id), "unknown");
+    char body[512], head[320];
     int body_len = (int)wl_error_body_plain(body, sizeof(body), 400, WL_GRPC_INVALID_ARGUMENT,
                                             WL_REASON_MALFORMED_REQUEST, why);
     int head_len = snprintf(head, sizeof(head),
                             "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n"
                             "Content-Type: application/json\r\nCache-Control: no-store\r\n"
-                            "Content-Length: %d\r\n\r\n",
-                            body_len);
+                            "X-Request-Id: %s\r\nContent-Length: %d\r\n\r\n",
+                            request_id, body_len);
     (void)!send(fd, head, (size_t)head_len, MSG_NOSIGNAL | MSG_DONTWAIT | MSG_MORE);
     (void)!send(fd, body, (size_t)body_len, MSG_NOSIGNAL | MSG_DONTWAIT);
     shutdown(fd, SHUT_WR);
-    wl_log("warn", "request refused on the wire", "400: %s", why);
+    wl_log("warn", "request refused on the wire", "400 (request %s): %s", request_id, why);
 }
 
 /*
