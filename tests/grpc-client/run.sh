@@ -7,6 +7,8 @@
 #   run.sh WORKDIR         the test (test_grpc.py)
 #   run.sh WORKDIR bench   one benchmark run instead (bench.py): unary GetLocateList and
 #                          CreateLocateList over gRPC and over Connect, a table on stdout
+#   run.sh WORKDIR watch   WatchStock at scale instead (watch_scale.py): many idle streams,
+#                          memory per stream, commit-to-watcher times, a table row on stdout
 #
 # Needs the "pg" fixture's environment (WALKLIST_TEST_PGDIR, WALKLISTD, WALKLISTCTL). Generates
 # the Python messages of proto/ with protoc (protobuf-compiler) and the gRPC stubs with
@@ -76,6 +78,8 @@ export PSQL
 PSQL=$(pg_bin_dir)/psql
 if [[ ${2:-} == bench ]]; then
   "$PYTHON" -u "$HERE/bench.py"
+elif [[ ${2:-} == watch ]]; then
+  "$PYTHON" -u "$HERE/watch_scale.py"
 else
   "$PYTHON" -u "$HERE/test_grpc.py" -v
   "$PYTHON" -u "$HERE/test_reflection.py" -v
