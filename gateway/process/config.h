@@ -67,7 +67,8 @@
         WL_CORE_DEFAULT_DB_TIMEOUT_MS, NULL,                                                       \
         "the longest a request waits on an unreachable or stuck database before 503",              \
         "the longest a request waits on an unreachable or stuck database before 503 (a free "      \
-        "connection, a new one, a server gone silent, a row lock); see \"Database outages\"")      \
+        "connection, a new one, a server gone silent, a row lock); see [Database "                 \
+        "outages](behaviour.md#database-outages)")                                                 \
     INT(connection_timeout_s, "connection-timeout", "WALKLIST_CONNECTION_TIMEOUT", "S", 1, 3600,   \
         30, NULL, "idle HTTP connections are closed after this many seconds", NULL)                \
     INT(watch_heartbeat_s, "watch-heartbeat-s", "WALKLIST_WATCH_HEARTBEAT_S", "S", 1, 3600, 15,    \
