@@ -48,7 +48,7 @@ if ! diff -u --label "$readme (configuration table)" --label "walklistd --print-
   "$current" "$generated"; then
   echo >&2
   echo "The configuration table of $readme differs from walklistd's options (gateway/process/config.h)." >&2
-  echo "Put the option table's text in the README with:" >&2
+  echo "Put the option table's text in $readme with:" >&2
   echo "  tests/config_readme.sh $walklistd $readme --write" >&2
   exit 1
 fi

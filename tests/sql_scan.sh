@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # e2e.zz_sql_portable, run after every other test (tests/CMakeLists.txt): the SQL the product
 # sent during the suite stays in forms that a distributed PostgreSQL (Citus) accepts too
-# (README, "Scaling out"). CI has no Citus, so the rules are enforced here, on what
+# (docs/scaling-out.md). CI has no Citus, so the rules are enforced here, on what
 # the test cluster logged (its test profile logs every statement with the application's name,
 # scripts/lib.sh), statements of walklistd and walklistctl only (application walklist*):
 #   - no function but immutable ones in RETURNING (times are read as columns and converted in C);

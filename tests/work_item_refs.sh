@@ -22,8 +22,6 @@ pattern='CONTRACT[ ](section|§)|[.][.]/shared|\b(issue|session)[ ][0-9]+'
 
 # Each entry is a bash pattern over the path (* also crosses /).
 allowed=(
-  'BENCHMARKS.md'                        # run logs of dated runs; rewritten with the docs
-  'scripts/bench/analysis.md'            # BENCHMARKS.md's analysis; rewritten with the docs
   'src/store/migrations/*'               # immutable once applied: their checksums are verified
   'CHANGELOG.md'                         # history is where work items may be named
 )

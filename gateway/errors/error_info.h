@@ -4,7 +4,7 @@
  * bucket and limit of RATE_LIMITED, the scope of SCOPE_MISSING). Each transport sends the
  * same ErrorInfo for the same case, whatever HTTP status and code its protocol gives it: REST
  * in the error JSON's details, Connect in its error's details, gRPC in grpc-status-details-bin.
- * Clients key on the reason. The table of README ("Errors") and the ErrorInfo schema of
+ * Clients key on the reason. The table of docs/api.md ("Errors") and the ErrorInfo schema of
  * gateway/openapi.json list the same reasons (e2e.test_openapi checks both).
  */
 #ifndef WALKLIST_GATEWAY_ERROR_INFO_H

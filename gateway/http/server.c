@@ -1209,9 +1209,9 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
         MHD_OPTION_CONNECTION_LIMIT, connection_limit + 64 * threads, MHD_OPTION_NOTIFY_CONNECTION,
         on_connection, server, MHD_OPTION_PER_IP_CONNECTION_LIMIT, config->per_ip_connection_limit,
         /* Room for a 64 KiB header block, or a GET-form target of 200 codes of 64
-         * characters, every one percent-encoded (README). libmicrohttpd zeroes the whole of
-         * it after every request on a connection: at 256 KiB that was a fifth of walklistd's
-         * CPU per walk list (BENCHMARKS.md). */
+         * characters, every one percent-encoded (docs/api.md, "Walk lists"). libmicrohttpd zeroes
+         * the whole of it after every request on a connection: at 256 KiB that was a fifth of
+         * walklistd's CPU per walk list (BENCHMARKS.md). */
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_URI_LOG_CALLBACK,
         on_uri, server, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_ARRAY,
         tls ? tls_options : &tls_options[3], MHD_OPTION_END);

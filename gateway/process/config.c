@@ -1,5 +1,6 @@
 /* walklistd's settings are read here, from the option table in config.h: defaults, environment,
- * flags, bounds, and the two texts that describe them (--help and the README's table). */
+ * flags, bounds, and the two texts that describe them (--help and the configuration table of
+ * docs/operations.md). */
 #include "process/config.h"
 
 #include <getopt.h>
@@ -95,7 +96,7 @@ static const char *text_value(const wl_config_t *config, const option_t *option)
     return *(const char *const *)((const char *)config + option->offset);
 }
 
-/* Bounds messages name the flag everywhere (it is what --help and the README list), and the
+/* Bounds messages name the flag everywhere (it is what --help and docs/operations.md list), and the
  * environment variable too when the value came from there. */
 static int refuse(const option_t *option, source_t source, const char *expected, const char *text,
                   wl_error_t *err)
@@ -344,7 +345,7 @@ int wl_config_read(wl_config_t *config, int argc, char **argv, wl_config_action_
     return rc != 0 ? rc : check_together(config, err);
 }
 
-/* The default as --help and the README show it; Markdown adds code spans to texts. */
+/* The default as --help and docs/operations.md show it; Markdown adds code spans to texts. */
 static void format_default(const option_t *option, bool markdown, char *buf, size_t size)
 {
     if (option->kind == KIND_INT) {
@@ -437,7 +438,7 @@ void wl_config_usage(FILE *out)
             "  --probe URL                   GET an http:// URL (/healthz, /readyz) and exit 0\n"
             "                                on a 2xx answer, 1 otherwise (a container's\n"
             "                                HEALTHCHECK); reads no other setting\n"
-            "  --print-config-markdown       the README's table of these options\n");
+            "  --print-config-markdown       the table of these options in docs/operations.md\n");
 }
 
 void wl_config_markdown(FILE *out)

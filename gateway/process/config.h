@@ -1,9 +1,9 @@
 /*
  * walklistd's configuration as data: one table of options (WL_CONFIG_OPTIONS) from which the
  * settings struct, its defaults, the environment variables, the command-line flags, their
- * bounds, --help and the README's configuration table are all generated. A setting comes from
- * its default, then its environment variable, then its flag: the last one read wins. Adding an
- * option means adding a row.
+ * bounds, --help and the configuration table of docs/operations.md are all generated. A setting
+ * comes from its default, then its environment variable, then its flag: the last one read wins.
+ * Adding an option means adding a row.
  */
 #ifndef WALKLIST_GATEWAY_CONFIG_H
 #define WALKLIST_GATEWAY_CONFIG_H
@@ -16,7 +16,7 @@
 #include "walklist/error.h"
 
 /*
- * The rows, in the order --help and the README list them. Three kinds:
+ * The rows, in the order --help and docs/operations.md list them. Three kinds:
  *
  *   INT(field, flag, env, metavar, min, max, default, derived, help, doc)
  *       a whole number from min to max. derived: NULL, or what a default of 0 stands for
@@ -28,8 +28,9 @@
  *   CHOICE(field, flag, env, choices, default, help, doc)
  *       one of choices ("1.2|1.3"); an empty value means the default.
  *
- * help is the --help text (plain); doc the README's Meaning (Markdown), NULL: the same as help.
- * Defaults the core also falls back on come from walklist/core.h, so each is written once.
+ * help is the --help text (plain); doc the Meaning column of docs/operations.md (Markdown), NULL:
+ * the same as help. Defaults the core also falls back on come from walklist/core.h, so each is
+ * written once.
  */
 // clang-format off
 #define WL_CONFIG_OPTIONS(INT, TEXT, CHOICE)                                                       \
@@ -66,7 +67,8 @@
         WL_CORE_DEFAULT_DB_TIMEOUT_MS, NULL,                                                       \
         "the longest a request waits on an unreachable or stuck database before 503",              \
         "the longest a request waits on an unreachable or stuck database before 503 (a free "      \
-        "connection, a new one, a server gone silent, a row lock); see \"Database outages\"")      \
+        "connection, a new one, a server gone silent, a row lock); see [Database "                 \
+        "outages](behaviour.md#database-outages)")                                                 \
     INT(connection_timeout_s, "connection-timeout", "WALKLIST_CONNECTION_TIMEOUT", "S", 1, 3600,   \
         30, NULL, "idle HTTP connections are closed after this many seconds", NULL)                \
     INT(watch_heartbeat_s, "watch-heartbeat-s", "WALKLIST_WATCH_HEARTBEAT_S", "S", 1, 3600, 15,    \
@@ -227,8 +229,9 @@ int wl_config_read(wl_config_t *config, int argc, char **argv, wl_config_action_
 /** Writes --help: every option with its value, environment variable, default and bounds. */
 void wl_config_usage(FILE *out);
 
-/** Writes the README's configuration table (Markdown): flag, environment, default, values and
- * meaning of every option. tests/config_readme.sh keeps README.md equal to it. */
+/** Writes the configuration table of docs/operations.md (Markdown): flag, environment, default,
+ * values and meaning of every option. tests/config_readme.sh keeps docs/operations.md equal to it.
+ */
 void wl_config_markdown(FILE *out);
 
 #endif

@@ -111,7 +111,7 @@ int wl_admin_key_revoke(wl_admin_t *admin, const char *prefix, wl_error_t *err) 
 typedef int (*wl_admin_url_check_t)(const char *url, void *data, wl_error_t *err);
 
 /**
- * Adds a webhook endpoint of the organization (README, "Webhooks"): events is a
+ * Adds a webhook endpoint of the organization (docs/change-feeds.md, "Webhooks"): events is a
  * comma-separated list of event names (locate_list.loaded, stock.changed), url one that
  * check_url(url, check_data) accepts (an http:// or https:// URL without credentials whose
  * host, unless private addresses are allowed, resolves to public addresses only). WL_EINVAL

@@ -1,7 +1,7 @@
 /*
- * The webhook outbox as a deliverer sees it (README, "Webhooks"). Events wait in the database,
- * one delivery per subscribed endpoint; a deliverer (walklistd's, src/delivery) asks which
- * endpoints have deliveries due, leases one (in the database, so that processes sharing it
+ * The webhook outbox as a deliverer sees it (docs/change-feeds.md, "Webhooks"). Events wait in the
+ * database, one delivery per subscribed endpoint; a deliverer (walklistd's, src/delivery) asks
+ * which endpoints have deliveries due, leases one (in the database, so that processes sharing it
  * never deliver to one endpoint at once), takes its deliveries oldest first with their bodies
  * built here, has them signed here, sends them, and records how each attempt ended. The core
  * keeps the books and knows nothing of HTTP; when to retry is the deliverer's to say.

@@ -642,7 +642,7 @@ static const command_t commands[] = {
      "on a Citus coordinator: spread the schema over the cluster, sharded by organization",
      "  Run once after migrate, on the coordinator (CREATE EXTENSION citus and the workers\n"
      "  added first): reference tables for organizations and keys, every tenant table in 32\n"
-     "  shards by organization. Running it again changes nothing. See README, Scaling out.\n",
+     "  shards by organization. Running it again changes nothing. See docs/scaling-out.md.\n",
      true,
      cmd_distribute},
     {{"org", "create"},
@@ -688,7 +688,7 @@ static const command_t commands[] = {
      "  A host resolving to a private, loopback, link-local, multicast or unspecified address\n"
      "  is refused unless --webhook-allow-private (walklistd checks again at each delivery,\n"
      "  with its own --webhook-allow-private). Output: ID<TAB>SECRET; the secret (whsec_...)\n"
-     "  verifies signatures (README, Webhooks) and is never shown again.\n",
+     "  verifies signatures (docs/change-feeds.md, Webhooks) and is never shown again.\n",
      true,
      cmd_webhook_add},
     {{"webhook", "list"},

@@ -1,7 +1,7 @@
 /*
- * Webhooks' pure rules (README, "Webhooks"): the event names, the signing secret's text form
- * and the Standard Webhooks signature (https://www.standardwebhooks.com). Where a delivery may
- * go is the deliverer's (walklist/delivery_target.h). No I/O.
+ * Webhooks' pure rules (docs/change-feeds.md, "Webhooks"): the event names, the signing secret's
+ * text form and the Standard Webhooks signature (https://www.standardwebhooks.com). Where a
+ * delivery may go is the deliverer's (walklist/delivery_target.h). No I/O.
  */
 #ifndef WALKLIST_DOMAIN_WEBHOOK_H
 #define WALKLIST_DOMAIN_WEBHOOK_H

@@ -118,7 +118,7 @@ static int record_checksum(PGconn *conn, const wl_migration_t *m, wl_error_t *er
  * input. */
 /* Runs a file's statements one at a time, in the caller's transaction: Citus sends the text of
  * some DDL statements (CREATE INDEX) to its workers as it received it, and a text of several
- * statements fails there (README, "Scaling out"). */
+ * statements fails there (docs/scaling-out.md). */
 static int run_file(PGconn *conn, const char *what, const char *name, const char *sql,
                     wl_error_t *err)
 {

@@ -1,5 +1,5 @@
 /*
- * CORS (README "CORS") over raw HTTP against real walklistd processes: off by
+ * CORS (docs/api.md, "CORS") over raw HTTP against real walklistd processes: off by
  * default; with --cors-origin, preflights of the REST and Connect paths from an allowed origin
  * answered 204 before any key, permit or database; nothing for another origin, the device
  * transport or the operations endpoints; the exposed headers on a 201, a 304, a 429 and an

@@ -1,8 +1,8 @@
 /*
  * The google.rpc.ErrorInfo of every error answer, one representative of each
  * error class on REST and on Connect side by side: the same case carries the same reason on
- * both, in the domain walklist.dev, with the metadata README's table promises, while the HTTP
- * status and code follow each protocol (REST: the gRPC code name of the standard mapping, e.g.
+ * both, in the domain walklist.dev, with the metadata the table of docs/api.md promises, while the
+ * HTTP status and code follow each protocol (REST: the gRPC code name of the standard mapping, e.g.
  * 413 INVALID_ARGUMENT; Connect: its own table, e.g. 413 resource_exhausted). gRPC's side is
  * e2e.grpc_python's.
  */

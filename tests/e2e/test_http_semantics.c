@@ -107,7 +107,7 @@ static void test_head_as_get(void)
     http_response_free(&res);
 
     /* The URL-only creation form: HEAD is its GET, so it creates (the spec made that GET
-     * unsafe; README, "HEAD"). */
+     * unsafe; docs/api.md, "HEAD"). */
     http_response_t head = head_request("/api/v1/locate-lists?name=ByHead&codes=A,B", NULL);
     CHECK_INT(head.status, 201);
     CHECK(http_header(&head, "Location", value, sizeof(value)) != NULL);

@@ -330,8 +330,9 @@ static void test_get_form(void)
     CHECK(http_header(&res, "Location", location, sizeof(location)) != NULL);
     http_response_free(&res);
 
-    /* The longest GET form documented (README): 200 codes of 64 characters, every character
-     * percent-encoded (about 38 KB of target), fits in libmicrohttpd's connection memory. */
+    /* The longest GET form documented (docs/api.md, "Walk lists"): 200 codes of 64 characters,
+     * every character percent-encoded (about 38 KB of target), fits in libmicrohttpd's connection
+     * memory. */
     char *code = repeat("%41", 61, "");
     char *coded = calloc(1, 200 * 200);
     for (int i = 0; i < 200; i++)

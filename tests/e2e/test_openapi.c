@@ -15,8 +15,9 @@
  * - each such answer has the documented required headers, and its body has the
  *   required properties of the documented schema (objects and array elements,
  *   walked down), with the documented types and enums;
- * - the ErrorInfo schema's reason enum, the examples' reasons and README's table of reasons
- *   ("Errors") are exactly the gateway's reasons (WL_REASON_MAP), in its order.
+ * - the ErrorInfo schema's reason enum, the examples' reasons and the table of reasons of the
+ *   API guide (docs/api.md, "Errors") are exactly the gateway's reasons (WL_REASON_MAP), in its
+ *   order.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -909,7 +910,7 @@ static void import_demo(int64_t org)
                    "SO-5004,SKU-1001,SUPP,50,active\n");
 }
 
-/* Every reason of the gateway, in order, in the ErrorInfo schema's enum and in README's table;
+/* Every reason of the gateway, in order, in the ErrorInfo schema's enum and in docs/api.md's table;
  * every example's reason is one of them. */
 static void test_reasons_documented(void)
 {
@@ -948,14 +949,14 @@ static void test_reasons_documented(void)
         }
     }
 
-    /* README's table: one row "| `REASON` |" a reason, in the gateway's order. */
+    /* The API guide's table: one row "| `REASON` |" a reason, in the gateway's order. */
     char path[1024];
-    snprintf(path, sizeof(path), "%s/README.md", getenv("WALKLIST_SOURCE_DIR"));
-    FILE *readme = fopen(path, "r");
-    CHECK(readme != NULL);
+    snprintf(path, sizeof(path), "%s/docs/api.md", getenv("WALKLIST_SOURCE_DIR"));
+    FILE *guide = fopen(path, "r");
+    CHECK(guide != NULL);
     char line[2048];
     int row = 0;
-    while (readme != NULL && fgets(line, sizeof(line), readme) != NULL) {
+    while (guide != NULL && fgets(line, sizeof(line), guide) != NULL) {
         char reason[64];
         if (sscanf(line, "| `%63[A-Z_]` | ", reason) != 1 || strstr(line, "| HTTP") != NULL)
             continue;
@@ -965,14 +966,14 @@ static void test_reasons_documented(void)
         } else {
             for (int i = 0; i < WL_REASON_COUNT; i++) {
                 if (strcmp(reason, wl_reason_name(i)) == 0)
-                    FAIL("README lists %s out of the gateway's order", reason);
+                    FAIL("docs/api.md lists %s out of the gateway's order", reason);
             }
         }
     }
-    if (readme != NULL)
-        fclose(readme);
+    if (guide != NULL)
+        fclose(guide);
     if (row != WL_REASON_COUNT)
-        FAIL("README's table of reasons stops at %d of %d (%s missing)", row, WL_REASON_COUNT,
+        FAIL("docs/api.md's table of reasons stops at %d of %d (%s missing)", row, WL_REASON_COUNT,
              row < WL_REASON_COUNT ? wl_reason_name(row) : "-");
 }
 

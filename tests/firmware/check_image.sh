@@ -6,7 +6,7 @@
 #   - no static RAM: the library's objects have no .data and no .bss;
 #   - flash: the footprint image (the library, nanopb's runtime, the generated payload code and
 #     what they take from newlib-nano, after --gc-sections) stays under FLASH_BOUND bytes.
-# Prints the figures README and BENCHMARKS.md report.
+# Prints the figures docs/firmware.md and BENCHMARKS.md report.
 #
 #   check_image.sh FIRMWARE_BUILD_DIR
 set -euo pipefail

@@ -565,7 +565,7 @@ class GrpcTest(unittest.TestCase):
                               metadata=metadata(self.all))
         self.assertEqual(sql("SELECT count(*) FROM locate_lists"), before)
         # gRPC's core refuses it before walklistd sees it: the one error without an ErrorInfo
-        # (README, "Errors"). Connect answers the same case with BODY_TOO_LARGE.
+        # (docs/api.md, "Errors"). Connect answers the same case with BODY_TOO_LARGE.
         self.assertNotIn("grpc-status-details-bin", dict(e.trailing_metadata() or ()))
 
     def raw_call(self, path, frame, headers):
@@ -655,7 +655,7 @@ class GrpcTest(unittest.TestCase):
                 grown = int(re.search(r"VmHWM:\s+(\d+)", f.read()).group(1)) - peak
             self.assertLess(grown, 64 * 1024, "walklistd's peak memory grew by more than 64 MiB (kB)")
             # An unknown grpc-encoding: gRPC's core of Debian 12 (1.51) drops the header and hands
-            # the message on as it came, which does not decode (README, "gRPC").
+            # the message on as it came, which does not decode (docs/rpc.md, "gRPC").
             coded = gzip.compress(plain)
             _, status, _, log = self.raw_call(create, b"\1" + len(coded).to_bytes(4, "big") + coded,
                                               ["grpc-encoding: br"])

@@ -938,7 +938,7 @@ static void test_org_list(void)
 }
 
 /* distribute needs Citus: on plain PostgreSQL it says so and changes nothing (on a Citus
- * coordinator it was run by hand, README "Scaling out": CI has no Citus). */
+ * coordinator it was run by hand, docs/scaling-out.md: CI has no Citus). */
 static void test_distribute_without_citus(void)
 {
     run_t r;

@@ -1,5 +1,6 @@
 /* walklistd's settings (gateway/process/config.c): defaults, environment under flags, bounds,
- * choices, unknown flags, and the --help and README texts generated from the same option table. */
+ * choices, unknown flags, and the --help and docs/operations.md texts generated from the same
+ * option table. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,8 @@ static void test_defaults(void)
     CHECK_INT(config.rate_lease_ms, 10000);
     CHECK_INT(config.key_cache_ttl_ms, 600000);
     CHECK_INT(config.commit_groups, 2);
-    /* Under Docker's 10 s stop grace period (docker/compose.yaml, README "Operations"). */
+    /* Under Docker's 10 s stop grace period (docker/compose.yaml, docs/operations.md "Configuration
+     * of walklistd"). */
     CHECK_INT(config.shutdown_timeout_ms, 8000);
 }
 
@@ -286,7 +288,7 @@ static char *captured(void (*write)(FILE *))
     return text;
 }
 
-/* --help names every option with its environment variable and default; the README table has
+/* --help names every option with its environment variable and default; the Markdown table has
  * one row for each, in the table's order. */
 static void test_texts(void)
 {

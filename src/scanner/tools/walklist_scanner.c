@@ -11,7 +11,7 @@
  * Exit status: 0 done, 1 the server answered with an error or the exchange failed, 2 usage.
  *
  * Plain HTTP only, as on the devices: an https URL is refused with a message that says to put a
- * TLS-terminating proxy in front (README, "Scanner firmware library").
+ * TLS-terminating proxy in front (docs/firmware.md, "Porting").
  */
 #include <errno.h>
 #include <netdb.h>

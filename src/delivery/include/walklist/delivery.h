@@ -1,7 +1,7 @@
 /*
- * walklistd's webhook delivery (README, "Webhooks"): threads of their own that take endpoints
- * with deliveries due from the core's outbox (walklist/outbox.h), each through an outbox with
- * its own database connection, and POST their events over HTTP with libcurl, oldest first,
+ * walklistd's webhook delivery (docs/change-feeds.md, "Webhooks"): threads of their own that take
+ * endpoints with deliveries due from the core's outbox (walklist/outbox.h), each through an outbox
+ * with its own database connection, and POST their events over HTTP with libcurl, oldest first,
  * signed. The core keeps the outbox and knows nothing of HTTP; this library links libcurl.
  */
 #ifndef WALKLIST_DELIVERY_H

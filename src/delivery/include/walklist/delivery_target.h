@@ -1,6 +1,6 @@
 /*
- * Where a webhook may be delivered (README, "Webhooks"): what an endpoint URL may be, as
- * libcurl (the parser that sends) reads it, and which addresses a delivery may go to (no
+ * Where a webhook may be delivered (docs/change-feeds.md, "Webhooks"): what an endpoint URL may be,
+ * as libcurl (the parser that sends) reads it, and which addresses a delivery may go to (no
  * private, loopback, link-local, multicast or unspecified ones, IPv4 or IPv6, IPv4-mapped
  * included: a webhook must not reach into the network walklistd runs in). walklistctl's
  * webhook add checks a new endpoint with wl_delivery_target_check; walklistd's deliveries
