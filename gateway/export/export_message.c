@@ -7,14 +7,14 @@
 #include "walklist/v1/stock.pb-c.h"
 
 /* Field keys (field number << 3 | wire type 2, length-delimited), each one byte. */
-#define KEY_ITEMS                0x0a /* field 1 of both messages */
-#define KEY_EXPORT_GENERATED_AT  0x12 /* StreamExportStockResponse.generated_at, field 2 */
-#define KEY_EXPORT_CURSOR        0x1a /* StreamExportStockResponse.cursor, field 3 */
-#define KEY_WATCH_CURSOR         0x12 /* WatchStockResponse.cursor, field 2 */
-#define VARINT_MAX               10
-#define JSON_EXPORT_PART_CLOSE   "],\"generatedAt\":null,\"cursor\":\"\"}"
-#define JSON_WATCH_CLOSE_OPEN    "],\"cursor\":\""
-#define JSON_WATCH_CLOSE_CLOSE   "\"}"
+#define KEY_ITEMS               0x0a /* field 1 of both messages */
+#define KEY_EXPORT_GENERATED_AT 0x12 /* StreamExportStockResponse.generated_at, field 2 */
+#define KEY_EXPORT_CURSOR       0x1a /* StreamExportStockResponse.cursor, field 3 */
+#define KEY_WATCH_CURSOR        0x12 /* WatchStockResponse.cursor, field 2 */
+#define VARINT_MAX              10
+#define JSON_EXPORT_PART_CLOSE  "],\"generatedAt\":null,\"cursor\":\"\"}"
+#define JSON_WATCH_CLOSE_OPEN   "],\"cursor\":\""
+#define JSON_WATCH_CLOSE_CLOSE  "\"}"
 
 static size_t put_varint(uint8_t *out, uint64_t value)
 {
@@ -54,8 +54,8 @@ static void put_string_field(wl_piece_t *out, uint8_t key, const char *text)
     out->len += head + len;
 }
 
-void wl_export_message_begin(wl_export_message_t *message, wl_export_message_kind_t kind,
-                             bool json, size_t limit, wl_piece_t *out)
+void wl_export_message_begin(wl_export_message_t *message, wl_export_message_kind_t kind, bool json,
+                             size_t limit, wl_piece_t *out)
 {
     *message = (wl_export_message_t){
         .out = out, .start = out->len, .limit = limit, .kind = kind, .json = json};

@@ -40,8 +40,8 @@ typedef struct {
 } wl_export_message_t;
 
 /** Starts a message at the end of out (JSON: its opening text; binary: nothing yet). */
-void wl_export_message_begin(wl_export_message_t *message, wl_export_message_kind_t kind,
-                             bool json, size_t limit, wl_piece_t *out);
+void wl_export_message_begin(wl_export_message_t *message, wl_export_message_kind_t kind, bool json,
+                             size_t limit, wl_piece_t *out);
 
 /** Appends item (out->failed says when it did not fit). */
 void wl_export_message_add(wl_export_message_t *message, const wl_export_item_t *item);

@@ -130,8 +130,8 @@ static void stream_end(const wl_rpc_stream_wire_t *wire, wl_grpc_code_t code, wl
     size_t len = 0;
     json_t *error =
         code == WL_GRPC_OK ? NULL : wl_connect_error_json(&arena, code, message, NULL, &info);
-    char *end = code == WL_GRPC_OK || error != NULL ? wl_connect_end_stream(&arena, error, &len)
-                                                    : NULL;
+    char *end =
+        code == WL_GRPC_OK || error != NULL ? wl_connect_end_stream(&arena, error, &len) : NULL;
     if (end != NULL)
         wl_piece_append(out, end, len);
     wl_arena_dispose(&arena);

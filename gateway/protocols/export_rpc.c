@@ -89,9 +89,8 @@ static wl_generator_next_t export_proceed(wl_generator_t *gen, wl_piece_t *out, 
                              wl_export_cursor_generated_ms(stream->cursor));
     wl_arena_t scratch; /* the gzip-coded message, when it is */
     wl_arena_init(&scratch, 0);
-    bool made = !stream->message.failed &&
-                stream->wire.encoded(&stream->wire, stream->message.base, stream->message.len,
-                                     &scratch, out);
+    bool made = !stream->message.failed && stream->wire.encoded(&stream->wire, stream->message.base,
+                                                                stream->message.len, &scratch, out);
     wl_arena_dispose(&scratch);
     if (!made) {
         wl_error_set(&err, WL_ENOMEM, "the next message could not be made (out of memory)");
@@ -102,7 +101,8 @@ static wl_generator_next_t export_proceed(wl_generator_t *gen, wl_piece_t *out, 
         return WL_GENERATOR_MORE;
     wl_export_cursor_close(stream->cursor);
     stream->cursor = NULL;
-    stream->wire.end(&stream->wire, WL_GRPC_OK, WL_REASON_INTERNAL /* none: a good end */, NULL, out);
+    stream->wire.end(&stream->wire, WL_GRPC_OK, WL_REASON_INTERNAL /* none: a good end */, NULL,
+                     out);
     return WL_GENERATOR_DONE;
 }
 
@@ -123,11 +123,11 @@ wl_generator_t *wl_export_rpc_create(wl_core_t *core, const wl_principal_t *prin
     export_rpc_t *stream = calloc(1, sizeof(*stream));
     if (stream == NULL)
         return NULL;
-    *stream = (export_rpc_t){
-        .base = {.proceed = export_proceed, .stop = export_stop, .waits = true},
-        .core = core,
-        .principal = *principal,
-        .wire = *wire};
+    *stream =
+        (export_rpc_t){.base = {.proceed = export_proceed, .stop = export_stop, .waits = true},
+                       .core = core,
+                       .principal = *principal,
+                       .wire = *wire};
     strcpy(stream->since, since);
     return &stream->base;
 }

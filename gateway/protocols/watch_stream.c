@@ -22,9 +22,9 @@ typedef struct {
     bool first;              /* the first message is still to come */
     /* A delta being sent: its snapshot, from its first message to its last. */
     wl_export_cursor_t *delta;
-    bool send_empty;  /* it is sent even without items (the first message, a heartbeat) */
-    size_t parts;     /* its messages sent so far */
-    unsigned pending; /* changes heard while a delta went (WL_STOCK_WATCH_CHANGED) */
+    bool send_empty;    /* it is sent even without items (the first message, a heartbeat) */
+    size_t parts;       /* its messages sent so far */
+    unsigned pending;   /* changes heard while a delta went (WL_STOCK_WATCH_CHANGED) */
     wl_piece_t message; /* the message being made, reused */
 } watch_stream_t;
 
@@ -35,8 +35,8 @@ static void close_delta(watch_stream_t *stream)
     stream->parts = 0;
 }
 
-static wl_generator_next_t end_with(watch_stream_t *stream, wl_grpc_code_t code,
-                                    wl_reason_t reason, const char *text, wl_piece_t *out)
+static wl_generator_next_t end_with(watch_stream_t *stream, wl_grpc_code_t code, wl_reason_t reason,
+                                    const char *text, wl_piece_t *out)
 {
     close_delta(stream);
     stream->wire.end(&stream->wire, code, reason, text, out);
@@ -64,8 +64,8 @@ static int open_delta(watch_stream_t *stream, wl_error_t *err)
         rc = wl_core_export_since(stream->core, &stream->principal, stream->cursor, "since", &since,
                                   err);
     if (rc == 0)
-        rc = wl_core_export_open_since(stream->core, &stream->principal, since, &stream->delta,
-                                       err);
+        rc =
+            wl_core_export_open_since(stream->core, &stream->principal, since, &stream->delta, err);
     return rc;
 }
 
@@ -99,9 +99,8 @@ static wl_generator_next_t put_part(watch_stream_t *stream, wl_piece_t *out)
     wl_export_message_finish(&message, cursor, 0);
     wl_arena_t scratch; /* the gzip-coded message, when it is */
     wl_arena_init(&scratch, 0);
-    bool made = !stream->message.failed &&
-                stream->wire.encoded(&stream->wire, stream->message.base, stream->message.len,
-                                     &scratch, out);
+    bool made = !stream->message.failed && stream->wire.encoded(&stream->wire, stream->message.base,
+                                                                stream->message.len, &scratch, out);
     wl_arena_dispose(&scratch);
     if (!made)
         return end_with(stream, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_REPLY_TOO_LARGE,

@@ -90,7 +90,8 @@ static void check_same(wl_export_message_kind_t kind, const wl_export_item_t *it
     wl_piece_t got = {0};
     writer_message(&got, kind, false, items, count, cursor, generated_ms);
     test_checks++;
-    if (got.failed || got.len != want_len || (want_len > 0 && memcmp(got.base, want_bytes, want_len))) {
+    if (got.failed || got.len != want_len ||
+        (want_len > 0 && memcmp(got.base, want_bytes, want_len))) {
         test_failures++;
         fprintf(stderr, "%s:%d: binary message differs from protobuf-c's (%zu bytes, want %zu)\n",
                 __FILE__, line, got.len, want_len);
@@ -172,9 +173,9 @@ static void test_cutting(bool json, size_t limit)
                                      out.base, out.len, &arena, &decoded, &err),
                       0);
         } else {
-            decoded = protobuf_c_message_unpack(
-                &walklist__v1__stream_export_stock_response__descriptor, &arena.allocator, out.len,
-                (const uint8_t *)out.base);
+            decoded =
+                protobuf_c_message_unpack(&walklist__v1__stream_export_stock_response__descriptor,
+                                          &arena.allocator, out.len, (const uint8_t *)out.base);
             wl_piece_append(&all, out.base, out.len);
         }
         CHECK(decoded != NULL);
