@@ -331,6 +331,10 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
         wl_core_method_policy(service, state->procedure->method_index);
     state->streaming = policy->server_streaming;
     state->content_type = "application/connect+json"; /* until the request's is read */
+    /* A refused admission is answered before the headers are checked: its end-stream message
+     * goes in the request's stream codec when it names one (a client refuses another). */
+    if (state->streaming)
+        (void)parse_stream_content_type(wl_exchange_header(ex, "Content-Type"), state);
     if (!authenticate(connect, ex, policy))
         return;
     /* Whatever is wrong with the request is answered once its admission let it in. */
