@@ -308,6 +308,7 @@ cmd_e2e() {
   done
   [[ -n $port ]] || die "walklistd did not log its port within 10 s"
   export WALKLIST_URL=http://127.0.0.1:$port WALKLIST_GRPC_URL=http://127.0.0.1:$grpc_port
+  export WALKLIST_PROTO_DIR=$WL_ROOT/proto
   export WALKLIST_GEN_DIR=$RUN/gen
   log "walklistd listening on $WALKLIST_URL (database $DB_NAME)"
 
