@@ -50,13 +50,19 @@ json_t *wl_connect_error_json(wl_arena_t *arena, wl_grpc_code_t code, const char
     return body;
 }
 
-void wl_connect_envelope(char *out, uint8_t flags, const void *data, size_t len)
+/* An envelope's flags and length, before its len bytes. */
+static void put_envelope_head(char *out, uint8_t flags, size_t len)
 {
     out[0] = (char)flags;
     out[1] = (char)(len >> 24);
     out[2] = (char)(len >> 16);
     out[3] = (char)(len >> 8);
     out[4] = (char)len;
+}
+
+void wl_connect_envelope(char *out, uint8_t flags, const void *data, size_t len)
+{
+    put_envelope_head(out, flags, len);
     if (len > 0)
         memcpy(out + WL_CONNECT_ENVELOPE, data, len);
 }
@@ -82,17 +88,26 @@ char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len)
 static bool stream_encoded(const wl_rpc_stream_wire_t *wire, const char *bytes, size_t len,
                            wl_arena_t *arena, wl_piece_t *out)
 {
-    const char *text = bytes;
-    uint8_t flags = 0;
+    (void)arena;
     if (wire->gzip && wl_gzip_worth(len)) {
+        /* Coded straight after the envelope's room, whose length is known once it is. */
+        size_t start = out->len;
         wl_error_t err;
         wl_error_init(&err);
-        char *coded = NULL;
-        if (wl_gzip_body(bytes, len, arena, &coded, &len, &err) != 0)
+        if (wl_piece_reserve(out, WL_CONNECT_ENVELOPE) == NULL)
             return false;
-        text = coded;
-        flags = WL_CONNECT_FLAG_COMPRESSED;
+        out->len += WL_CONNECT_ENVELOPE;
+        if (wl_gzip_append(bytes, len, out, &err) != 0 ||
+            out->len - start - WL_CONNECT_ENVELOPE > UINT32_MAX) {
+            out->len = start;
+            return false;
+        }
+        put_envelope_head(out->base + start, WL_CONNECT_FLAG_COMPRESSED,
+                          out->len - start - WL_CONNECT_ENVELOPE);
+        return true;
     }
+    const char *text = bytes;
+    uint8_t flags = 0;
     char *room = len <= UINT32_MAX ? wl_piece_reserve(out, WL_CONNECT_ENVELOPE + len) : NULL;
     if (room == NULL)
         return false;

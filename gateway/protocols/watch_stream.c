@@ -28,11 +28,14 @@ typedef struct {
     wl_piece_t message; /* the message being made, reused */
 } watch_stream_t;
 
+/* Between deltas a stream holds neither a snapshot nor a message's memory: idle streams may be
+ * many. */
 static void close_delta(watch_stream_t *stream)
 {
     wl_export_cursor_close(stream->delta);
     stream->delta = NULL;
     stream->parts = 0;
+    wl_piece_dispose(&stream->message);
 }
 
 static wl_generator_next_t end_with(watch_stream_t *stream, wl_grpc_code_t code, wl_reason_t reason,
