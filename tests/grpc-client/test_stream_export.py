@@ -178,6 +178,47 @@ class StreamExportTest(unittest.TestCase):
         refused(grpc.StatusCode.UNAUTHENTICATED, metadata=t.metadata("wlk_AAAAAAAA_" + "B" * 40))
         self.assertEqual(t.sql(written), before)
 
+    def test_database_failing_half_way(self):
+        """The database goes away after the first bytes of a Connect stream (JSON: about 10 MB,
+        more than walklistd and the sockets hold while the client waits): the stream ends with an
+        end-stream message carrying the error, never with a clean end, and the service carries
+        on."""
+        import http.client
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.http_port, timeout=t.PATIENCE_S)
+        request = b"{}"
+        conn.request("POST", "/walklist.v1.StockService/StreamExportStock",
+                     body=b"\0" + len(request).to_bytes(4, "big") + request,
+                     headers={"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1",
+                              "Authorization": f"Bearer {self.token}"})
+        response = conn.getresponse()
+        self.assertEqual(response.status, 200)
+        body = response.read(64 * 1024)
+
+        def killed():
+            # The stream's connection, in its COPY or idle in its transaction just before it.
+            return int(t.sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                             "WHERE datname = current_database() AND application_name = 'walklist' "
+                             "AND (state LIKE 'idle in transaction%' OR (state = 'active' AND query LIKE 'COPY %'))")[0][0])
+        t.poll("the stream's database connection", killed)
+        body += response.read()
+        conn.close()
+        envelopes, at = [], 0
+        while at < len(body):
+            flag, length = body[at], int.from_bytes(body[at + 1:at + 5], "big")
+            envelopes.append((flag, body[at + 5:at + 5 + length]))
+            at += 5 + length
+        self.assertEqual(at, len(body))
+        self.assertTrue(all(flag == 0 for flag, _ in envelopes[:-1]))
+        flag, end = envelopes[-1]
+        self.assertEqual(flag, 2)
+        error = json.loads(end)["error"]
+        self.assertIn(error["code"], ("unavailable", "internal"))
+        self.assertIn("incomplete", error["message"])
+        self.assertIn("stock export stream cut off", self.server.text())
+        # The service carries on, with a fresh connection.
+        messages, _ = self.stream()
+        self.check_same_as_rest(messages, self.rest())
+
     def test_watch_catch_up_in_bounded_messages(self):
         rest = self.rest()
         cursor = rest["cursor"]
