@@ -1,4 +1,4 @@
-"""StreamExportStock and WatchStock's catch-up over gRPC, driven by Debian's grpcio, on a catalogue
+"""StreamExportStock and WatchStock's catch-up over gRPC (grpcio) and Connect, on a catalogue
 larger than a unary message may carry (WALKLIST_STREAM_SKUS, default 200,000 SKUs, made with
 `walklistctl generate`).
 
@@ -6,8 +6,9 @@ The streamed export must be the REST export of the same snapshot exactly: items,
 in messages far below the 4 MiB gRPC clients take, with generatedAt and the cursor on the last
 one only; the same with gzip both ways (seen on the wire with curl: every message flagged
 compressed); a `since` delta the same as the REST delta; bad input refused with a clear status
-and nothing written. WatchStock from a cursor about 200,000 changes behind arrives complete, in
-bounded messages, each but the last with an empty cursor.
+and nothing written; the database failing half way through a (Connect) stream ends it with an
+error, never a clean end. WatchStock from a cursor about 200,000 changes behind arrives complete,
+in bounded messages, each but the last with an empty cursor.
 """
 import gzip
 import json
