@@ -15,6 +15,11 @@
 #   scripts/bench.sh --tenants       only the rows at the specified limits (creation, GET by id,
 #                                    304s over 20,000 and 100,000 organizations), --runs times
 #                                    (default 3); prints the table, and writes it only with --out
+#   scripts/bench.sh --rpc-export    only the streamed export (StreamExportStock) over gRPC and
+#                                    Connect, binary and gzip, against the REST export in the
+#                                    same run, each cold from a fresh walklistd: time and
+#                                    walklistd's RSS growth (with --quick or --tiny: the small
+#                                    sizes); prints the table, and writes it only with --out
 #   options: --no-install (use what is there), --no-build (use the binaries in the build dir),
 #            --out FILE, --keep (leave the cluster running), --skip-if-missing (exit 77 when
 #            wrk or pgbench is missing, for ctest), --runs N (rows at the specified limits)
@@ -31,13 +36,14 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$WL_ROOT"
 
-QUICK=0 TINY=0 WRITES=0 TENANTS=0 RUNS= INSTALL=1 BUILD_IT=1 KEEP=0 SKIP_IF_MISSING=0 OUT=$WL_ROOT/BENCHMARKS.md
+QUICK=0 TINY=0 WRITES=0 TENANTS=0 RPC_EXPORT=0 RUNS= INSTALL=1 BUILD_IT=1 KEEP=0 SKIP_IF_MISSING=0 OUT=$WL_ROOT/BENCHMARKS.md
 OUT_GIVEN=0
 while (($#)); do
   case $1 in
   --quick) QUICK=1 ;;
   --writes) WRITES=1 ;;
   --tenants) TENANTS=1 ;;
+  --rpc-export) RPC_EXPORT=1 ;;
   --runs) RUNS=$2; shift ;;
   --tiny) TINY=1 ;;
   --no-install) INSTALL=0 ;;
@@ -45,7 +51,7 @@ while (($#)); do
   --skip-if-missing) SKIP_IF_MISSING=1 ;;
   --keep) KEEP=1 ;;
   --out) OUT=$2 OUT_GIVEN=1; shift ;;
-  *) die "unknown option $1 (--quick, --tiny, --writes, --tenants, --runs N, --no-install, --no-build, --out FILE, --keep)" ;;
+  *) die "unknown option $1 (--quick, --tiny, --writes, --tenants, --rpc-export, --runs N, --no-install, --no-build, --out FILE, --keep)" ;;
   esac
   shift
 done
@@ -233,6 +239,93 @@ cpu_ticks_postgres() {
 # Microseconds of CPU per request: TICKS over REQUESTS.
 cpu_us() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.0f", t * 1e6 / hz / n; else print "-" }'; }
 requests_done() { awk '/requests in/ { print $1 }' "$1"; }
+
+# --- The streamed export over gRPC and Connect (--rpc-export) --------------------------------
+
+# walklistd with the export's rate limit raised and a gRPC listener too: PORT and GRPC_PORT.
+start_walklistd_rpc() {
+  local log_file=$WORK/walklistd.log
+  : >"$log_file"
+  "$BUILD/bin/walklistd" --database-url "$DB" --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 \
+    --rate-limit-stock-export 1000000 --rate-limit-shared 1000000 2>"$log_file" &
+  WALKLISTD_PID=$!
+  PORT= GRPC_PORT=
+  for _ in $(seq 100); do
+    PORT=$(sed -n 's/.*"msg":"listening".*"port":\([0-9]*\).*/\1/p' "$log_file" | head -n 1)
+    GRPC_PORT=$(sed -n 's/.*"msg":"listening".*"grpcPort":\([0-9]*\).*/\1/p' "$log_file" | head -n 1)
+    [[ -n $PORT && -n $GRPC_PORT ]] && break
+    sleep 0.1
+  done
+  [[ -n $PORT && -n $GRPC_PORT ]] || die "walklistd did not start: $(tail -n 5 "$log_file")"
+}
+
+# One cold export of KIND (rest, rest-gzip, grpc, grpc-gzip, connect, connect-gzip) from a fresh
+# walklistd, read by curl into /dev/null: sets RPC_SECONDS, RPC_BYTES and RPC_GROWTH (MiB of
+# walklistd's peak RSS over its RSS before the export).
+rpc_export_once() {
+  local kind=$1 key=$2 rss0 hwm out status trace=$WORK/curl-$1.txt
+  local -a args=(-sS -o /dev/null -w '%{http_code} %{time_total} %{size_download}')
+  # An empty request message, enveloped (gRPC and Connect share the 5-byte frame).
+  printf '\0\0\0\0\0' >"$WORK/empty-request"
+  case $kind in
+  rest | rest-gzip)
+    args+=(-H "Authorization: Bearer $key" "http://127.0.0.1:PORT/api/v1/stock-export")
+    [[ $kind == rest-gzip ]] && args+=(-H 'Accept-Encoding: gzip') ;;
+  grpc | grpc-gzip)
+    args+=(-v --http2-prior-knowledge --data-binary "@$WORK/empty-request"
+      -H 'content-type: application/grpc' -H 'te: trailers' -H "authorization: Bearer $key"
+      -H "grpc-accept-encoding: $([[ $kind == grpc-gzip ]] && echo gzip || echo identity)"
+      "http://127.0.0.1:GRPC/walklist.v1.StockService/StreamExportStock") ;;
+  connect | connect-gzip)
+    args+=(--data-binary "@$WORK/empty-request" -H 'Content-Type: application/connect+proto'
+      -H 'Connect-Protocol-Version: 1' -H "Authorization: Bearer $key"
+      "http://127.0.0.1:PORT/walklist.v1.StockService/StreamExportStock")
+    [[ $kind == connect-gzip ]] && args+=(-H 'Connect-Accept-Encoding: gzip') ;;
+  esac
+  stop_walklistd
+  start_walklistd_rpc
+  args=("${args[@]//127.0.0.1:PORT/127.0.0.1:$PORT}")
+  args=("${args[@]//127.0.0.1:GRPC/127.0.0.1:$GRPC_PORT}")
+  rss0=$(rss_kib VmRSS)
+  COMMANDS+=("curl $(printf '%q ' "${args[@]}")")
+  out=$(curl "${args[@]}" 2>"$trace")
+  read -r status RPC_SECONDS RPC_BYTES <<<"$out"
+  hwm=$(rss_kib VmHWM)
+  RPC_GROWTH=$(((hwm - rss0) / 1024))
+  [[ $status == 200 ]] || die "$kind export answered $status"
+  if [[ $kind == grpc* ]] && ! grep -q '^< grpc-status: 0' "$trace"; then
+    die "$kind export did not end with grpc-status 0: $(grep -m 2 'grpc-' "$trace" | tr '\n' ' ')"
+  fi
+}
+
+bench_rpc_export() {
+  local size=$1 key kind base rest_seconds
+  key=$("$BUILD/bin/walklistctl" key create --org "cat-$size" --scopes stock:read --name rpc \
+    --database-url "$DB" 2>/dev/null)
+  for kind in rest grpc connect rest-gzip grpc-gzip connect-gzip; do
+    rpc_export_once "$kind" "$key"
+    case $kind in
+    rest | rest-gzip)
+      rest_seconds=$RPC_SECONDS base=$kind
+      row "cold export, $size SKUs, $kind (REST)" "$RPC_SECONDS s, $((RPC_BYTES / 1000)) kB" "-" "-" \
+        "peak RSS +$RPC_GROWTH MiB" ;;
+    *)
+      row "cold StreamExportStock, $size SKUs, $kind" "$RPC_SECONDS s, $((RPC_BYTES / 1000)) kB" \
+        "$base: $rest_seconds s" "x$(ratio "$RPC_SECONDS" "$rest_seconds")" "peak RSS +$RPC_GROWTH MiB"
+      RPC_RATIOS[$size]+="${RPC_RATIOS[$size]:+ }$(ratio "$RPC_SECONDS" "$rest_seconds")"
+      RPC_GROWTHS[$size]+="${RPC_GROWTHS[$size]:+ }$RPC_GROWTH" ;;
+    esac
+  done
+  stop_walklistd
+}
+
+rpc_export_targets() {
+  local large=${SIZES[-1]}
+  printf '| StreamExportStock (gRPC, Connect; binary, gzip) at most 1.3 x the REST export of the same coding, %s SKUs | x%s | %s |\n' \
+    "$large" "${RPC_RATIOS[$large]// /, x}" "$(verdict_each "${RPC_RATIOS[$large]}" 1.3 max)"
+  printf '| walklistd RSS grows by under 32 MiB during each stream | +%s MiB | %s |\n' \
+    "${RPC_GROWTHS[$large]// /, +}" "$(verdict_each "${RPC_GROWTHS[$large]}" 31.99 max)"
+}
 
 # --- Steps ------------------------------------------------------------------------------------
 
@@ -856,7 +949,7 @@ write_report() {
   {
     printf '# Benchmarks\n\n'
     printf 'Written by `scripts/bench.sh%s` on %s (commit %s, plus the working tree).\n\n' \
-      "$( ((TINY)) && echo ' --tiny'; ((QUICK)) && echo ' --quick'; ((WRITES)) && echo ' --writes'; ((TENANTS)) && echo " --tenants --runs $RUNS")" \
+      "$( ((TINY)) && echo ' --tiny'; ((QUICK)) && echo ' --quick'; ((WRITES)) && echo ' --writes'; ((TENANTS)) && echo " --tenants --runs $RUNS"; ((RPC_EXPORT)) && echo ' --rpc-export')" \
       "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit"
     printf 'Machine: %s cores (%s), %s memory, load average before the run: %s.\n' "$cores" \
       "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1)" "$mem" "$LOAD_BEFORE"
@@ -878,10 +971,14 @@ write_report() {
     elif ((TENANTS)); then
       printf '\n## Targets (measured in this run)\n\n| target | measured | verdict |\n|---|---|---|\n'
       tenant_targets
+    elif ((RPC_EXPORT)); then
+      printf '\n## Targets (measured in this run, largest size %s SKUs)\n\n' "${SIZES[-1]}"
+      printf '| target | measured | verdict |\n|---|---|---|\n'
+      rpc_export_targets
     else
       targets
     fi
-    if ((!WRITES && !TENANTS)) && [[ -f $BENCH_DIR/analysis.md ]]; then
+    if ((!WRITES && !TENANTS && !RPC_EXPORT)) && [[ -f $BENCH_DIR/analysis.md ]]; then
       printf '\n'
       cat "$BENCH_DIR/analysis.md"
     fi
@@ -929,6 +1026,22 @@ main() {
       bench_writes "$size"
     done
     ((OUT_GIVEN)) || OUT=$WORK/writes.md
+    write_report
+    cat "$OUT"
+    return
+  fi
+  if ((RPC_EXPORT)); then
+    declare -gA RPC_RATIOS=() RPC_GROWTHS=()
+    for size in "${SIZES[@]}"; do
+      log "streamed export, catalogue of $size SKUs"
+      "$BUILD/bin/walklistctl" org create "cat-$size" --database-url "$DB" 2>/dev/null
+      record "$BUILD/bin/walklistctl" generate --org "cat-$size" --skus "$size" --seed "$SEED" \
+        --database-url "$DB" 2>>"$WORK/generate.log"
+      COMMANDS+=("psql -c 'VACUUM ANALYZE'")
+      sql -c 'VACUUM ANALYZE' >/dev/null
+      bench_rpc_export "$size"
+    done
+    ((OUT_GIVEN)) || OUT=$WORK/rpc-export.md
     write_report
     cat "$OUT"
     return

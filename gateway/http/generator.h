@@ -1,11 +1,11 @@
 /*
  * One interface for every streamed body (h2o's h2o_generator_t): the REST export, a cached export
- * body, WatchStock's messages over REST/Connect and gRPC. A generator makes the next piece of a
- * body when asked (proceed), says what follows it, and is stopped exactly once on every path
- * (stop). Whoever sends the body owns the buffering and the threads: over HTTP/1.1 the server
- * (server.c) asks for the next piece on a request thread while the I/O thread sends the current
- * one, and suspends the connection only when the next is not ready; gRPC asks for one message per
- * proceed. Filters (gzip_filter.h) are generators that wrap another.
+ * body, WatchStock's and StreamExportStock's messages over Connect and gRPC. A generator makes the
+ * next piece of a body when asked (proceed), says what follows it, and is stopped exactly once on
+ * every path (stop). Whoever sends the body owns the buffering and the threads: over HTTP/1.1 the
+ * server (server.c) asks for the next piece on a request thread while the I/O thread sends the
+ * current one, and suspends the connection only when the next is not ready; gRPC asks for one
+ * message per proceed. Filters (gzip_filter.h) are generators that wrap another.
  */
 #ifndef WALKLIST_GATEWAY_GENERATOR_H
 #define WALKLIST_GATEWAY_GENERATOR_H

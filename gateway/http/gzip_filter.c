@@ -140,6 +140,25 @@ int wl_gzip_body(const char *body, size_t len, wl_arena_t *arena, char **out, si
     return 0;
 }
 
+int wl_gzip_append(const char *body, size_t len, wl_piece_t *out, wl_error_t *err)
+{
+    z_stream z;
+    if (len > UINT_MAX)
+        return wl_error_set(err, WL_EINVAL, "body too large to compress");
+    if (!start(&z))
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    /* deflateBound is enough for the whole output in one call: it goes straight onto out. */
+    size_t bound = deflateBound(&z, (uLong)len);
+    char *room = wl_piece_reserve(out, bound);
+    wl_piece_t piece = {.base = room, .cap = bound, .fixed = true};
+    int rc = room != NULL ? deflate_onto(&z, body, len, Z_FINISH, &piece, err)
+                          : wl_error_set(err, WL_ENOMEM, NULL);
+    deflateEnd(&z);
+    if (rc == 0)
+        out->len += piece.len;
+    return rc;
+}
+
 void wl_gzip_offer(wl_exchange_t *ex, const char *accept_field, const char *coding_field)
 {
     if (ex->response_len < GZIP_MIN_ANSWER)

@@ -29,6 +29,9 @@ wl_generator_t *wl_gzip_filter(wl_generator_t *inner);
 int wl_gzip_body(const char *body, size_t len, wl_arena_t *arena, char **out, size_t *out_len,
                  wl_error_t *err) WL_CHECK_RESULT;
 
+/** Appends the gzip coding of len bytes of body onto out (a stream's message: no copy). */
+int wl_gzip_append(const char *body, size_t len, wl_piece_t *out, wl_error_t *err) WL_CHECK_RESULT;
+
 /**
  * Codes ex's whole answer (ex->response) in gzip when it is worth it (1 KiB and more:
  * wl_gzip_worth) and the request's accept_field ("Accept-Encoding") takes gzip, saying so in

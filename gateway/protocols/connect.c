@@ -20,7 +20,8 @@
 #include "http/gzip_filter.h"
 #include "http/negotiate.h"
 #include "errors/status_map.h"
-#include "protocols/watch_stream.h"
+#include "protocols/connect_wire.h"
+#include "protocols/rpc_streams.h"
 
 /* A pending admission waits for the method (and its body) only for bodies this small. */
 #define CONNECT_DEFER_BODY_LIMIT (64u * 1024)
@@ -384,6 +385,10 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
     }
     state->streaming = policy->server_streaming;
     state->content_type = "application/connect+json"; /* until the request's is read */
+    /* A refused admission is answered before the headers are checked: its end-stream message
+     * goes in the request's stream codec when it names one (a client refuses another). */
+    if (state->streaming)
+        (void)parse_stream_content_type(wl_exchange_header(ex, "Content-Type"), state);
     if (!authenticate(connect, ex, policy, state->get))
         return;
     /* Whatever is wrong with the request is answered once its admission let it in. */
@@ -523,15 +528,22 @@ static bool answer_reply(wl_exchange_t *ex, const ProtobufCMessage *reply, void 
     return true;
 }
 
-/* A stream's first message starts the stream; the rest follow as the client reads, gzip-coded
- * when they are worth it and Connect-Accept-Encoding takes gzip. */
-static bool start_stream(wl_exchange_t *ex, const ProtobufCMessage *first, void *data)
+/* The stream starts where the method's run said: its messages are made on request threads as
+ * the client reads, gzip-coded when they are worth it and Connect-Accept-Encoding takes gzip. */
+static bool start_stream(wl_exchange_t *ex, const ProtobufCMessage *start, void *data)
 {
     const call_state_t *state = data;
     wl_connect_t *connect = state->connect;
     bool gzip = wl_negotiate_gzip(wl_exchange_header_list(ex, "Connect-Accept-Encoding"));
-    return wl_watch_stream_start(ex, connect->core, connect->watch, state->codec == CODEC_JSON,
-                                 gzip, first);
+    wl_rpc_stream_wire_t wire = wl_connect_stream_wire(state->codec == CODEC_JSON, gzip);
+    wl_generator_t *gen = wl_rpc_stream_create(state->procedure, connect->core, connect->watch,
+                                               &ex->principal, start, &wire);
+    if (gen == NULL)
+        return false;
+    if (gzip)
+        wl_exchange_add_header(ex, "Connect-Content-Encoding", "gzip");
+    wl_exchange_generate(ex, 200, state->content_type, gen, NULL, WL_GENERATOR_MORE);
+    return true;
 }
 
 static bool call_expired(void *data)

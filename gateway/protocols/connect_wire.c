@@ -50,13 +50,19 @@ json_t *wl_connect_error_json(wl_arena_t *arena, wl_grpc_code_t code, const char
     return body;
 }
 
-void wl_connect_envelope(char *out, uint8_t flags, const void *data, size_t len)
+/* An envelope's flags and length, before its len bytes. */
+static void put_envelope_head(char *out, uint8_t flags, size_t len)
 {
     out[0] = (char)flags;
     out[1] = (char)(len >> 24);
     out[2] = (char)(len >> 16);
     out[3] = (char)(len >> 8);
     out[4] = (char)len;
+}
+
+void wl_connect_envelope(char *out, uint8_t flags, const void *data, size_t len)
+{
+    put_envelope_head(out, flags, len);
     if (len > 0)
         memcpy(out + WL_CONNECT_ENVELOPE, data, len);
 }
@@ -77,8 +83,40 @@ char *wl_connect_end_stream(wl_arena_t *arena, json_t *error, size_t *len)
     return out;
 }
 
-/* A message of the stream enveloped in its codec, gzip-coded when the stream's are and it is
- * worth it. */
+/* An encoded message of the stream enveloped, gzip-coded when the stream's are and it is worth
+ * it. */
+static bool stream_encoded(const wl_rpc_stream_wire_t *wire, const char *bytes, size_t len,
+                           wl_arena_t *arena, wl_piece_t *out)
+{
+    (void)arena;
+    if (wire->gzip && wl_gzip_worth(len)) {
+        /* Coded straight after the envelope's room, whose length is known once it is. */
+        size_t start = out->len;
+        wl_error_t err;
+        wl_error_init(&err);
+        if (wl_piece_reserve(out, WL_CONNECT_ENVELOPE) == NULL)
+            return false;
+        out->len += WL_CONNECT_ENVELOPE;
+        if (wl_gzip_append(bytes, len, out, &err) != 0 ||
+            out->len - start - WL_CONNECT_ENVELOPE > UINT32_MAX) {
+            out->len = start;
+            return false;
+        }
+        put_envelope_head(out->base + start, WL_CONNECT_FLAG_COMPRESSED,
+                          out->len - start - WL_CONNECT_ENVELOPE);
+        return true;
+    }
+    const char *text = bytes;
+    uint8_t flags = 0;
+    char *room = len <= UINT32_MAX ? wl_piece_reserve(out, WL_CONNECT_ENVELOPE + len) : NULL;
+    if (room == NULL)
+        return false;
+    wl_connect_envelope(room, flags, text, len);
+    out->len += WL_CONNECT_ENVELOPE + len;
+    return true;
+}
+
+/* A message of the stream in its codec, enveloped. */
 static bool stream_message(const wl_rpc_stream_wire_t *wire, const ProtobufCMessage *message,
                            wl_arena_t *arena, wl_piece_t *out)
 {
@@ -92,25 +130,11 @@ static bool stream_message(const wl_rpc_stream_wire_t *wire, const ProtobufCMess
         if (text != NULL)
             protobuf_c_message_pack(message, (uint8_t *)text);
     }
-    uint8_t flags = 0;
-    if (text != NULL && wire->gzip && wl_gzip_worth(len)) {
-        wl_error_t err;
-        wl_error_init(&err);
-        if (wl_gzip_body(text, len, arena, &text, &len, &err) != 0)
-            return false;
-        flags = WL_CONNECT_FLAG_COMPRESSED;
-    }
-    char *room =
-        text != NULL && len <= UINT32_MAX ? wl_piece_reserve(out, WL_CONNECT_ENVELOPE + len) : NULL;
-    if (room == NULL)
-        return false;
-    wl_connect_envelope(room, flags, text, len);
-    out->len += WL_CONNECT_ENVELOPE + len;
-    return true;
+    return text != NULL && stream_encoded(wire, text, len, arena, out);
 }
 
-/* The end-stream message with the error that ends the stream. Without it (out of memory) the
- * client sees the stream cut. */
+/* The end-stream message, with the error that ends the stream unless it ends well. Without it
+ * (out of memory) the client sees the stream cut. */
 static void stream_end(const wl_rpc_stream_wire_t *wire, wl_grpc_code_t code, wl_reason_t reason,
                        const char *message, wl_piece_t *out)
 {
@@ -119,8 +143,10 @@ static void stream_end(const wl_rpc_stream_wire_t *wire, wl_grpc_code_t code, wl
     wl_arena_init(&arena, 0);
     wl_error_info_t info = {.reason = reason};
     size_t len = 0;
-    char *end = wl_connect_end_stream(
-        &arena, wl_connect_error_json(&arena, code, message, NULL, &info), &len);
+    json_t *error =
+        code == WL_GRPC_OK ? NULL : wl_connect_error_json(&arena, code, message, NULL, &info);
+    char *end =
+        code == WL_GRPC_OK || error != NULL ? wl_connect_end_stream(&arena, error, &len) : NULL;
     if (end != NULL)
         wl_piece_append(out, end, len);
     wl_arena_dispose(&arena);
@@ -128,8 +154,11 @@ static void stream_end(const wl_rpc_stream_wire_t *wire, wl_grpc_code_t code, wl
 
 wl_rpc_stream_wire_t wl_connect_stream_wire(bool json, bool gzip)
 {
-    return (wl_rpc_stream_wire_t){
-        .message = stream_message, .end = stream_end, .json = json, .gzip = gzip};
+    return (wl_rpc_stream_wire_t){.message = stream_message,
+                                  .encoded = stream_encoded,
+                                  .end = stream_end,
+                                  .json = json,
+                                  .gzip = gzip};
 }
 
 size_t wl_connect_error_plain(char *buf, size_t size, wl_grpc_code_t code, wl_reason_t reason,

@@ -28,7 +28,7 @@
 #include "http/offload.h"
 #include "protocols/rpc.h"
 #include "protocols/unary.h"
-#include "protocols/watch_stream.h"
+#include "protocols/rpc_streams.h"
 #include "errors/status_map.h"
 #include "reflection/reflection.h"
 #include "walklist/log.h"
@@ -88,9 +88,9 @@ struct call {
     atomic_int refs;
     tag_t tag_new, tag_message, tag_sent, tag_closed, tag_stream_sent, tag_reflection_sent;
     wl_offload_job_t job; /* its run on a worker */
-    /* A server stream (WatchStock): its generator (generator.h) makes one message per proceed
-     * on a worker (stream_job) and idles (parked) between messages. The stream holds one
-     * reference to the call until its status is sent or the call is gone. */
+    /* A server stream (WatchStock, StreamExportStock): its generator (generator.h) makes one
+     * message per proceed on a worker (stream_job), and a watch idles (parked) between messages.
+     * The stream holds one reference to the call until its status is sent or the call is gone. */
     bool streaming;
     wl_generator_t *stream;
     wl_generator_next_t stream_next; /* what follows the message in flight */
@@ -243,16 +243,21 @@ static void add_rate_value(const char *name, const char *value, void *data)
     add_initial(data, name, value);
 }
 
+/* The answer's initial metadata: the exchange's headers and the rate-limit values. */
+static void put_initial(call_t *c)
+{
+    wl_exchange_rate_values(&c->ex, add_rate_value, c);
+    for (size_t i = 0; i < c->ex.header_count; i++)
+        add_initial(c, c->ex.headers[i].name, c->ex.headers[i].value);
+}
+
 /* Sends the answer the call holds: the exchange's headers and the rate-limit values as
  * initial metadata (unless a stream sent it), the reply when the code is OK, then the status
  * with its details. */
 static void send_answer(call_t *c)
 {
-    if (!c->initial_sent) {
-        wl_exchange_rate_values(&c->ex, add_rate_value, c);
-        for (size_t i = 0; i < c->ex.header_count; i++)
-            add_initial(c, c->ex.headers[i].name, c->ex.headers[i].value);
-    }
+    if (!c->initial_sent)
+        put_initial(c);
     if (c->status_details != NULL) {
         grpc_metadata *md = &c->trailing[c->trailing_count++];
         memset(md, 0, sizeof(*md));
@@ -372,24 +377,47 @@ static bool grpc_stream_message(const wl_rpc_stream_wire_t *wire, const Protobuf
     return wl_rpc_append_binary(message, out);
 }
 
-/* Ends a stream with an error: the call's status (gRPC frames no end message). */
+/* A stream's message encoded already (binary: gRPC's only codec here), as it is. */
+static bool grpc_stream_encoded(const wl_rpc_stream_wire_t *wire, const char *bytes, size_t len,
+                                wl_arena_t *arena, wl_piece_t *out)
+{
+    (void)wire;
+    (void)arena;
+    wl_piece_append(out, bytes, len);
+    return !out->failed;
+}
+
+/* Ends a stream: the call's status (gRPC frames no end message), OK or an error. */
 static void end_stream_with(const wl_rpc_stream_wire_t *wire, wl_grpc_code_t code,
                             wl_reason_t reason, const char *message, wl_piece_t *out)
 {
     (void)out;
     call_t *c = wire->call;
-    answer_error(&c->ex, wl_http_status_of(code), code, reason, message, NULL);
+    if (code != WL_GRPC_OK) {
+        answer_error(&c->ex, wl_http_status_of(code), code, reason, message, NULL);
+        return;
+    }
+    c->code = WL_GRPC_OK;
+    c->message = NULL;
+    c->status_details = NULL;
 }
 
-/* A stream's first message: the unary reply's way; the generator of the rest starts from it. */
+/* A stream starts where the method's run said (its reply is not sent): the generator makes
+ * every message, the first at once on a worker (stream_begin). */
 static bool answer_first(wl_exchange_t *ex, const ProtobufCMessage *reply, void *data)
 {
     call_t *c = data;
-    wl_rpc_stream_wire_t wire = {.message = grpc_stream_message, .end = end_stream_with, .call = c};
-    c->stream =
-        wl_watch_stream_create(c->server->core, c->server->watch, &ex->principal, reply, &wire);
-    c->stream_next = WL_GENERATOR_IDLE; /* a watch waits for a change after its first */
-    return c->stream != NULL && answer_reply(ex, reply, data);
+    wl_rpc_stream_wire_t wire = {.message = grpc_stream_message,
+                                 .encoded = grpc_stream_encoded,
+                                 .end = end_stream_with,
+                                 .call = c};
+    c->stream = wl_rpc_stream_create(c->procedure, c->server->core, c->server->watch,
+                                     &ex->principal, reply, &wire);
+    c->stream_next = WL_GENERATOR_MORE;
+    c->code = WL_GRPC_OK;
+    c->message = NULL;
+    ex->status = 200;
+    return c->stream != NULL;
 }
 
 static bool call_expired(void *data)
@@ -607,16 +635,15 @@ static void run_health_check(wl_grpc_server_t *server, call_t *c)
 
 /* Sends msg as the stream's next message (initial metadata first with the first one); false
  * when the call is gone (msg freed): the caller ends the stream. */
-static bool stream_send(call_t *c, grpc_byte_buffer *msg, bool first)
+static bool stream_send(call_t *c, grpc_byte_buffer *msg)
 {
     c->stream_message = msg;
     grpc_op ops[2];
     memset(ops, 0, sizeof(ops));
     size_t n = 0;
-    if (first) {
-        wl_exchange_rate_values(&c->ex, add_rate_value, c);
-        for (size_t i = 0; i < c->ex.header_count; i++)
-            add_initial(c, c->ex.headers[i].name, c->ex.headers[i].value);
+    if (!c->initial_sent) {
+        c->initial_sent = true;
+        put_initial(c);
         ops[n].op = GRPC_OP_SEND_INITIAL_METADATA;
         ops[n].data.send_initial_metadata.count = c->initial_count;
         ops[n].data.send_initial_metadata.metadata = c->initial;
@@ -635,12 +662,15 @@ static bool stream_send(call_t *c, grpc_byte_buffer *msg, bool first)
     return false;
 }
 
-/* Ends the stream: its status when still possible, then the stream's hold on the call. */
+/* Ends the stream: its status when still possible (with the initial metadata when no message
+ * went), then the stream's hold on the call. */
 static void stream_end(call_t *c, bool send_status)
 {
     c->stream->stop(c->stream);
     c->stream = NULL;
-    if (send_status) {
+    if (send_status && !c->initial_sent) {
+        send_answer(c);
+    } else if (send_status) {
         c->status_slice = copied_slice(c->message ? c->message : "");
         c->status_slice_set = true;
         if (c->status_details != NULL) {
@@ -713,11 +743,12 @@ static void stream_step(wl_offload_job_t *job)
         return;
     }
     grpc_slice slice = grpc_slice_from_copied_buffer(piece.base, piece.len);
+    c->reply_len += piece.len;
     wl_piece_dispose(&piece);
     grpc_byte_buffer *msg = grpc_raw_byte_buffer_create(&slice, 1);
     grpc_slice_unref(slice);
     /* Sent, the call belongs to the completion queue's thread from here. */
-    if (!stream_send(c, msg, false))
+    if (!stream_send(c, msg))
         stream_end(c, false);
 }
 
@@ -741,16 +772,14 @@ static void on_stream_sent(call_t *c, bool ok)
     release(c); /* the batch's hold */
 }
 
-/* After the first message was made: the stream starts, or the call answers unary-style. */
+/* After the method's run let the stream start: its first message is made on a worker; else
+ * the call answers unary-style (an error). */
 static bool stream_begin(call_t *c)
 {
-    if (!c->streaming || c->code != WL_GRPC_OK || c->reply == NULL || c->stream == NULL)
+    if (!c->streaming || c->code != WL_GRPC_OK || c->stream == NULL)
         return false;
     atomic_fetch_add(&c->refs, 1); /* the stream's hold */
-    grpc_byte_buffer *first = c->reply;
-    c->reply = NULL;
-    if (!stream_send(c, first, true))
-        stream_end(c, false);
+    stream_go_on(c);
     return true;
 }
 

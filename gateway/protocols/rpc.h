@@ -28,6 +28,11 @@
  * binary), measured. A larger reply is refused; GET /api/v1/stock-export streams any size
  * with flat memory. */
 #define WL_RPC_REPLY_LIMIT (4u * 1024 * 1024)
+/* What a message of a server stream of stock items (StreamExportStock, a WatchStock delta) holds
+ * before the next one starts: its encoding passes this by one item at most, far below the 4 MiB a
+ * gRPC client takes by default, and large enough that framing costs nothing (about 25,000 SKUs
+ * of 20 characters in binary). */
+#define WL_RPC_STREAM_MESSAGE (1024u * 1024)
 /* Everything one call allocates: the decoded request, the reply message and its encoding. A
  * reply of WL_RPC_REPLY_LIMIT takes about 20 MiB of it; a reply that would need more is
  * refused as RESOURCE_EXHAUSTED while it is being built. */
@@ -43,7 +48,13 @@ typedef struct wl_rpc_stream_wire {
     /** Appends message framed for the transport onto out; false when it cannot be made. */
     bool (*message)(const struct wl_rpc_stream_wire *wire, const ProtobufCMessage *message,
                     wl_arena_t *arena, wl_piece_t *out);
-    /** Ends the stream with an error (message: what the client is told). */
+    /** Appends a message already encoded in the wire's codec (json below), len bytes at bytes,
+     * framed for the transport onto out (arena: scratch memory, e.g. for gzip); false when it
+     * cannot be made. */
+    bool (*encoded)(const struct wl_rpc_stream_wire *wire, const char *bytes, size_t len,
+                    wl_arena_t *arena, wl_piece_t *out);
+    /** Ends the stream: with an error (code other than WL_GRPC_OK; message: what the client is
+     * told), or well (WL_GRPC_OK: Connect's end-stream message without error, gRPC's OK). */
     void (*end)(const struct wl_rpc_stream_wire *wire, wl_grpc_code_t code, wl_reason_t reason,
                 const char *message, wl_piece_t *out);
     bool json;  /* Connect: the JSON codec rather than the binary one */

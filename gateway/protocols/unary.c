@@ -86,8 +86,9 @@ void wl_unary_call(const wl_unary_transport_t *transport, wl_core_t *core, wl_ex
             protobuf_c_message_get_packed_size(call->reply) > transport->reply_limit) {
             char message[256];
             snprintf(message, sizeof(message),
-                     "the reply is larger than %zu bytes, the most a unary call returns (GET "
-                     "/api/v1/stock-export streams the stock export at any size)",
+                     "the reply is larger than %zu bytes, the most a unary call returns "
+                     "(StreamExportStock and GET /api/v1/stock-export stream the stock export "
+                     "at any size)",
                      transport->reply_limit);
             access->answer(ex, 429, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_REPLY_TOO_LARGE, message,
                            NULL);

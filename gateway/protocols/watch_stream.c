@@ -5,11 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocols/connect_wire.h"
-#include "walklist/v1/stock.pb-c.h"
+#include "errors/error_info.h"
+#include "export/export_message.h"
 
-/* What one message may take while it is made: a delta of about a million SKUs. */
-#define MESSAGE_ARENA_LIMIT (512u * 1024 * 1024)
 /* Cursors are about 80 characters. */
 #define CURSOR_MAX 256
 
@@ -20,77 +18,141 @@ typedef struct {
     wl_stock_watcher_t *watcher;
     wl_principal_t principal;
     wl_rpc_stream_wire_t wire;
-    char cursor[CURSOR_MAX]; /* the last message's: where the next delta starts */
+    char cursor[CURSOR_MAX]; /* the last whole delta's: where the next delta starts */
+    bool first;              /* the first message is still to come */
+    /* A delta being sent: its snapshot, from its first message to its last. */
+    wl_export_cursor_t *delta;
+    bool send_empty;    /* it is sent even without items (the first message, a heartbeat) */
+    size_t parts;       /* its messages sent so far */
+    unsigned pending;   /* changes heard while a delta went (WL_STOCK_WATCH_CHANGED) */
+    wl_piece_t message; /* the message being made, reused */
 } watch_stream_t;
 
-/* Takes the cursor of message (a WatchStockResponse); false when it is too long to keep. */
-static bool take_cursor(watch_stream_t *stream, const ProtobufCMessage *message)
+/* Between deltas a stream holds neither a snapshot nor a message's memory: idle streams may be
+ * many. */
+static void close_delta(watch_stream_t *stream)
 {
-    const char *cursor = ((const Walklist__V1__WatchStockResponse *)message)->cursor;
-    if (strlen(cursor) >= sizeof(stream->cursor))
-        return false;
-    strcpy(stream->cursor, cursor);
-    return true;
+    wl_export_cursor_close(stream->delta);
+    stream->delta = NULL;
+    stream->parts = 0;
+    wl_piece_dispose(&stream->message);
 }
 
-/* Reads the delta since the last cursor; appends it when it has items or a heartbeat is due. */
-static wl_generator_next_t put_delta(watch_stream_t *stream, bool heartbeat, wl_piece_t *out)
+static wl_generator_next_t end_with(watch_stream_t *stream, wl_grpc_code_t code, wl_reason_t reason,
+                                    const char *text, wl_piece_t *out)
 {
-    wl_arena_t arena;
-    wl_arena_init(&arena, MESSAGE_ARENA_LIMIT);
+    close_delta(stream);
+    stream->wire.end(&stream->wire, code, reason, text, out);
+    return WL_GENERATOR_DONE;
+}
+
+static wl_generator_next_t end_with_error(watch_stream_t *stream, const wl_error_t *err,
+                                          wl_piece_t *out)
+{
+    wl_grpc_code_t code = wl_error_grpc_code(err->code);
+    char text[320];
+    /* An expired cursor's message says what to do instead (export in full). */
+    snprintf(text, sizeof(text), "%s%s", err->message[0] ? err->message : wl_grpc_code_name(code),
+             err->code == WL_EHISTORY ? "" : "; resume from the last cursor received");
+    return end_with(stream, code, wl_reason_of_error(err->code), text, out);
+}
+
+/* The snapshot of the delta since the last cursor; from no cursor at all, the full export's,
+ * whose rows are not read (its cursor only). */
+static int open_delta(watch_stream_t *stream, wl_error_t *err)
+{
+    int64_t since = -1;
+    int rc = 0;
+    if (stream->cursor[0] != '\0')
+        rc = wl_core_export_since(stream->core, &stream->principal, stream->cursor, "since", &since,
+                                  err);
+    if (rc == 0)
+        rc =
+            wl_core_export_open_since(stream->core, &stream->principal, since, &stream->delta, err);
+    return rc;
+}
+
+/* The delta's next message; IDLE once it is all sent (or had nothing to send), MORE before. */
+static wl_generator_next_t put_part(watch_stream_t *stream, wl_piece_t *out)
+{
     wl_error_t err;
     wl_error_init(&err);
-    wl_generator_next_t next = WL_GENERATOR_IDLE;
-    ProtobufCMessage *message = NULL;
-    int rc = wl_core_watch_stock(stream->core, &stream->principal, stream->cursor, &arena, &message,
-                                 &err);
-    if (rc != 0) {
-        wl_grpc_code_t code = wl_error_grpc_code(err.code);
-        char text[320];
-        /* An expired cursor's message says what to do instead (export in full). */
-        snprintf(text, sizeof(text), "%s%s", err.message[0] ? err.message : wl_grpc_code_name(code),
-                 err.code == WL_EHISTORY ? "" : "; resume from the last cursor received");
-        stream->wire.end(&stream->wire, code, wl_reason_of_error(err.code), text, out);
-        next = WL_GENERATOR_DONE;
-    } else if (((Walklist__V1__WatchStockResponse *)message)->n_items > 0 || heartbeat) {
-        if (take_cursor(stream, message) &&
-            stream->wire.message(&stream->wire, message, &arena, out)) {
-            wl_stock_watch_sent(stream->watch, stream->watcher);
-        } else {
-            stream->wire.end(&stream->wire, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_REPLY_TOO_LARGE,
-                             "the next message could not be made (out of memory): resume from "
-                             "the last cursor received",
-                             out);
-            next = WL_GENERATOR_DONE;
-        }
+    stream->message.len = 0;
+    wl_export_message_t message;
+    wl_export_message_begin(&message, WL_EXPORT_MESSAGE_WATCH, stream->wire.json,
+                            WL_RPC_STREAM_MESSAGE, &stream->message);
+    int rc = 0;
+    wl_export_item_t item;
+    /* Without a cursor the stream starts at the full export's version: no row is read. */
+    bool rows = stream->cursor[0] != '\0';
+    while (rows && !wl_export_message_full(&message) &&
+           (rc = wl_export_cursor_next(stream->delta, &item, &err)) == 1)
+        wl_export_message_add(&message, &item);
+    if (rc < 0)
+        return end_with_error(stream, &err, out);
+    bool last = rc == 0;
+    if (last && stream->parts == 0 && wl_export_message_items(&message) == 0 &&
+        !stream->send_empty) {
+        close_delta(stream); /* nothing changed: nothing to say */
+        return stream->pending ? WL_GENERATOR_MORE : WL_GENERATOR_IDLE;
     }
-    wl_arena_dispose(&arena);
-    return next;
+    const char *cursor = last ? wl_export_cursor_token(stream->delta) : NULL;
+    if (cursor != NULL && strlen(cursor) >= sizeof(stream->cursor))
+        stream->message.failed = true;
+    wl_export_message_finish(&message, cursor, 0);
+    wl_arena_t scratch; /* the gzip-coded message, when it is */
+    wl_arena_init(&scratch, 0);
+    bool made = !stream->message.failed && stream->wire.encoded(&stream->wire, stream->message.base,
+                                                                stream->message.len, &scratch, out);
+    wl_arena_dispose(&scratch);
+    if (!made)
+        return end_with(stream, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_REPLY_TOO_LARGE,
+                        "the next message could not be made (out of memory): resume from the "
+                        "last cursor received",
+                        out);
+    wl_stock_watch_sent(stream->watch, stream->watcher);
+    stream->parts++;
+    if (!last)
+        return WL_GENERATOR_MORE;
+    strcpy(stream->cursor, cursor);
+    close_delta(stream);
+    /* A change heard while the delta went is read at once (it may be in the delta already:
+     * then the next one is empty and nothing is sent). */
+    return stream->pending ? WL_GENERATOR_MORE : WL_GENERATOR_IDLE;
 }
 
-/* On a request thread, after a wake: whatever the watcher has to do. */
+/* On a request thread, after a wake or a message that more follow: whatever is to do. */
 static wl_generator_next_t watch_proceed(wl_generator_t *gen, wl_piece_t *out, size_t want,
-                                         wl_error_t *err)
+                                         wl_error_t *unused)
 {
     (void)want;
-    (void)err;
+    (void)unused;
     watch_stream_t *stream = (watch_stream_t *)gen;
-    unsigned what = wl_stock_watch_take(stream->watch, stream->watcher);
-    if (what & WL_STOCK_WATCH_STOPPING) {
-        stream->wire.end(&stream->wire, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN,
-                         "the server is shutting down: resume from the last cursor received", out);
-        return WL_GENERATOR_DONE;
+    unsigned what = wl_stock_watch_take(stream->watch, stream->watcher) | stream->pending;
+    stream->pending = 0;
+    if (what & WL_STOCK_WATCH_STOPPING)
+        return end_with(stream, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN,
+                        "the server is shutting down: resume from the last cursor received", out);
+    if (what & WL_STOCK_WATCH_STALLED)
+        return end_with(stream, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_STREAM_STALLED,
+                        "the client did not take the last message within the stall limit "
+                        "(--watch-stall-s): resume from the last cursor received",
+                        out);
+    if (stream->delta != NULL) {
+        /* Asked for the next part: the one before the last has gone to the client. */
+        wl_stock_watch_progress(stream->watch, stream->watcher);
+        stream->pending = what & WL_STOCK_WATCH_CHANGED;
+        return put_part(stream, out);
     }
-    if (what & WL_STOCK_WATCH_STALLED) {
-        stream->wire.end(&stream->wire, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_STREAM_STALLED,
-                         "the client did not take the last message within the stall limit "
-                         "(--watch-stall-s): resume from the last cursor received",
-                         out);
-        return WL_GENERATOR_DONE;
-    }
-    if (what & (WL_STOCK_WATCH_CHANGED | WL_STOCK_WATCH_HEARTBEAT))
-        return put_delta(stream, (what & WL_STOCK_WATCH_HEARTBEAT) != 0, out);
-    return WL_GENERATOR_IDLE;
+    if (!stream->first && !(what & (WL_STOCK_WATCH_CHANGED | WL_STOCK_WATCH_HEARTBEAT)))
+        return WL_GENERATOR_IDLE;
+    stream->send_empty = stream->first || (what & WL_STOCK_WATCH_HEARTBEAT) != 0;
+    stream->first = false;
+    wl_error_t err;
+    wl_error_init(&err);
+    if (open_delta(stream, &err) != 0)
+        return end_with_error(stream, &err, out);
+    return put_part(stream, out);
 }
 
 /* The last message has gone whole: the stall clock starts again, and the watcher waits. */
@@ -104,15 +166,18 @@ static void watch_park(wl_generator_t *gen, void (*wake)(void *ctx), void *ctx)
 static void watch_stop(wl_generator_t *gen)
 {
     watch_stream_t *stream = (watch_stream_t *)gen;
+    close_delta(stream);
     wl_stock_watch_remove(stream->watch, stream->watcher);
+    wl_piece_dispose(&stream->message);
     free(stream);
 }
 
 wl_generator_t *wl_watch_stream_create(wl_core_t *core, wl_stock_watch_t *watch,
-                                       const wl_principal_t *principal,
-                                       const ProtobufCMessage *first,
+                                       const wl_principal_t *principal, const char *start,
                                        const wl_rpc_stream_wire_t *wire)
 {
+    if (strlen(start) >= CURSOR_MAX)
+        return NULL; /* the method checked it: no cursor is this long */
     watch_stream_t *stream = calloc(1, sizeof(*stream));
     if (stream == NULL)
         return NULL;
@@ -121,31 +186,12 @@ wl_generator_t *wl_watch_stream_create(wl_core_t *core, wl_stock_watch_t *watch,
         .core = core,
         .watch = watch,
         .principal = *principal,
-        .wire = *wire};
-    if (!take_cursor(stream, first) ||
-        (stream->watcher = wl_stock_watch_add(watch, principal->org_id)) == NULL) {
+        .wire = *wire,
+        .first = true};
+    strcpy(stream->cursor, start);
+    if ((stream->watcher = wl_stock_watch_add(watch, principal->org_id)) == NULL) {
         free(stream);
         return NULL;
     }
     return &stream->base;
-}
-
-bool wl_watch_stream_start(wl_exchange_t *ex, wl_core_t *core, wl_stock_watch_t *watch, bool json,
-                           bool gzip, const ProtobufCMessage *first)
-{
-    wl_rpc_stream_wire_t wire = wl_connect_stream_wire(json, gzip);
-    wl_generator_t *gen = wl_watch_stream_create(core, watch, &ex->principal, first, &wire);
-    if (gen == NULL)
-        return false;
-    wl_piece_t first_piece = {0};
-    if (!wire.message(&wire, first, &ex->arena, &first_piece)) {
-        wl_piece_dispose(&first_piece);
-        gen->stop(gen);
-        return false;
-    }
-    if (gzip)
-        wl_exchange_add_header(ex, "Connect-Content-Encoding", "gzip");
-    wl_exchange_generate(ex, 200, json ? "application/connect+json" : "application/connect+proto",
-                         gen, &first_piece, WL_GENERATOR_IDLE);
-    return true;
 }

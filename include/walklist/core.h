@@ -180,8 +180,9 @@ typedef struct {
      * the process cannot decide alone then costs one round trip in all (see wl_admission_t). */
     bool admits_with_work;
     /* The method answers with a stream of messages (rpc ... returns (stream ...)); protobuf-c's
-     * descriptors do not say so. Its run gives the first message; transports that stream ask
-     * for the next ones themselves (wl_core_watch_stock), the others refuse it. */
+     * descriptors do not say so. Its run checks the request and answers where the stream
+     * starts (a message of the stream's type that is never sent); transports that stream make
+     * every message themselves (from wl_core_export_open_since), the others refuse it. */
     bool server_streaming;
 } wl_method_policy_t;
 
@@ -400,17 +401,6 @@ int wl_core_export_open_since(wl_core_t *core, const wl_principal_t *principal, 
  */
 int wl_core_export_since(wl_core_t *core, const wl_principal_t *principal, const char *cursor,
                          const char *field, int64_t *since, wl_error_t *err) WL_CHECK_RESULT;
-
-/**
- * One message of a stock watch (StockService.WatchStock): a Walklist__V1__WatchStockResponse in
- * arena memory. since "" gives the current cursor and no items; a cursor (checked as
- * wl_core_export_since does, field "since") gives the items changed after it, each once, in SKU
- * order, with the cursor of the snapshot they were read in. Reads the whole delta into the
- * message: memory grows with the SKUs changed since the cursor, never with time. WL_EHISTORY
- * when the changes since the cursor are no longer kept.
- */
-int wl_core_watch_stock(wl_core_t *core, const wl_principal_t *principal, const char *since,
-                        wl_arena_t *arena, ProtobufCMessage **out, wl_error_t *err) WL_CHECK_RESULT;
 
 /** True while wl_core_export_since would read the database (the secret is not in memory yet). */
 bool wl_core_export_since_waits(wl_core_t *core);

@@ -249,44 +249,50 @@ static int export_stock(wl_call_t *call, const Walklist__V1__ExportStockRequest 
     return 0;
 }
 
-int wl_core_watch_stock(wl_core_t *core, const wl_principal_t *principal, const char *since_text,
-                        wl_arena_t *arena, ProtobufCMessage **out, wl_error_t *err)
+/*
+ * A server stream's start, checked: since "" (from the current version, or the full export) or
+ * a cursor of this organization (WL_EINVAL with a violation of since otherwise). Its messages
+ * are made by the transport, from the core's export cursor (wl_core_export_open_since), each
+ * from a snapshot of its own; the run answers only where they start (the start text in arena
+ * memory), which is never sent.
+ */
+static int stream_start(wl_call_t *call, const char *since, char **start)
 {
-    Walklist__V1__WatchStockResponse *reply = wl_arena_alloc(arena, sizeof(*reply));
-    if (reply == NULL)
-        return wl_error_set(err, WL_ENOMEM, NULL);
-    walklist__v1__watch_stock_response__init(reply);
-    wl_export_cursor_t *cursor = NULL;
-    int64_t since = -1;
-    int rc = 0;
-    if (since_text[0] != '\0')
-        rc = wl_core_export_since(core, principal, since_text, "since", &since, err);
-    /* Without a cursor the full export is opened for its snapshot's cursor only: no row is
-     * read. */
-    if (rc == 0)
-        rc = wl_core_export_open_since(core, principal, since, &cursor, err);
-    if (rc == 0 && (reply->cursor = wl_arena_strdup(arena, wl_export_cursor_token(cursor))) == NULL)
-        rc = wl_error_set(err, WL_ENOMEM, NULL);
-    size_t capacity = 0;
-    wl_export_item_t item;
-    while (rc == 0 && since >= 0 && (rc = wl_export_cursor_next(cursor, &item, err)) == 1)
-        rc = add_export_item(arena, err, &reply->items, &reply->n_items, &capacity, &item);
-    wl_export_cursor_close(cursor);
-    if (rc != 0)
-        return rc;
-    *out = &reply->base;
+    int64_t version = -1;
+    if (since[0] != '\0' &&
+        wl_core_export_since(call->core, call->principal, since, "since", &version, call->err) != 0)
+        return call->err->code;
+    if ((*start = wl_arena_strdup(call->arena, since)) == NULL)
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
     return 0;
 }
 
-/* The stream's first message; the transport asks for the next ones (wl_core_watch_stock). */
+/* WatchStock's start: a WatchStockResponse with no items and the cursor the stream starts at. */
 static int watch_stock(wl_call_t *call, const Walklist__V1__WatchStockRequest *input,
                        Walklist__V1__WatchStockResponse **out)
 {
-    ProtobufCMessage *reply = NULL;
-    int rc = wl_core_watch_stock(call->core, call->principal, input->since, call->arena, &reply,
-                                 call->err);
+    Walklist__V1__WatchStockResponse *reply = wl_arena_alloc(call->arena, sizeof(*reply));
+    if (reply == NULL)
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
+    walklist__v1__watch_stock_response__init(reply);
+    int rc = stream_start(call, input->since, &reply->cursor);
     if (rc == 0)
-        *out = (Walklist__V1__WatchStockResponse *)reply;
+        *out = reply;
+    return rc;
+}
+
+/* StreamExportStock's start: a StreamExportStockResponse with no items and the cursor the
+ * export is a delta from ("" for the full export). */
+static int stream_export_stock(wl_call_t *call, const Walklist__V1__StreamExportStockRequest *input,
+                               Walklist__V1__StreamExportStockResponse **out)
+{
+    Walklist__V1__StreamExportStockResponse *reply = wl_arena_alloc(call->arena, sizeof(*reply));
+    if (reply == NULL)
+        return wl_error_set(call->err, WL_ENOMEM, NULL);
+    walklist__v1__stream_export_stock_response__init(reply);
+    int rc = stream_start(call, input->since, &reply->cursor);
+    if (rc == 0)
+        *out = reply;
     return rc;
 }
 
@@ -424,6 +430,8 @@ static int list_stock(wl_call_t *call, const Walklist__V1__ListStockRequest *inp
 
 WL_METHOD_RUN(export_stock, Walklist__V1__ExportStockRequest, Walklist__V1__ExportStockResponse)
 WL_METHOD_RUN(watch_stock, Walklist__V1__WatchStockRequest, Walklist__V1__WatchStockResponse)
+WL_METHOD_RUN(stream_export_stock, Walklist__V1__StreamExportStockRequest,
+              Walklist__V1__StreamExportStockResponse)
 WL_METHOD_RUN(list_stock, Walklist__V1__ListStockRequest, Walklist__V1__ListStockResponse)
 
 static const wl_method_t methods[] = {
@@ -435,6 +443,11 @@ static const wl_method_t methods[] = {
      .policy = {.scope = WL_SCOPE_STOCK_READ, .rate_bucket = "shared"}},
     {.name = "WatchStock",
      .run = watch_stock_run,
+     .policy = {.scope = WL_SCOPE_STOCK_READ,
+                .rate_bucket = "stock-export",
+                .server_streaming = true}},
+    {.name = "StreamExportStock",
+     .run = stream_export_stock_run,
      .policy = {.scope = WL_SCOPE_STOCK_READ,
                 .rate_bucket = "stock-export",
                 .server_streaming = true}},

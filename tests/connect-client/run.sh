@@ -7,7 +7,9 @@
 #                        WALKLISTCTL). Makes its own database from walklist_template,
 #                        organizations and keys, imports a little inventory (walklistctl
 #                        import), starts walklistd on 127.0.0.1:0, generates code into
-#                        WORKDIR/run.*/gen, runs `node --test test/connect.test.mjs`, stops
+#                        WORKDIR/run.*/gen, runs `node --test test/connect.test.mjs
+#                        test/stream.test.mjs` (the second on a catalogue of
+#                        WALKLIST_STREAM_SKUS, default 200,000, from walklistctl generate), stops
 #                        walklistd, drops the database; exits with node's status.
 #   run.sh lint          lint.buf: `buf lint` of proto/ (rules in proto/buf.yaml).
 #   run.sh breaking      lint.buf_breaking: `buf breaking` of proto/ against the previous
@@ -257,6 +259,9 @@ cmd_e2e() {
   # Empty: the test writes their inventory through InventoryService, one per codec.
   ctl org create connect-rpc-binary >/dev/null
   ctl org create connect-rpc-json >/dev/null
+  # A catalogue larger than a unary message may carry, for the streams (test/stream.test.mjs).
+  ctl org create connect-stream >/dev/null
+  ctl generate --org connect-stream --skus "${WALKLIST_STREAM_SKUS:-200000}" 2>/dev/null
   local kind
   write_inventory "$RUN/csv"
   for kind in warehouses locations products stock location-stock reservations; do
@@ -264,7 +269,11 @@ cmd_e2e() {
   done
 
   export WALKLIST_KEY_ALL WALKLIST_KEY_LISTS WALKLIST_KEY_STOCK WALKLIST_KEY_INVENTORY \
-    WALKLIST_KEY_OTHER_ORG WALKLIST_KEY_REVOKED WALKLIST_KEY_RPC_BINARY WALKLIST_KEY_RPC_JSON
+    WALKLIST_KEY_OTHER_ORG WALKLIST_KEY_REVOKED WALKLIST_KEY_RPC_BINARY WALKLIST_KEY_RPC_JSON \
+    WALKLIST_KEY_STREAM WALKLIST_DB_CONNINFO
+  WALKLIST_DB_CONNINFO=$DB_CONNINFO
+  WALKLIST_KEY_STREAM=$(ctl key create --org connect-stream --name stream \
+    --scopes stock:read,inventory:write)
   WALKLIST_KEY_ALL=$(ctl key create --org connect-a --name all \
     --scopes lists:write,stock:read,scanner,inventory:write)
   WALKLIST_KEY_LISTS=$(ctl key create --org connect-a --name lists --scopes lists:write)
@@ -285,14 +294,15 @@ cmd_e2e() {
   # walklistd on a free port, read back from its "listening" log line. Limits high enough
   # never to be met by this test.
   : >"$RUN/walklistd.log" # exists before the background process opens it
-  "$WALKLISTD" --database-url "$DB_CONNINFO" --listen 127.0.0.1:0 --threads 4 \
+  "$WALKLISTD" --database-url "$DB_CONNINFO" --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 --threads 4 \
     --rate-limit-locate-lists 1000000 --rate-limit-stock-export 1000000 \
     --rate-limit-shared 1000000 --rate-limit-anonymous 1000000 \
     </dev/null >"$RUN/walklistd.log" 2>&1 &
   DAEMON_PID=$!
-  local port="" i
+  local port="" grpc_port="" i
   for ((i = 0; i < 200; i++)); do
     port=$(sed -n 's/.*"msg":"listening".*"port":\([0-9][0-9]*\).*/\1/p;T;q' "$RUN/walklistd.log")
+    grpc_port=$(sed -n 's/.*"msg":"listening".*"grpcPort":\([0-9][0-9]*\).*/\1/p;T;q' "$RUN/walklistd.log")
     [[ -n $port ]] && break
     if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
       DAEMON_PID=
@@ -301,12 +311,14 @@ cmd_e2e() {
     sleep 0.05
   done
   [[ -n $port ]] || die "walklistd did not log its port within 10 s"
-  export WALKLIST_URL=http://127.0.0.1:$port
+  export WALKLIST_URL=http://127.0.0.1:$port WALKLIST_GRPC_URL=http://127.0.0.1:$grpc_port
+  export WALKLIST_PROTO_DIR=$WL_ROOT/proto
   export WALKLIST_GEN_DIR=$RUN/gen
   log "walklistd listening on $WALKLIST_URL (database $DB_NAME)"
 
   local status=0
-  node --test --test-reporter=spec "$CLIENT/test/connect.test.mjs" || status=$?
+  node --test --test-reporter=spec "$CLIENT/test/connect.test.mjs" "$CLIENT/test/stream.test.mjs" ||
+    status=$?
   stop_daemon || status=1
   return "$status"
 }

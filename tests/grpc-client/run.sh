@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # ctest driver of e2e.grpc_python (tests/CMakeLists.txt): Debian's grpcio (python3-grpcio), a
 # gRPC client nobody here wrote, calls every method of every core service of real walklistd
-# processes over gRPC (test_grpc.py starts them, each with the options it needs), then drives
-# server reflection as a generic client does (test_reflection.py).
+# processes over gRPC (test_grpc.py starts them, each with the options it needs), streams the
+# export and WatchStock's catch-up of a 200,000-SKU catalogue (test_stream_export.py), then
+# drives server reflection as a generic client does (test_reflection.py).
 #
 #   run.sh WORKDIR         the test (test_grpc.py)
 #   run.sh WORKDIR bench   one benchmark run instead (bench.py): unary GetLocateList and
 #                          CreateLocateList over gRPC and over Connect, a table on stdout
 #   run.sh WORKDIR watch   WatchStock at scale instead (watch_scale.py): many idle streams,
 #                          memory per stream, commit-to-watcher times, a table row on stdout
+#   run.sh WORKDIR stream  test_stream_export.py alone (WALKLIST_STREAM_SKUS: the catalogue)
 #
 # Needs the "pg" fixture's environment (WALKLIST_TEST_PGDIR, WALKLISTD, WALKLISTCTL). Generates
 # the Python messages of proto/ with protoc (protobuf-compiler) and the gRPC stubs with
@@ -80,7 +82,10 @@ if [[ ${2:-} == bench ]]; then
   "$PYTHON" -u "$HERE/bench.py"
 elif [[ ${2:-} == watch ]]; then
   "$PYTHON" -u "$HERE/watch_scale.py"
+elif [[ ${2:-} == stream ]]; then
+  "$PYTHON" -u "$HERE/test_stream_export.py" -v
 else
   "$PYTHON" -u "$HERE/test_grpc.py" -v
+  "$PYTHON" -u "$HERE/test_stream_export.py" -v
   "$PYTHON" -u "$HERE/test_reflection.py" -v
 fi
