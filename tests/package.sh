@@ -39,6 +39,8 @@ contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for path in ./usr/bin/walklistd ./usr/bin/walklistctl ./usr/bin/walklist-scanner \
   ./usr/lib/systemd/system/walklistd.service ./usr/share/doc/walklist/copyright \
   ./usr/share/doc/walklist/changelog.gz ./usr/share/doc/walklist/examples/walklistd.env \
+  ./usr/share/doc/walklist/README.md ./usr/share/doc/walklist/docs/api.md \
+  ./usr/share/doc/walklist/docs/operations.md \
   ./usr/share/man/man8/walklistd.8.gz ./usr/share/man/man1/walklistctl.1.gz \
   ./usr/share/man/man1/walklist-scanner.1.gz; do
   grep -qxF -- "$path" <<<"$contents" || problem "the package lacks $path"
