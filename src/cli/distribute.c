@@ -149,6 +149,20 @@ static int distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *e
             rc = exec(conn, sql, 0, NULL, NULL, err);
         }
     }
+    /* The admission runs on the worker of its group's organizations (wl_admit_at, by its first
+     * argument, colocated with the tenant tables); wl_admit, which it calls, goes to every
+     * worker with it. Both calls are idempotent. */
+    if (rc == 0)
+        rc = exec(conn,
+                  "SELECT create_distributed_function("
+                  "(SELECT p.oid FROM pg_proc p WHERE p.proname = 'wl_admit')::regprocedure)",
+                  0, NULL, NULL, err);
+    if (rc == 0)
+        rc = exec(conn,
+                  "SELECT create_distributed_function("
+                  "(SELECT p.oid FROM pg_proc p WHERE p.proname = 'wl_admit_at')::regprocedure,"
+                  " '$1', colocate_with => 'locate_lists')",
+                  0, NULL, NULL, err);
     if (changed != NULL)
         *changed = count;
     return rc;

@@ -76,6 +76,7 @@ void wl_admission_queue_place(wl_admission_queue_t *queue,
         for (size_t i = 0; i < count; i++) {
             if (orgs[i] != 0 && strcmp(prefixes[i], w->request->prefix) == 0) {
                 w->placement = placement->place(orgs[i], placement->data);
+                w->placement_org = orgs[i];
                 break;
             }
         }

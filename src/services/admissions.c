@@ -37,6 +37,13 @@ struct wl_admissions {
     pthread_t committers[WL_ADMIT_GROUPS_MAX];
 };
 
+/* Whether requests are placed on more than one node now. */
+static bool distributed(const wl_admissions_t *commits)
+{
+    const wl_placement_t *placement = &commits->placement;
+    return placement->place != NULL && placement->distributed(placement->data);
+}
+
 /* Below this much of its budget left a request is not sent: no statement ends that soon. */
 #define MIN_STATEMENT_MS 100
 
@@ -99,6 +106,7 @@ int wl_admissions_budget_ms(const wl_admissions_t *commits)
 /* A request's budget starts when it is queued. */
 static void set_deadline(wl_admissions_t *commits, wl_admit_t *request)
 {
+    request->node_org = 0; /* where the connection is, unless its group is placed (committer) */
     if (request->deadline_ms == 0)
         request->deadline_ms = wl_db_clock_ms() + wl_admissions_budget_ms(commits);
 }
@@ -168,9 +176,16 @@ static void *committer(void *arg)
         waiter_t *group[WL_ADMIT_BATCH_MAX];
         int count = wl_admission_queue_take(&commits->queue, group, WL_ADMIT_BATCH_MAX);
         pthread_mutex_unlock(&commits->lock);
+        /* A group of one node runs on that node (wl_admit_at), found by one of its organizations.
+         */
+        int64_t node_org = group[0]->placement != WL_PLACEMENT_ALONE && distributed(commits)
+                               ? group[0]->placement_org
+                               : 0;
         wl_admit_t *requests[WL_ADMIT_BATCH_MAX];
-        for (int i = 0; i < count; i++)
+        for (int i = 0; i < count; i++) {
             requests[i] = group[i]->request;
+            requests[i]->node_org = node_org;
+        }
         commit_group(commits, requests, count);
         pthread_mutex_lock(&commits->lock);
         commits->commits++;
@@ -257,6 +272,7 @@ void wl_admissions_queue(wl_admissions_t *commits, waiter_t *waiter)
     }
     waiter->placement = placement_of(commits, waiter->request->org_id);
     waiter->placement_asked = false;
+    waiter->placement_org = waiter->request->org_id;
     pthread_mutex_lock(&commits->lock);
     wl_admission_queue_push(&commits->queue, waiter);
     if (commits->idle > 0)

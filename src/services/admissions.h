@@ -49,7 +49,8 @@ typedef struct wl_admission_waiter {
     /* Where the request's organization lives (wl_admissions_set_placement), set when queued:
      * a group holds requests of one placement only (admission_queue.h). */
     int64_t placement;
-    bool placement_asked; /* the organization of its key's prefix was looked up */
+    bool placement_asked;  /* the organization of its key's prefix was looked up */
+    int64_t placement_org; /* the organization it was placed by (its own, or its prefix's) */
     /* Called once on a committer thread when the request's group committed (or failed), as
      * the last touch of the waiter: the waiter may be freed from then on. */
     void (*done)(struct wl_admission_waiter *waiter);

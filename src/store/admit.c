@@ -108,11 +108,16 @@ enum {
     P_COUNT
 };
 
-static const char admit_sql[] =
-    "SELECT i, org_id, slug, scopes, granted, used, reset_ms, counted_at, done, list_name,"
+#define ADMIT_COLUMNS                                                                              \
+    "SELECT i, org_id, slug, scopes, granted, used, reset_ms, counted_at, done, list_name,"        \
     " list_state, list_created_ms, list_loaded_ms, list_codes"
-    " FROM wl_admit($1, $2, $3::bytea[], $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,"
-    " $16)";
+static const char admit_sql[] =
+    ADMIT_COLUMNS " FROM wl_admit($1, $2, $3::bytea[], $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+                  " $14, $15, $16)";
+/* The same, run on the node of organization $17 (distributed by it on Citus). */
+static const char admit_at_sql[] =
+    ADMIT_COLUMNS " FROM wl_admit_at($17, $1, $2, $3::bytea[], $4, $5, $6, $7, $8, $9, $10, $11,"
+                  " $12, $13, $14, $15, $16)";
 
 /* The first of the work's columns in the statement's rows (wl_admit_work_t.read_answer). */
 #define WORK_COLUMN 9
@@ -186,17 +191,21 @@ static int run(PGconn *conn, int window_ms, wl_admit_t *const *requests, int cou
     memset(lits, 0, sizeof(lits));
     for (int i = 0; i < count; i++)
         write_request(lits, requests[i]);
-    char window[16];
+    char window[16], node_org[24];
     snprintf(window, sizeof(window), "%d", window_ms);
-    const char *params[P_COUNT + 1] = {window};
+    snprintf(node_org, sizeof(node_org), "%lld", (long long)requests[0]->node_org);
+    const char *params[P_COUNT + 2] = {window};
     bool built = true;
     for (int p = 0; p < P_COUNT; p++) {
         params[p + 1] = finish(&lits[p]);
         built = built && params[p + 1] != NULL;
     }
+    params[P_COUNT + 1] = node_org;
+    bool at_node = requests[0]->node_org != 0;
     PGresult *res = NULL;
-    int rc = built ? wl_db_exec_hot(conn, admit_sql, P_COUNT + 1, params, &res, err)
-                   : wl_error_set(err, WL_ENOMEM, NULL);
+    int rc = !built    ? wl_error_set(err, WL_ENOMEM, NULL)
+             : at_node ? wl_db_exec_hot(conn, admit_at_sql, P_COUNT + 2, params, &res, err)
+                       : wl_db_exec_hot(conn, admit_sql, P_COUNT + 1, params, &res, err);
     for (int p = 0; p < P_COUNT; p++)
         free(lits[p].text);
     if (rc != 0)

@@ -145,6 +145,31 @@ static void test_batch_commits_all(int64_t org)
               0);
 }
 
+/* A group placed on a node runs through wl_admit_at (distributed by that organization on
+ * Citus); on one server it is wl_admit, with the same answers and writes. */
+static void test_batch_at_node(int64_t org)
+{
+    pending_t p[2];
+    pending_init(&p[0], org, "batch-node-0", "SKU-A");
+    pending_init(&p[1], org, "batch-node-1", "SKU-B");
+    p[0].request.node_org = p[1].request.node_org = org;
+    run_batch(p, 2);
+    for (int i = 0; i < 2; i++) {
+        CHECK_INT(p[i].request.rc, 0);
+        CHECK(p[i].work.work.done);
+        CHECK_INT(lists_named(p[i].id), 1);
+    }
+    dispose(p, 2);
+    pending_t get;
+    pending_init(&get, org, "batch-node-1", "SKU-B");
+    pending_get(&get);
+    get.request.node_org = org;
+    run_batch(&get, 1);
+    CHECK_INT(get.request.rc, 0);
+    CHECK(get.work.work.done);
+    dispose(&get, 1);
+}
+
 /*
  * One batch, every request on its own terms: a valid key creates its list and is counted; a
  * revoked key, a wrong secret and a full bucket write nothing (and a refused key counts
@@ -507,6 +532,7 @@ int main(void)
     db = testdb_connect(conninfo);
     int64_t org = fixture_org(db, "group-commit");
     test_batch_commits_all(org);
+    test_batch_at_node(org);
     test_failure_stays_its_own(org);
     test_each_request_decided_alone();
     test_one_bucket_shared_in_a_batch();
