@@ -16,7 +16,7 @@ static const char SHARD_MAP_SQL[] =
     " ORDER BY s.shardid, p.placementid DESC";
 
 /* Without Citus its catalog tables do not exist, and naming one would fail the statement. */
-static int is_citus(PGconn *conn, bool *citus, wl_error_t *err)
+int wl_citus_is_coordinator(PGconn *conn, bool *citus, wl_error_t *err)
 {
     PGresult *res = NULL;
     int rc = wl_db_exec(conn, "SELECT to_regclass('pg_catalog.pg_dist_shard') IS NOT NULL", 0, NULL,
@@ -33,7 +33,7 @@ int wl_citus_shard_map_load(PGconn *conn, wl_shard_map_t **out, wl_error_t *err)
     *out = NULL;
     PGresult *res = NULL;
     bool citus = false;
-    int rc = is_citus(conn, &citus, err);
+    int rc = wl_citus_is_coordinator(conn, &citus, err);
     if (rc != 0 || !citus)
         return rc;
     rc = wl_db_exec(conn, SHARD_MAP_SQL, 0, NULL, &res, err);
@@ -64,7 +64,7 @@ int wl_citus_nodes_check(PGconn *conn, int connect_timeout_ms, wl_citus_node_t *
 {
     *count = 0;
     bool citus = false;
-    int rc = is_citus(conn, &citus, err);
+    int rc = wl_citus_is_coordinator(conn, &citus, err);
     if (rc != 0 || !citus)
         return rc;
     /* The coordinator waits citus.node_connection_timeout (30 s by default) for a node that

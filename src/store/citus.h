@@ -13,6 +13,9 @@
 #include "domain/shard_map.h"
 #include "walklist/error.h"
 
+/** Whether the database is a Citus coordinator (its catalog is there): *citus. */
+int wl_citus_is_coordinator(PGconn *conn, bool *citus, wl_error_t *err) WL_CHECK_RESULT;
+
 /**
  * Loads the shard map of the tenant tables (they are colocated: locate_lists' shards place all
  * of them) into *out, or sets *out to NULL when the database is not a Citus coordinator with

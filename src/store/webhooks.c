@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/citus.h"
 #include "store/db.h"
 #include "walklist/random.h"
 
@@ -220,18 +221,14 @@ static const char DUE_BY_SHARD_SQL[] =
     " WHERE r.success AND x <> ''"
     " ORDER BY random() LIMIT $2";
 
-/* Whether the database is a Citus coordinator (after a failed poll: is there another way). */
+/* After a failed poll: whether the database is a Citus coordinator, with the shard-by-shard
+ * poll to fall back on. */
 static bool on_citus(PGconn *conn)
 {
-    PGresult *res = NULL;
+    bool citus = false;
     wl_error_t ignored;
     wl_error_init(&ignored);
-    if (wl_db_exec(conn, "SELECT to_regclass('pg_catalog.pg_dist_shard') IS NOT NULL", 0, NULL,
-                   &res, &ignored) != 0)
-        return false;
-    bool citus = PQntuples(res) == 1 && PQgetvalue(res, 0, 0)[0] == 't';
-    PQclear(res);
-    return citus;
+    return wl_citus_is_coordinator(conn, &citus, &ignored) == 0 && citus;
 }
 
 int wl_webhooks_due(PGconn *conn, int64_t now_ms, wl_webhook_due_t *out, int max, int *count,
