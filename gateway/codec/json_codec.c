@@ -1023,6 +1023,12 @@ int wl_json_decode(const ProtobufCMessageDescriptor *desc, const char *text, siz
     if (root == NULL) {
         if (json_error_code(&jerr) == json_error_out_of_memory)
             return wl_error_set(err, WL_ENOMEM, NULL);
+        /* jansson's own wording names its decoding flag; say the rule instead. */
+        if (json_error_code(&jerr) == json_error_null_character)
+            return wl_error_set(err, WL_EINVAL,
+                                "malformed JSON: \\u0000 (NUL) is not allowed in a string "
+                                "(line %d, column %d)",
+                                jerr.line, jerr.column);
         /* jansson may quote input near the error; keep the message printable ASCII or
          * valid UTF-8, as it goes into a JSON error body. */
         char reason[sizeof(jerr.text)];
