@@ -119,43 +119,49 @@ wl_generator_t *wl_gzip_filter(wl_generator_t *inner)
     return &filter->base;
 }
 
-int wl_gzip_body(const char *body, size_t len, wl_arena_t *arena, char **out, size_t *out_len,
-                 wl_error_t *err)
+/* One whole body gzip-coded in one call onto the room reserve gives for deflateBound's bytes;
+ * *written is how many it took. */
+static int gzip_whole(const char *body, size_t len, char *(*reserve)(void *where, size_t bound),
+                      void *where, char **room, size_t *written, wl_error_t *err)
 {
     z_stream z;
     if (len > UINT_MAX)
         return wl_error_set(err, WL_EINVAL, "body too large to compress");
     if (!start(&z))
         return wl_error_set(err, WL_ENOMEM, NULL);
-    /* deflateBound is enough for the whole output in one call. */
     size_t bound = deflateBound(&z, (uLong)len);
-    wl_piece_t piece = {.base = wl_arena_alloc(arena, bound), .cap = bound, .fixed = true};
-    int rc = piece.base != NULL ? deflate_onto(&z, body, len, Z_FINISH, &piece, err)
-                                : wl_error_set(err, WL_ENOMEM, NULL);
+    *room = reserve(where, bound);
+    wl_piece_t piece = {.base = *room, .cap = bound, .fixed = true};
+    int rc = *room != NULL ? deflate_onto(&z, body, len, Z_FINISH, &piece, err)
+                           : wl_error_set(err, WL_ENOMEM, NULL);
     deflateEnd(&z);
-    if (rc != 0)
-        return rc;
-    *out = piece.base;
-    *out_len = piece.len;
-    return 0;
+    *written = piece.len;
+    return rc;
+}
+
+static char *arena_room(void *arena, size_t bound)
+{
+    return wl_arena_alloc(arena, bound);
+}
+
+static char *piece_room(void *piece, size_t bound)
+{
+    return wl_piece_reserve(piece, bound);
+}
+
+int wl_gzip_body(const char *body, size_t len, wl_arena_t *arena, char **out, size_t *out_len,
+                 wl_error_t *err)
+{
+    return gzip_whole(body, len, arena_room, arena, out, out_len, err);
 }
 
 int wl_gzip_append(const char *body, size_t len, wl_piece_t *out, wl_error_t *err)
 {
-    z_stream z;
-    if (len > UINT_MAX)
-        return wl_error_set(err, WL_EINVAL, "body too large to compress");
-    if (!start(&z))
-        return wl_error_set(err, WL_ENOMEM, NULL);
-    /* deflateBound is enough for the whole output in one call: it goes straight onto out. */
-    size_t bound = deflateBound(&z, (uLong)len);
-    char *room = wl_piece_reserve(out, bound);
-    wl_piece_t piece = {.base = room, .cap = bound, .fixed = true};
-    int rc = room != NULL ? deflate_onto(&z, body, len, Z_FINISH, &piece, err)
-                          : wl_error_set(err, WL_ENOMEM, NULL);
-    deflateEnd(&z);
+    char *room = NULL;
+    size_t written = 0;
+    int rc = gzip_whole(body, len, piece_room, out, &room, &written, err);
     if (rc == 0)
-        out->len += piece.len;
+        out->len += written; /* it went straight onto out's reserved room */
     return rc;
 }
 

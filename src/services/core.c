@@ -233,11 +233,11 @@ static void check_nodes(wl_core_t *core, PGconn *conn)
     }
     wl_citus_node_t found[WL_CORE_NODES_MAX];
     size_t count = 0;
-    wl_error_t *err = &core->ready_err; /* clear here: the check itself went well */
+    wl_error_t err; /* a failed check of the workers leaves readiness as it is */
+    wl_error_init(&err);
     if (wl_citus_nodes_check(conn, NODE_CONNECT_TIMEOUT_MS, found, WL_CORE_NODES_MAX, &count,
-                             err) != 0) {
-        wl_log("warn", "database nodes not checked", "%s", err->message);
-        wl_error_init(err);
+                             &err) != 0) {
+        wl_log("warn", "database nodes not checked", "%s", err.message);
         return;
     }
     for (size_t i = 0; i < count; i++) {
