@@ -26,6 +26,7 @@
 #include "grpc/health/v1/health.pb-c.h"
 #include "http/gzip_filter.h"
 #include "http/offload.h"
+#include "protocols/grpc_coding.h"
 #include "protocols/rpc.h"
 #include "protocols/unary.h"
 #include "protocols/rpc_streams.h"
@@ -342,11 +343,12 @@ static void answer_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code
 static bool set_reply(call_t *c, const ProtobufCMessage *reply)
 {
     size_t len = protobuf_c_message_get_packed_size(reply);
-    grpc_slice slice = grpc_slice_malloc(len);
-    protobuf_c_message_pack(reply, GRPC_SLICE_START_PTR(slice));
-    c->reply = grpc_raw_byte_buffer_create(&slice, 1);
+    uint8_t *packed = wl_arena_alloc(&c->ex.arena, len ? len : 1);
+    if (packed == NULL)
+        return false;
+    protobuf_c_message_pack(reply, packed);
+    c->reply = wl_grpc_message(packed, len, wl_grpc_codes_answers(c->call));
     c->reply_len = len;
-    grpc_slice_unref(slice);
     c->code = WL_GRPC_OK;
     c->message = NULL;
     c->ex.status = 200;
@@ -742,11 +744,9 @@ static void stream_step(wl_offload_job_t *job)
         stream_go_on(c);
         return;
     }
-    grpc_slice slice = grpc_slice_from_copied_buffer(piece.base, piece.len);
+    grpc_byte_buffer *msg = wl_grpc_message(piece.base, piece.len, wl_grpc_codes_answers(c->call));
     c->reply_len += piece.len;
     wl_piece_dispose(&piece);
-    grpc_byte_buffer *msg = grpc_raw_byte_buffer_create(&slice, 1);
-    grpc_slice_unref(slice);
     /* Sent, the call belongs to the completion queue's thread from here. */
     if (!stream_send(c, msg))
         stream_end(c, false);
