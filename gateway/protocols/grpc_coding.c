@@ -3,6 +3,7 @@
 
 #include <grpc/byte_buffer.h>
 #include <grpc/compression.h>
+#include <stdlib.h>
 
 #include "http/generator.h"
 #include "http/gzip_filter.h"
@@ -27,15 +28,17 @@ bool wl_grpc_codes_answers(grpc_call *call)
 #endif
 }
 
-grpc_byte_buffer *wl_grpc_message(const void *base, size_t len, bool coded)
+grpc_byte_buffer *wl_grpc_message(grpc_slice plain, bool coded)
 {
+    size_t len = GRPC_SLICE_LENGTH(plain);
     if (coded && wl_gzip_worth(len)) {
         wl_piece_t gz = {0};
         wl_error_t err;
         wl_error_init(&err);
-        if (wl_gzip_append(base, len, &gz, &err) == 0) {
-            grpc_slice slice = grpc_slice_from_copied_buffer(gz.base, gz.len);
-            wl_piece_dispose(&gz);
+        if (wl_gzip_append((const char *)GRPC_SLICE_START_PTR(plain), len, &gz, &err) == 0) {
+            grpc_slice_unref(plain);
+            /* The piece's memory becomes the slice's, freed by gRPC once sent. */
+            grpc_slice slice = grpc_slice_new(gz.base, gz.len, free);
             /* Marked gzip, the core sends it as it is, flagged compressed. */
             grpc_byte_buffer *message =
                 grpc_raw_compressed_byte_buffer_create(&slice, 1, GRPC_COMPRESS_GZIP);
@@ -44,8 +47,7 @@ grpc_byte_buffer *wl_grpc_message(const void *base, size_t len, bool coded)
         }
         wl_piece_dispose(&gz);
     }
-    grpc_slice slice = grpc_slice_from_copied_buffer(base, len);
-    grpc_byte_buffer *message = grpc_raw_byte_buffer_create(&slice, 1);
-    grpc_slice_unref(slice);
+    grpc_byte_buffer *message = grpc_raw_byte_buffer_create(&plain, 1);
+    grpc_slice_unref(plain);
     return message;
 }

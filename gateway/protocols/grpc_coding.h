@@ -21,10 +21,11 @@
 bool wl_grpc_codes_answers(grpc_call *call);
 
 /**
- * A message of len bytes at base, gzip-coded when coded (wl_grpc_codes_answers) and worth it
- * (wl_gzip_worth), else plain (the core codes it when worth it, as ever; also when coding ran
- * out of memory). Owned by the caller (grpc_byte_buffer_destroy).
+ * The message whose bytes are plain (taken: unreferenced here), gzip-coded when coded
+ * (wl_grpc_codes_answers) and worth it (wl_gzip_worth), else as it is (the core codes it when
+ * worth it, as ever; also when coding ran out of memory). Owned by the caller
+ * (grpc_byte_buffer_destroy).
  */
-grpc_byte_buffer *wl_grpc_message(const void *base, size_t len, bool coded);
+grpc_byte_buffer *wl_grpc_message(grpc_slice plain, bool coded);
 
 #endif

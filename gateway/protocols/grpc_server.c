@@ -343,11 +343,9 @@ static void answer_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code
 static bool set_reply(call_t *c, const ProtobufCMessage *reply)
 {
     size_t len = protobuf_c_message_get_packed_size(reply);
-    uint8_t *packed = wl_arena_alloc(&c->ex.arena, len ? len : 1);
-    if (packed == NULL)
-        return false;
-    protobuf_c_message_pack(reply, packed);
-    c->reply = wl_grpc_message(packed, len, wl_grpc_codes_answers(c->call));
+    grpc_slice slice = grpc_slice_malloc(len);
+    protobuf_c_message_pack(reply, GRPC_SLICE_START_PTR(slice));
+    c->reply = wl_grpc_message(slice, wl_grpc_codes_answers(c->call));
     c->reply_len = len;
     c->code = WL_GRPC_OK;
     c->message = NULL;
@@ -744,7 +742,8 @@ static void stream_step(wl_offload_job_t *job)
         stream_go_on(c);
         return;
     }
-    grpc_byte_buffer *msg = wl_grpc_message(piece.base, piece.len, wl_grpc_codes_answers(c->call));
+    grpc_byte_buffer *msg = wl_grpc_message(grpc_slice_from_copied_buffer(piece.base, piece.len),
+                                            wl_grpc_codes_answers(c->call));
     c->reply_len += piece.len;
     wl_piece_dispose(&piece);
     /* Sent, the call belongs to the completion queue's thread from here. */
