@@ -20,13 +20,26 @@ void wl_admission_queue_push(wl_admission_queue_t *queue, wl_admission_waiter_t 
     queue->waiting++;
 }
 
-int wl_admission_queue_take(wl_admission_queue_t *queue, wl_admission_waiter_t **group, int max)
+/* Alone only because its key is not known here yet: placed by its prefix's organization once
+ * the lookup in flight (or the next one) answers. */
+static bool awaits_placement(const wl_admission_waiter_t *waiter)
 {
-    if (queue->head == NULL || max < 1)
+    return waiter->placement == WL_PLACEMENT_ALONE && waiter->request->org_id == 0 &&
+           waiter->request->prefix[0] != '\0';
+}
+
+int wl_admission_queue_take(wl_admission_queue_t *queue, wl_admission_waiter_t **group, int max,
+                            bool lookup_in_flight)
+{
+    if (max < 1)
         return 0;
-    int64_t placement = queue->head->placement;
-    int count = 0;
     wl_admission_waiter_t **link = &queue->head;
+    while (lookup_in_flight && *link != NULL && awaits_placement(*link))
+        link = &(*link)->next;
+    if (*link == NULL)
+        return 0;
+    int64_t placement = (*link)->placement;
+    int count = 0;
     while (*link != NULL && count < max) {
         wl_admission_waiter_t *waiter = *link;
         bool joins =

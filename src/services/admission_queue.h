@@ -33,9 +33,13 @@ void wl_admission_queue_push(wl_admission_queue_t *queue, wl_admission_waiter_t 
 /**
  * Takes the next group into group (at most max): the oldest waiter and the later ones of its
  * placement, in arrival order; a WL_PLACEMENT_ALONE waiter alone. The others keep their order.
- * Returns how many were taken (0: the queue is empty).
+ * While a lookup of prefixes is in flight (lookup_in_flight), waiters of keys not known here
+ * are left for their placement (alone, each would commit on a node that does not hold its
+ * organization's rows, reaching them from there): the group starts at the oldest other one.
+ * Returns how many were taken (0: none to take).
  */
-int wl_admission_queue_take(wl_admission_queue_t *queue, wl_admission_waiter_t **group, int max);
+int wl_admission_queue_take(wl_admission_queue_t *queue, wl_admission_waiter_t **group, int max,
+                            bool lookup_in_flight);
 
 /**
  * The waiters placed alone only because this process has not checked their keys (org_id 0),

@@ -24,7 +24,8 @@ struct wl_admissions {
     int groups;
     int window_ms;
     pthread_mutex_t lock;
-    pthread_cond_t work; /* a request was queued while a committer was idle, or stop */
+    pthread_cond_t work; /* a request was queued while a committer was idle, a lookup of
+                          * prefixes answered, or stop */
     int idle;            /* committers waiting for work */
     bool stop;
     wl_admission_queue_t queue; /* not yet taken by a group */
@@ -153,6 +154,8 @@ static void prepare_placement(wl_admissions_t *commits)
     if (found)
         wl_admission_queue_place(&commits->queue, commits->prefixes, orgs, count, placement);
     commits->placing = false;
+    /* Committers that found only waiters of keys being placed take their groups now. */
+    pthread_cond_broadcast(&commits->work);
 }
 
 /* A committer: takes whatever queued up meanwhile (at least one request), commits it as one
@@ -174,7 +177,15 @@ static void *committer(void *arg)
             continue;
         }
         waiter_t *group[WL_ADMIT_BATCH_MAX];
-        int count = wl_admission_queue_take(&commits->queue, group, WL_ADMIT_BATCH_MAX);
+        int count =
+            wl_admission_queue_take(&commits->queue, group, WL_ADMIT_BATCH_MAX, commits->placing);
+        if (count == 0) {
+            /* Every waiter's key is being placed by another committer: wait for its answer. */
+            commits->idle++;
+            pthread_cond_wait(&commits->work, &commits->lock);
+            commits->idle--;
+            continue;
+        }
         pthread_mutex_unlock(&commits->lock);
         /* A group of one node runs on that node (wl_admit_at), found by one of its organizations.
          */

@@ -3,6 +3,7 @@
  * and the later ones of its placement, in arrival order, at most the group's size; a waiter of
  * no known placement goes alone; the others keep their order for the next groups.
  */
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "services/admission_queue.h"
@@ -24,17 +25,23 @@ static void fill(wl_admission_queue_t *queue, const int64_t *placements, int cou
 }
 
 /* The indexes (into waiters) of the next group, as a string such as "0,2,5". */
-static const char *take(wl_admission_queue_t *queue, int max)
+static const char *take_while(wl_admission_queue_t *queue, int max, bool lookup_in_flight)
 {
     static char text[128];
     wl_admission_waiter_t *group[COUNT];
-    int count = wl_admission_queue_take(queue, group, max);
+    int count = wl_admission_queue_take(queue, group, max, lookup_in_flight);
     size_t len = 0;
     text[0] = '\0';
     for (int i = 0; i < count; i++)
         len += (size_t)snprintf(text + len, sizeof(text) - len, "%s%d", i ? "," : "",
                                 (int)(group[i] - waiters));
     return text;
+}
+
+/* The next group when no lookup of prefixes is in flight. */
+static const char *take(wl_admission_queue_t *queue, int max)
+{
+    return take_while(queue, max, false);
 }
 
 /* Every group is of one placement, in arrival order, and every waiter is taken once. */
@@ -134,15 +141,33 @@ static void test_unchecked_keys_placed_by_prefix(void)
 
     int calls = 0;
     wl_placement_t placement = {.place = place_by_parity, .data = &calls};
-    /* The first waiter went in a group before the answers came back: only those queued. */
-    CHECK_STR(take(&queue, 1), "0");
+    /* While the answers are awaited, only the known key's waiter goes; the others wait for
+     * their placement rather than going alone to a node that may not hold their rows. */
+    CHECK_STR(take_while(&queue, 64, true), "6");
+    CHECK_STR(take_while(&queue, 64, true), "");
+    CHECK_INT(queue.waiting, 6);
     wl_admission_queue_place(&queue, (const char(*)[WL_KEY_PREFIX_LEN + 1]) prefixes, orgs_of, 6,
                              &placement);
-    CHECK_INT(calls, 4);                  /* key1..key5 but key2, which has no organization */
-    CHECK_STR(take(&queue, 64), "1,4,6"); /* node 0: organizations 4, 4 and 2 */
-    CHECK_STR(take(&queue, 64), "2");     /* no active key: alone, its check refuses it */
-    CHECK_STR(take(&queue, 64), "3");     /* node 1 */
-    CHECK_STR(take(&queue, 64), "5");     /* organization 9, on no known node: alone */
+    CHECK_INT(calls, 5);                /* key0..key5 but key2, which has no organization */
+    CHECK_STR(take(&queue, 64), "0,3"); /* node 1: organizations 3 and 5 */
+    CHECK_STR(take(&queue, 64), "1,4"); /* node 0: organization 4 twice */
+    CHECK_STR(take(&queue, 64), "2");   /* no active key: alone, its check refuses it */
+    CHECK_STR(take(&queue, 64), "5");   /* organization 9, on no known node: alone */
+    CHECK_STR(take(&queue, 64), "");
+}
+
+/* With no lookup in flight (it failed, or none is due), a waiter of a key not known here is
+ * not held back: it goes alone, as a waiter of no known placement does. */
+static void test_unknown_key_alone_without_lookup(void)
+{
+    const int64_t placements[] = {WL_PLACEMENT_ALONE, 1, 1};
+    wl_admission_queue_t queue;
+    fill(&queue, placements, 3);
+    requests[0].org_id = 0;
+    snprintf(requests[0].prefix, sizeof(requests[0].prefix), "key0");
+    CHECK_STR(take_while(&queue, 64, true), "1,2");
+    CHECK_STR(take_while(&queue, 64, true), "");
+    CHECK_STR(take(&queue, 64), "0");
     CHECK_STR(take(&queue, 64), "");
 }
 
@@ -153,5 +178,6 @@ int main(void)
     test_unknown_placement_goes_alone();
     test_one_placement_is_plain_fifo();
     test_unchecked_keys_placed_by_prefix();
+    test_unknown_key_alone_without_lookup();
     return test_exit();
 }
