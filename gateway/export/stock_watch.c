@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "export/delta_share.h"
 #include "process/upkeep.h"
 
 struct wl_stock_watcher {
@@ -13,6 +14,7 @@ struct wl_stock_watcher {
     bool parked;
     bool changed;
     bool stalled;
+    int64_t heard_ns;         /* when the last change was heard (wl_delta_share_now_ns) */
     void (*wake)(void *data); /* while parked */
     void *wake_data;
     struct timespec last_sent;     /* CLOCK_MONOTONIC: the heartbeat's clock */
@@ -29,6 +31,7 @@ struct wl_stock_watch {
     bool stopping;
     double heartbeat_s, stall_s;
     wl_stock_watcher_t *head;
+    wl_delta_share_t *deltas; /* the deltas the watchers share */
 };
 
 static double seconds_since(const struct timespec *then, const struct timespec *now)
@@ -127,10 +130,15 @@ int wl_stock_watch_create(unsigned heartbeat_s, unsigned stall_s, wl_stock_watch
     /* A quarter of the shorter interval: heartbeats come at most that late. */
     unsigned shorter = heartbeat_s < stall_s ? heartbeat_s : stall_s;
     watch->tick_ms = shorter >= 4 ? 1000 : (int64_t)shorter * 250;
+    if ((watch->deltas = wl_delta_share_create()) == NULL) {
+        free(watch);
+        return wl_error_set(err, WL_ENOMEM, NULL);
+    }
     pthread_mutex_init(&watch->lock, NULL);
     wl_upkeep_hooks_t hooks = {.prepare = prepare_tick, .run = tick, .data = watch};
     int rc = wl_upkeep_add(&hooks, &watch->timer, err);
     if (rc != 0) {
+        wl_delta_share_destroy(watch->deltas);
         pthread_mutex_destroy(&watch->lock);
         free(watch);
         return rc;
@@ -144,19 +152,28 @@ void wl_stock_watch_destroy(wl_stock_watch_t *watch)
     if (watch == NULL)
         return;
     wl_upkeep_remove(watch->timer);
+    wl_delta_share_destroy(watch->deltas);
     pthread_mutex_destroy(&watch->lock);
     free(watch);
+}
+
+wl_delta_share_t *wl_stock_watch_deltas(wl_stock_watch_t *watch)
+{
+    return watch->deltas;
 }
 
 void wl_stock_watch_changed(int64_t org_id, void *data)
 {
     wl_stock_watch_t *watch = data;
     wl_stock_watcher_t *woken = NULL;
+    /* Heard now: a snapshot taken from now on includes the change. */
+    int64_t heard_ns = wl_delta_share_now_ns();
     pthread_mutex_lock(&watch->lock);
     for (wl_stock_watcher_t *w = watch->head; w != NULL; w = w->next) {
         if (org_id != 0 && w->org_id != org_id)
             continue;
         w->changed = true;
+        w->heard_ns = heard_ns;
         if (w->parked)
             unpark(w, &woken);
     }
@@ -231,12 +248,14 @@ void wl_stock_watch_park(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher,
         wake(data);
 }
 
-unsigned wl_stock_watch_take(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher)
+unsigned wl_stock_watch_take(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher,
+                             int64_t *heard_ns)
 {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     pthread_mutex_lock(&watch->lock);
     unsigned what = due(watch, watcher, &now);
+    *heard_ns = watcher->heard_ns;
     watcher->changed = false;
     pthread_mutex_unlock(&watch->lock);
     return what;

@@ -12,13 +12,16 @@
  * The timer also marks a watcher stalled when it is not parked (it has a message for its
  * client) and its client has not taken the whole message within the stall limit.
  *
- * Watchers are kept in one list: a change costs a pass over every watcher of the process.
+ * Watchers are kept in one list: a change costs a pass over every watcher of the process. The
+ * registry also holds the deltas its watchers share (delta_share.h): watchers woken by one change
+ * at the same cursor read it once.
  */
 #ifndef WALKLIST_GATEWAY_STOCK_WATCH_H
 #define WALKLIST_GATEWAY_STOCK_WATCH_H
 
 #include <stdint.h>
 
+#include "export/delta_share.h"
 #include "walklist/error.h"
 
 typedef struct wl_stock_watch wl_stock_watch_t;
@@ -57,8 +60,16 @@ void wl_stock_watch_remove(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher)
 void wl_stock_watch_park(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher,
                          void (*wake)(void *data), void *data);
 
-/** What the watcher is to do now (WL_STOCK_WATCH_* bits; 0: nothing); clears CHANGED. */
-unsigned wl_stock_watch_take(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher);
+/**
+ * What the watcher is to do now (WL_STOCK_WATCH_* bits; 0: nothing); clears CHANGED. heard_ns:
+ * when the last change was heard (wl_delta_share_now_ns): a delta read from a snapshot taken
+ * after it includes every change the watcher was woken for.
+ */
+unsigned wl_stock_watch_take(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher,
+                             int64_t *heard_ns);
+
+/** The deltas the watchers of one organization share (delta_share.h), owned here. */
+wl_delta_share_t *wl_stock_watch_deltas(wl_stock_watch_t *watch);
 
 /** A message went to the watcher's stream: the heartbeat interval and the stall clock start
  * again. */

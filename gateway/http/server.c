@@ -307,8 +307,12 @@ static void handle_ops(wl_server_t *server, wl_exchange_t *ex, wl_ops_endpoint_t
     }
     if (endpoint == WL_OPS_METRICS) {
         size_t len = 0;
-        char *text = wl_metrics_render(server->metrics, server->core,
-                                       wl_offload_submitted(server->offload), &ex->arena, &len);
+        wl_delta_share_stats_t watch_deltas = {0, 0};
+        if (server->watch != NULL)
+            wl_delta_share_stats(wl_stock_watch_deltas(server->watch), &watch_deltas);
+        char *text =
+            wl_metrics_render(server->metrics, server->core, wl_offload_submitted(server->offload),
+                              &watch_deltas, &ex->arena, &len);
         if (text == NULL) {
             wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
             return;

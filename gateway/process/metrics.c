@@ -186,7 +186,7 @@ void wl_metrics_record_grpc(wl_metrics_t *metrics, const char *method, wl_grpc_c
 }
 
 char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, uint64_t request_thread_jobs,
-                        wl_arena_t *arena, size_t *len)
+                        const wl_delta_share_stats_t *watch_deltas, wl_arena_t *arena, size_t *len)
 {
     char *text = NULL;
     size_t size = 0;
@@ -324,6 +324,14 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, uint64_t request
             (unsigned long long)webhooks.delivered, (unsigned long long)webhooks.failed,
             (unsigned long long)webhooks.refused, (unsigned long long)webhooks.disabled,
             webhooks.workers);
+    fprintf(out,
+            "# HELP walklist_watch_deltas_total WatchStock deltas of this process, by where their "
+            "items came from (shared: read by another watcher of the organization woken by the "
+            "same change).\n"
+            "# TYPE walklist_watch_deltas_total counter\n"
+            "walklist_watch_deltas_total{source=\"database\"} %llu\n"
+            "walklist_watch_deltas_total{source=\"shared\"} %llu\n",
+            (unsigned long long)watch_deltas->read, (unsigned long long)watch_deltas->shared);
     if (fclose(out) != 0) {
         free(text);
         return NULL;

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 
+#include "export/delta_share.h"
 #include "walklist/arena.h"
 #include "walklist/core.h"
 
@@ -38,8 +39,9 @@ void wl_metrics_grpc_started(wl_metrics_t *metrics);
 void wl_metrics_record_grpc(wl_metrics_t *metrics, const char *method, wl_grpc_code_t code);
 
 /** The exposition text (Prometheus text format 0.0.4) in arena memory; NULL when out of memory.
- * request_thread_jobs: the steps handed to request threads so far (offload.h). */
+ * request_thread_jobs: the steps handed to request threads so far (offload.h); watch_deltas:
+ * the WatchStock deltas read and shared so far (delta_share.h). */
 char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, uint64_t request_thread_jobs,
-                        wl_arena_t *arena, size_t *len);
+                        const wl_delta_share_stats_t *watch_deltas, wl_arena_t *arena, size_t *len);
 
 #endif

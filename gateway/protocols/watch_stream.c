@@ -20,11 +20,15 @@ typedef struct {
     wl_rpc_stream_wire_t wire;
     char cursor[CURSOR_MAX]; /* the last whole delta's: where the next delta starts */
     bool first;              /* the first message is still to come */
-    /* A delta being sent: its snapshot, from its first message to its last. */
+    /* A delta being sent, from its first message to its last: its snapshot, or the items
+     * another watcher of the organization read (delta_share.h) and the next one of them. */
     wl_export_cursor_t *delta;
+    wl_shared_delta_t *shared;
+    size_t shared_next;
     bool send_empty;    /* it is sent even without items (the first message, a heartbeat) */
     size_t parts;       /* its messages sent so far */
     unsigned pending;   /* changes heard while a delta went (WL_STOCK_WATCH_CHANGED) */
+    int64_t heard_ns;   /* when the last of them was heard (stock_watch.h) */
     wl_piece_t message; /* the message being made, reused */
 } watch_stream_t;
 
@@ -34,6 +38,9 @@ static void close_delta(watch_stream_t *stream)
 {
     wl_export_cursor_close(stream->delta);
     stream->delta = NULL;
+    wl_shared_delta_release(wl_stock_watch_deltas(stream->watch), stream->shared);
+    stream->shared = NULL;
+    stream->shared_next = 0;
     stream->parts = 0;
     wl_piece_dispose(&stream->message);
 }
@@ -66,10 +73,26 @@ static int open_delta(watch_stream_t *stream, wl_error_t *err)
     if (stream->cursor[0] != '\0')
         rc = wl_core_export_since(stream->core, &stream->principal, stream->cursor, "since", &since,
                                   err);
-    if (rc == 0)
+    /* A change's delta is first looked for among those other watchers read: from a snapshot
+     * taken after the change was heard (a heartbeat's, or the first one's, from now on). */
+    if (rc == 0 && since >= 0)
+        rc = wl_delta_share_get(wl_stock_watch_deltas(stream->watch), stream->core,
+                                &stream->principal, since, stream->heard_ns, &stream->shared, err);
+    if (rc == 0 && stream->shared == NULL)
         rc =
             wl_core_export_open_since(stream->core, &stream->principal, since, &stream->delta, err);
     return rc;
+}
+
+/* The delta's next item: 1 with *item set, 0 after the last, or a negative WL_E* code. */
+static int next_item(watch_stream_t *stream, wl_export_item_t *item, wl_error_t *err)
+{
+    if (stream->shared == NULL)
+        return wl_export_cursor_next(stream->delta, item, err);
+    if (stream->shared_next == wl_shared_delta_count(stream->shared))
+        return 0;
+    wl_shared_delta_item(stream->shared, stream->shared_next++, item);
+    return 1;
 }
 
 /* The delta's next message; IDLE once it is all sent (or had nothing to send), MORE before. */
@@ -85,8 +108,7 @@ static wl_generator_next_t put_part(watch_stream_t *stream, wl_piece_t *out)
     wl_export_item_t item;
     /* Without a cursor the stream starts at the full export's version: no row is read. */
     bool rows = stream->cursor[0] != '\0';
-    while (rows && !wl_export_message_full(&message) &&
-           (rc = wl_export_cursor_next(stream->delta, &item, &err)) == 1)
+    while (rows && !wl_export_message_full(&message) && (rc = next_item(stream, &item, &err)) == 1)
         wl_export_message_add(&message, &item);
     if (rc < 0)
         return end_with_error(stream, &err, out);
@@ -96,7 +118,9 @@ static wl_generator_next_t put_part(watch_stream_t *stream, wl_piece_t *out)
         close_delta(stream); /* nothing changed: nothing to say */
         return stream->pending ? WL_GENERATOR_MORE : WL_GENERATOR_IDLE;
     }
-    const char *cursor = last ? wl_export_cursor_token(stream->delta) : NULL;
+    const char *cursor = !last                    ? NULL
+                         : stream->shared != NULL ? wl_shared_delta_cursor(stream->shared)
+                                                  : wl_export_cursor_token(stream->delta);
     if (cursor != NULL && strlen(cursor) >= sizeof(stream->cursor))
         stream->message.failed = true;
     wl_export_message_finish(&message, cursor, 0);
@@ -128,8 +152,12 @@ static wl_generator_next_t watch_proceed(wl_generator_t *gen, wl_piece_t *out, s
     (void)want;
     (void)unused;
     watch_stream_t *stream = (watch_stream_t *)gen;
-    unsigned what = wl_stock_watch_take(stream->watch, stream->watcher) | stream->pending;
+    int64_t heard_ns = 0;
+    unsigned what =
+        wl_stock_watch_take(stream->watch, stream->watcher, &heard_ns) | stream->pending;
     stream->pending = 0;
+    if (heard_ns > stream->heard_ns)
+        stream->heard_ns = heard_ns;
     if (what & WL_STOCK_WATCH_STOPPING)
         return end_with(stream, WL_GRPC_UNAVAILABLE, WL_REASON_SHUTTING_DOWN,
                         "the server is shutting down: resume from the last cursor received", out);
@@ -138,7 +166,7 @@ static wl_generator_next_t watch_proceed(wl_generator_t *gen, wl_piece_t *out, s
                         "the client did not take the last message within the stall limit "
                         "(--watch-stall-s): resume from the last cursor received",
                         out);
-    if (stream->delta != NULL) {
+    if (stream->delta != NULL || stream->shared != NULL) {
         /* Asked for the next part: the one before the last has gone to the client. */
         wl_stock_watch_progress(stream->watch, stream->watcher);
         stream->pending = what & WL_STOCK_WATCH_CHANGED;
@@ -147,6 +175,9 @@ static wl_generator_next_t watch_proceed(wl_generator_t *gen, wl_piece_t *out, s
     if (!stream->first && !(what & (WL_STOCK_WATCH_CHANGED | WL_STOCK_WATCH_HEARTBEAT)))
         return WL_GENERATOR_IDLE;
     stream->send_empty = stream->first || (what & WL_STOCK_WATCH_HEARTBEAT) != 0;
+    /* The first message and a heartbeat's say how things are now: no delta read before. */
+    if (stream->send_empty)
+        stream->heard_ns = wl_delta_share_now_ns();
     stream->first = false;
     wl_error_t err;
     wl_error_init(&err);

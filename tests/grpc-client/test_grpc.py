@@ -481,6 +481,51 @@ class GrpcTest(unittest.TestCase):
         finally:
             self.assertEqual(server.stop(), 0)
 
+    def test_watch_shares_deltas(self):
+        """Watchers of one organization woken by the same change read its delta once: the others
+        take the items one of them read (walklist_watch_deltas_total), and every one gets the
+        change and the same cursor as the export after it."""
+        ctl("org", "create", "grpc-watch-share")
+        token = key("grpc-watch-share", "stock:read,inventory:write")
+        md = metadata(token)
+        server = Walklistd("--watch-heartbeat-s", "3600", "--rate-limit-stock-export", HIGH,
+                           "--rate-limit-shared", HIGH)
+        try:
+            channel = server.channel()
+            stock = stock_pb2_grpc.StockServiceStub(channel)
+            inv = inventory_pb2_grpc.InventoryServiceStub(channel)
+            inv.UpsertWarehouses(inventory_pb2.UpsertWarehousesRequest(warehouses=[
+                inventory_pb2.Warehouse(code="W", name="Main", kind="own")]), metadata=md)
+            inv.UpsertProducts(inventory_pb2.UpsertProductsRequest(products=[
+                inventory_pb2.Product(sku="S1", name="One")]), metadata=md)
+            export = stock.ExportStock(stock_pb2.ExportStockRequest(), metadata=md)
+            streams = [stock.WatchStock(stock_pb2.WatchStockRequest(since=export.cursor), metadata=md)
+                       for _ in range(8)]
+            for stream in streams:
+                first = next(stream)
+                self.assertEqual((list(first.items), first.cursor), ([], export.cursor))
+            read = server.metric("walklist_watch_deltas_total", '{source="database"}')
+            shared = server.metric("walklist_watch_deltas_total", '{source="shared"}')
+            inv.SetStock(inventory_pb2.SetStockRequest(items=[
+                inventory_pb2.StockLevel(sku="S1", warehouse="W", on_hand=3)]), metadata=md)
+            after = stock.ExportStock(stock_pb2.ExportStockRequest(), metadata=md)
+            for stream in streams:
+                message = next(stream)
+                self.assertEqual([(i.sku, i.qty) for i in message.items], [("S1", 3)])
+                self.assertEqual(message.cursor, after.cursor)
+            # One change may be heard twice (this process's own write, then PostgreSQL's
+            # announcement): at most one read per hearing from the first cursor, one more from
+            # the next; the other watchers take what was read.
+            self.assertLessEqual(
+                server.metric("walklist_watch_deltas_total", '{source="database"}') - read, 3)
+            self.assertGreaterEqual(
+                server.metric("walklist_watch_deltas_total", '{source="shared"}') - shared, 5)
+            for stream in streams:
+                stream.cancel()
+            channel.close()
+        finally:
+            self.assertEqual(server.stop(), 0)
+
     def check_invalid(self, path, call, request, counted_sql):
         """An invalid request: INVALID_ARGUMENT with the same message and field violations as
         on Connect, and nothing written."""

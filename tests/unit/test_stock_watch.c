@@ -21,10 +21,18 @@ static bool woken_once(void *data)
     return atomic_load(&wakes) >= 1;
 }
 
+/* What the watcher is to do, its heard time left in last_heard_ns. */
+static int64_t last_heard_ns;
+
+static unsigned take(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher)
+{
+    return wl_stock_watch_take(watch, watcher, &last_heard_ns);
+}
+
 static bool stalled(void *watch_and_watcher)
 {
     void **pair = watch_and_watcher;
-    return wl_stock_watch_take(pair[0], pair[1]) != 0;
+    return take(pair[0], pair[1]) != 0;
 }
 
 static void test_changes_wake_their_organization_only(void)
@@ -39,16 +47,21 @@ static void test_changes_wake_their_organization_only(void)
     CHECK_INT(atomic_load(&wakes), 0); /* nothing to do yet: parked */
     wl_stock_watch_changed(6, watch);  /* b is not parked: marked, not woken */
     CHECK_INT(atomic_load(&wakes), 0);
+    int64_t before_ns = wl_delta_share_now_ns();
     wl_stock_watch_changed(5, watch);
     CHECK_INT(atomic_load(&wakes), 1);
+    int64_t between_ns = wl_delta_share_now_ns();
     wl_stock_watch_changed(5, watch); /* woken already: once */
     CHECK_INT(atomic_load(&wakes), 1);
-    CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_CHANGED);
-    CHECK_INT(wl_stock_watch_take(watch, a), 0); /* taken */
+    int64_t after_ns = wl_delta_share_now_ns();
+    CHECK_INT(take(watch, a), WL_STOCK_WATCH_CHANGED);
+    /* When the last change was heard: a delta from a snapshot after it has both. */
+    CHECK(last_heard_ns >= between_ns && last_heard_ns <= after_ns && last_heard_ns > before_ns);
+    CHECK_INT(take(watch, a), 0); /* taken */
     /* b's change waited for it: parking wakes it at once. */
     wl_stock_watch_park(watch, b, wake, NULL);
     CHECK_INT(atomic_load(&wakes), 2);
-    CHECK_INT(wl_stock_watch_take(watch, b), WL_STOCK_WATCH_CHANGED);
+    CHECK_INT(take(watch, b), WL_STOCK_WATCH_CHANGED);
     /* 0: announcements may have been missed, every watcher reads. */
     wl_stock_watch_park(watch, a, wake, NULL);
     wl_stock_watch_park(watch, b, wake, NULL);
@@ -70,13 +83,13 @@ static void test_heartbeat_and_stop(void)
     wl_stock_watch_park(watch, a, wake, NULL);
     CHECK(test_wait_for(woken_once, NULL, 10000)); /* the timer, after the heartbeat interval */
     CHECK_INT(atomic_load(&wakes), 1);
-    CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_HEARTBEAT);
+    CHECK_INT(take(watch, a), WL_STOCK_WATCH_HEARTBEAT);
     wl_stock_watch_sent(watch, a); /* the heartbeat went: the interval starts again */
-    CHECK_INT(wl_stock_watch_take(watch, a), 0);
+    CHECK_INT(take(watch, a), 0);
     wl_stock_watch_park(watch, a, wake, NULL);
     wl_stock_watch_stop(watch);
     CHECK_INT(atomic_load(&wakes), 2);
-    CHECK((wl_stock_watch_take(watch, a) & WL_STOCK_WATCH_STOPPING) != 0);
+    CHECK((take(watch, a) & WL_STOCK_WATCH_STOPPING) != 0);
     wl_stock_watch_park(watch, b, wake, NULL); /* after the stop: at once */
     CHECK_INT(atomic_load(&wakes), 3);
     wl_stock_watch_remove(watch, a);
@@ -94,7 +107,7 @@ static void test_stall(void)
     wl_stock_watch_sent(watch, a); /* a message waits for its client, which takes none */
     void *pair[] = {watch, a};
     CHECK(test_wait_for(stalled, pair, 10000));
-    CHECK_INT(wl_stock_watch_take(watch, a), WL_STOCK_WATCH_STALLED);
+    CHECK_INT(take(watch, a), WL_STOCK_WATCH_STALLED);
     wl_stock_watch_remove(watch, a);
     wl_stock_watch_destroy(watch);
     CHECK(wl_stock_watch_create(0, 1, &watch, &err) == WL_EINVAL);
