@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "walklist/arena.h"
+#include "walklist/monotonic.h"
 
 /* A delta stays shareable this long after it was read: watchers woken by one change take it
  * within milliseconds; later ones have heard a later change or read their own. */
@@ -54,11 +55,7 @@ wl_delta_share_t *wl_delta_share_create(void)
     if (share == NULL)
         return NULL;
     pthread_mutex_init(&share->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&share->read, &attr);
-    pthread_condattr_destroy(&attr);
+    wl_cond_init_monotonic(&share->read);
     return share;
 }
 

@@ -13,6 +13,7 @@
 #include "delivery/sender.h"
 #include "walklist/log.h"
 #include "walklist/outbox.h"
+#include "walklist/monotonic.h"
 #include "walklist/random.h"
 
 #define DUE_BATCH      8  /* endpoints looked at per round */
@@ -268,11 +269,7 @@ int wl_delivery_start(wl_core_t *core, const wl_delivery_config_t *config, wl_de
      * leaves the endpoint to others once it runs out. */
     delivery_threads->lease_ms = 2LL * c->timeout_ms + c->connect_timeout_ms + 2000;
     pthread_mutex_init(&delivery_threads->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&delivery_threads->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    wl_cond_init_monotonic(&delivery_threads->wake);
     int rc = 0;
     /* Not thread-safe, so here, before any thread of ours uses libcurl. */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "walklist/monotonic.h"
+
 #define SLOTS       8192 /* a power of two */
 #define PROBE       16
 #define DENY_MAX_MS 1000 /* a full bucket is believed this long at most */
@@ -286,11 +288,7 @@ int wl_rate_leases_create(int hold_ms, wl_rate_ask_fn ask, void *ask_data, wl_ra
     leases->ask = ask;
     leases->ask_data = ask_data;
     pthread_mutex_init(&leases->lock, NULL);
-    pthread_condattr_t monotonic;
-    pthread_condattr_init(&monotonic);
-    pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
-    pthread_cond_init(&leases->answered, &monotonic);
-    pthread_condattr_destroy(&monotonic);
+    wl_cond_init_monotonic(&leases->answered);
     pthread_cond_init(&leases->work, NULL);
     /* Without refillers every bucket asks when it runs out, which is still correct. */
     for (int i = 0; leases->hold_ms > 0 && ask != NULL && i < REFILLERS; i++)

@@ -10,6 +10,7 @@
 
 #include "store/db.h"
 #include "walklist/log.h"
+#include "walklist/monotonic.h"
 
 /* While the database cannot be reached, the pool's prober tries to connect this often; an
  * attempt waits this long (then the next starts with a fresh SYN, so that a network that
@@ -53,16 +54,6 @@ struct wl_pool {
 
 static void *prober(void *arg);
 
-static int init_clock_cond(pthread_cond_t *cond)
-{
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    int rc = pthread_cond_init(cond, &attr);
-    pthread_condattr_destroy(&attr);
-    return rc;
-}
-
 int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out, wl_error_t *err)
 {
     if (config->size < 1)
@@ -98,9 +89,9 @@ int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out, wl_error_t *
         .plan_by_key = true,
     };
     pthread_mutex_init(&pool->lock, NULL);
-    init_clock_cond(&pool->freed);
-    init_clock_cond(&pool->probed);
-    init_clock_cond(&pool->probe);
+    wl_cond_init_monotonic(&pool->freed);
+    wl_cond_init_monotonic(&pool->probed);
+    wl_cond_init_monotonic(&pool->probe);
     if (pthread_create(&pool->prober, NULL, prober, pool) != 0) {
         pthread_cond_destroy(&pool->probe);
         pthread_cond_destroy(&pool->freed);

@@ -84,6 +84,27 @@ def poll(what, check, patience_s=PATIENCE_S):
         time.sleep(0.05)
 
 
+def watched_organization(slug, skus, *options):
+    """For WatchStock: organization slug with warehouse W (own) and products skus, and a
+    walklistd (options; the stock-export and shared buckets raised) with a key for stock and
+    inventory: (walklistd, channel, StockService stub, InventoryService stub, call metadata)."""
+    ctl("org", "create", slug)
+    md = metadata(key(slug, "stock:read,inventory:write"))
+    server = Walklistd(*options, "--rate-limit-stock-export", HIGH, "--rate-limit-shared", HIGH)
+    try:
+        channel = server.channel()
+        stock = stock_pb2_grpc.StockServiceStub(channel)
+        inv = inventory_pb2_grpc.InventoryServiceStub(channel)
+        inv.UpsertWarehouses(inventory_pb2.UpsertWarehousesRequest(warehouses=[
+            inventory_pb2.Warehouse(code="W", name="Main", kind="own")]), metadata=md)
+        inv.UpsertProducts(inventory_pb2.UpsertProductsRequest(products=[
+            inventory_pb2.Product(sku=sku, name=sku) for sku in skus]), metadata=md)
+    except BaseException:
+        server.stop()
+        raise
+    return server, channel, stock, inv, md
+
+
 class Walklistd:
     """A walklistd on free ports (HTTP and gRPC), read back from its "listening" log line."""
 
@@ -434,20 +455,9 @@ class GrpcTest(unittest.TestCase):
         """WatchStock as a gRPC server stream, on a walklistd of one gRPC worker: idle streams hold
         none (a write is still answered at once), each write arrives once with the cursor of the
         export after it, an idle stream gets heartbeats, SIGTERM ends every stream UNAVAILABLE."""
-        ctl("org", "create", "grpc-watch")
-        token = key("grpc-watch", "stock:read,inventory:write")
-        md = metadata(token)
-        server = Walklistd("--grpc-threads", "1", "--watch-heartbeat-s", "1",
-                           "--rate-limit-stock-export", HIGH, "--rate-limit-shared", HIGH)
+        server, channel, stock, inv, md = watched_organization(
+            "grpc-watch", ["P1", "P2"], "--grpc-threads", "1", "--watch-heartbeat-s", "1")
         try:
-            channel = server.channel()
-            stock = stock_pb2_grpc.StockServiceStub(channel)
-            inv = inventory_pb2_grpc.InventoryServiceStub(channel)
-            inv.UpsertWarehouses(inventory_pb2.UpsertWarehousesRequest(warehouses=[
-                inventory_pb2.Warehouse(code="W", name="Main", kind="own")]), metadata=md)
-            inv.UpsertProducts(inventory_pb2.UpsertProductsRequest(products=[
-                inventory_pb2.Product(sku="P1", name="One"),
-                inventory_pb2.Product(sku="P2", name="Two")]), metadata=md)
             inv.SetStock(inventory_pb2.SetStockRequest(items=[
                 inventory_pb2.StockLevel(sku="P1", warehouse="W", on_hand=5)]), metadata=md)
             export = stock.ExportStock(stock_pb2.ExportStockRequest(), metadata=md)
@@ -485,19 +495,9 @@ class GrpcTest(unittest.TestCase):
         """Watchers of one organization woken by the same change read its delta once: the others
         take the items one of them read (walklist_watch_deltas_total), and every one gets the
         change and the same cursor as the export after it."""
-        ctl("org", "create", "grpc-watch-share")
-        token = key("grpc-watch-share", "stock:read,inventory:write")
-        md = metadata(token)
-        server = Walklistd("--watch-heartbeat-s", "3600", "--rate-limit-stock-export", HIGH,
-                           "--rate-limit-shared", HIGH)
+        server, channel, stock, inv, md = watched_organization(
+            "grpc-watch-share", ["S1"], "--watch-heartbeat-s", "3600")
         try:
-            channel = server.channel()
-            stock = stock_pb2_grpc.StockServiceStub(channel)
-            inv = inventory_pb2_grpc.InventoryServiceStub(channel)
-            inv.UpsertWarehouses(inventory_pb2.UpsertWarehousesRequest(warehouses=[
-                inventory_pb2.Warehouse(code="W", name="Main", kind="own")]), metadata=md)
-            inv.UpsertProducts(inventory_pb2.UpsertProductsRequest(products=[
-                inventory_pb2.Product(sku="S1", name="One")]), metadata=md)
             export = stock.ExportStock(stock_pb2.ExportStockRequest(), metadata=md)
             streams = [stock.WatchStock(stock_pb2.WatchStockRequest(since=export.cursor), metadata=md)
                        for _ in range(8)]
