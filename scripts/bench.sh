@@ -176,6 +176,15 @@ metric_value() {
   curl -sS "http://127.0.0.1:$PORT/metrics" | awk -v name="$1" '$1 == name { print $2 }'
 }
 
+# Answers walklistd gave on /api/v1 with a status other than STATUS so far (its metrics count
+# every answer by route and status; the wrk scripts check none, to cost what pgbench costs).
+answers_other_than() {
+  curl -sS "http://127.0.0.1:$PORT/metrics" | awk -v status="status=\"$1\"" '
+    $1 ~ /^walklist_http_requests_total[{]/ && $1 !~ /route="\/(metrics|healthz|readyz)"/ &&
+      index($1, status) == 0 { n += $2 }
+    END { print n + 0 }'
+}
+
 rss_kib() { awk -v key="$1:" '$1 == key { print $2 }' "/proc/$WALKLISTD_PID/status"; }
 
 # Best of 3 wall-clock seconds of a command (output to /dev/null).
@@ -237,6 +246,18 @@ cpu_ticks_postgres() {
   echo "$total"
 }
 # Microseconds of CPU per request: TICKS over REQUESTS.
+# Sets VAR to the CPU seconds (user + system) of the children this shell waited for so far:
+# the load generator's own cost (bash's times, through a file: in a command substitution it
+# would describe a subshell's children).
+children_cpu() {
+  local user sys
+  times >"$WORK/times.txt"
+  read -r user sys < <(sed -n 2p "$WORK/times.txt")
+  printf -v "$1" '%s' "$(awk -v u="$user" -v s="$sys" '
+    function seconds(v, minutes) { minutes = v; sub(/m.*/, "", minutes); sub(/^[0-9]+m/, "", v); sub(/s$/, "", v); return minutes * 60 + v }
+    BEGIN { printf "%.3f", seconds(u) + seconds(s) }')"
+}
+client_us() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { if (n > 0) printf "%.0f", (b - a) * 1e6 / n; else print "-" }'; }
 cpu_us() { awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN { if (n > 0) printf "%.0f", t * 1e6 / hz / n; else print "-" }'; }
 requests_done() { awk '/requests in/ { print $1 }' "$1"; }
 
@@ -648,12 +669,14 @@ bench_create() {
 
   warm_up "$BENCH_DIR/create.lua"
   local w0 p0 w1 p1 commits0 lists0 per_commit
-  local lsn0 lsn1
+  local lsn0 lsn1 k0 k1
   w0=$(cpu_ticks_walklistd) p0=$(cpu_ticks_postgres) lsn0=$(wal_lsn)
   commits0=$(metric_value walklist_admission_commits_total)
   lists0=$(metric_value walklist_admission_requests_total)
+  children_cpu k0
   run_wrk "$WORK/create.txt" -t 2 -c "$CONNECTIONS" -d "${DURATION}s" \
     -s "$BENCH_DIR/create.lua" "http://127.0.0.1:$PORT"
+  children_cpu k1
   w1=$(cpu_ticks_walklistd) p1=$(cpu_ticks_postgres) lsn1=$(wal_lsn)
   per_commit=$(ratio "$(($(metric_value walklist_admission_requests_total) - lists0))" \
     "$(($(metric_value walklist_admission_commits_total) - commits0))")
@@ -671,9 +694,9 @@ bench_create() {
     "x$(ratio "$rps" "$floor_rps")" \
     "non-2xx: $bad; $per_commit requests per durable commit (group commit), the floor 1"
   row "CPU time and WAL per walk list created (the POST run above, limits raised)" \
-    "walklistd ${create_walklistd_us} µs, PostgreSQL ${create_postgres_us} µs, WAL $(wal_bytes_per "$lsn0" "$lsn1" "$served") bytes" \
-    "PostgreSQL ${floor_postgres_us} µs, WAL $RUN_FLOOR_WAL bytes per pgbench INSERT" "-" \
-    "user + system time over the run / requests; independent of other load"
+    "wrk $(client_us "$k0" "$k1" "$served") µs, walklistd ${create_walklistd_us} µs, PostgreSQL ${create_postgres_us} µs, WAL $(wal_bytes_per "$lsn0" "$lsn1" "$served") bytes" \
+    "pgbench $RUN_FLOOR_CLIENT_US µs, PostgreSQL ${floor_postgres_us} µs, WAL $RUN_FLOOR_WAL bytes per pgbench INSERT" "-" \
+    "user + system time over the run / requests; independent of other load; the clients share the two cores"
 
   rotating_run create-get create_get.lua 2xx \
     "create walk list, GET form, 20 codes, limits raised (wrk $CONNECTIONS connections)"
@@ -692,20 +715,23 @@ wal_bytes_per() {
 # p50 and p99, from -l's one line per transaction), RUN_FLOOR_PG_US (PostgreSQL's CPU per INSERT)
 # and RUN_FLOOR_WAL (WAL bytes per INSERT).
 floor_run() {
-  local pattern=${1:-bk-%} org_min org_max p0 p1 lsn0 lsn1 done_count
+  local pattern=${1:-bk-%} org_min org_max p0 p1 lsn0 lsn1 done_count k0 k1
   org_min=$(sql -c "SELECT min(org_id) FROM organizations WHERE slug LIKE '$pattern'")
   org_max=$(sql -c "SELECT max(org_id) FROM organizations WHERE slug LIKE '$pattern'")
   rm -f "$WORK"/pgbench_log.*
   settle
   p0=$(cpu_ticks_postgres) lsn0=$(wal_lsn)
+  children_cpu k0
   record pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "$DURATION" -D org_min="$org_min" \
     -D org_max="$org_max" -l --log-prefix="$WORK/pgbench_log" -f "$BENCH_DIR/create_floor.sql" \
     "$DB" >"$WORK/pgbench.txt" 2>&1 || true
+  children_cpu k1
   sleep 1 # the postmaster reaps pgbench's backends (their CPU time) after they exit
   p1=$(cpu_ticks_postgres) lsn1=$(wal_lsn)
   RUN_FLOOR_RPS=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$WORK/pgbench.txt" | head -n 1)
   done_count=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$WORK/pgbench.txt")
   RUN_FLOOR_PG_US=$(cpu_us $((p1 - p0)) "$done_count")
+  RUN_FLOOR_CLIENT_US=$(client_us "$k0" "$k1" "$done_count")
   RUN_FLOOR_WAL=$(wal_bytes_per "$lsn0" "$lsn1" "$done_count")
   RUN_FLOOR_LAT=$(cat "$WORK"/pgbench_log.* 2>/dev/null | awk '{ print $3 / 1000 }' | sort -n |
     awk '{ v[NR] = $1 } END { if (NR) printf "p50 %.2f ms, p99 %.2f ms", v[int((NR + 1) * 0.5)], v[int(NR * 0.99 + 0.99)] }')
@@ -737,7 +763,7 @@ make_organizations() {
 # organizations just before and just after the row. Sets RUN_RPS, RUN_P99, RUN_BAD, RUN_RATIO.
 specified_run() {
   local name=$1 lua=$2 keys=$3 seconds=$4 expected=$5 label=$6 w0 p0 w1 p1 served per_commit c0 r0
-  local rps p50 p99 transfer bad lsn0 lsn1 before=
+  local rps p50 p99 transfer bad lsn0 lsn1 o0 k0 k1 before=
   if [[ ${7:-} == bracket ]]; then
     floor_run "$8"
     before=$RUN_FLOOR_RPS
@@ -746,29 +772,32 @@ specified_run() {
   settle
   start_walklistd specified
   export WALKLIST_BENCH_KEYS=$keys
-  w0=$(cpu_ticks_walklistd) p0=$(cpu_ticks_postgres) lsn0=$(wal_lsn)
+  w0=$(cpu_ticks_walklistd) p0=$(cpu_ticks_postgres) lsn0=$(wal_lsn) o0=$(answers_other_than "$expected")
   c0=$(metric_value walklist_admission_commits_total)
   r0=$(metric_value walklist_admission_requests_total)
+  children_cpu k0
   run_wrk "$WORK/$name.txt" -t 2 -c "$CONNECTIONS" -d "${seconds}s" -s "$BENCH_DIR/$lua" \
     "http://127.0.0.1:$PORT"
+  children_cpu k1
   w1=$(cpu_ticks_walklistd) p1=$(cpu_ticks_postgres) lsn1=$(wal_lsn)
   per_commit=$(ratio "$(($(metric_value walklist_admission_requests_total) - r0))" \
     "$(($(metric_value walklist_admission_commits_total) - c0))")
   served=$(requests_done "$WORK/$name.txt")
   read -r rps p50 p99 transfer bad <<<"$(wrk_figures "$WORK/$name.txt")"
-  # Answers other than the expected one: the script's count, or wrk's of those not 2xx or 3xx.
+  # Answers other than the expected one, as walklistd counted them, or wrk's count of those not
+  # 2xx or 3xx (should walklistd's metrics have missed some).
   local unexpected
-  unexpected=$(grep -c 'unexpected status' "$WORK/$name.txt" || true)
+  unexpected=$(($(answers_other_than "$expected") - o0))
   ((unexpected > bad)) && bad=$unexpected
   local floor_column=- ratio_column=- after mean costs
-  costs="CPU per request: walklistd $(cpu_us $((w1 - w0)) "$served") µs, PostgreSQL $(cpu_us $((p1 - p0)) "$served") µs; WAL $(wal_bytes_per "$lsn0" "$lsn1" "$served") bytes per request"
+  costs="CPU per request: wrk $(client_us "$k0" "$k1" "$served") µs, walklistd $(cpu_us $((w1 - w0)) "$served") µs, PostgreSQL $(cpu_us $((p1 - p0)) "$served") µs; WAL $(wal_bytes_per "$lsn0" "$lsn1" "$served") bytes per request"
   RUN_RATIO=
   if [[ -n $before ]]; then
     stop_walklistd
     floor_run "$8"
     after=$RUN_FLOOR_RPS
     mean=$(awk -v a="$before" -v b="$after" 'BEGIN { printf "%.0f", (a + b) / 2 }')
-    floor_column="pgbench INSERT over the same organizations just before and just after this row: ${before%.*} and ${after%.*} tps (mean $mean), $RUN_FLOOR_LAT; PostgreSQL $RUN_FLOOR_PG_US µs, WAL $RUN_FLOOR_WAL bytes per INSERT"
+    floor_column="pgbench INSERT over the same organizations just before and just after this row: ${before%.*} and ${after%.*} tps (mean $mean), $RUN_FLOOR_LAT; pgbench $RUN_FLOOR_CLIENT_US µs, PostgreSQL $RUN_FLOOR_PG_US µs, WAL $RUN_FLOOR_WAL bytes per INSERT"
     RUN_RATIO=$(ratio "$rps" "$mean")
     ratio_column="x$RUN_RATIO"
   fi

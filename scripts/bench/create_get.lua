@@ -3,10 +3,6 @@ dofile(os.getenv("WALKLIST_BENCH_DIR") .. "/keys.lua")
 local codes = {}
 for i = 1, 20 do codes[i] = string.format("SKU-%07d", i * 41) end
 local path = "/api/v1/locate-lists?name=Bench+walk&codes=" .. table.concat(codes, ",")
-function request()
-  local key = next_bench_key()
+rotate_requests(function(key)
   return wrk.format("GET", path, { ["Authorization"] = "Bearer " .. key.token })
-end
-function response(status)
-  if status ~= 201 then io.stderr:write("unexpected status " .. status .. "\n") end
-end
+end)

@@ -1,11 +1,7 @@
 -- GET /api/v1/locate-lists/{id} of each organization's benchmark list ("bench-<org_id>", made by
 -- scripts/bench.sh), rotating keys.
 dofile(os.getenv("WALKLIST_BENCH_DIR") .. "/keys.lua")
-function request()
-  local key = next_bench_key()
+rotate_requests(function(key)
   return wrk.format("GET", "/api/v1/locate-lists/bench-" .. key.org,
     { ["Authorization"] = "Bearer " .. key.token })
-end
-function response(status)
-  if status ~= 200 then io.stderr:write("unexpected status " .. status .. "\n") end
-end
+end)
