@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -17,11 +18,17 @@ struct wl_stock_watcher {
     int64_t heard_ns;         /* when the last change was heard (wl_delta_share_now_ns) */
     void (*wake)(void *data); /* while parked */
     void *wake_data;
-    struct timespec last_sent;     /* CLOCK_MONOTONIC: the heartbeat's clock */
-    struct timespec last_progress; /* CLOCK_MONOTONIC: the stall's clock */
-    wl_stock_watcher_t *prev, *next;
-    wl_stock_watcher_t *woken_next; /* on a list of watchers to wake, outside the lock */
+    struct timespec last_sent;               /* CLOCK_MONOTONIC: the heartbeat's clock */
+    struct timespec last_progress;           /* CLOCK_MONOTONIC: the stall's clock */
+    wl_stock_watcher_t *prev, *next;         /* every watcher: the timer's rounds */
+    wl_stock_watcher_t *org_prev, *org_next; /* the watchers of its organization's bucket */
+    wl_stock_watcher_t *woken_next;          /* on a list of watchers to wake, outside the lock */
 };
+
+/* A change wakes the watchers of one organization: they are found through a bucket of
+ * organizations (a few watchers each up to tens of thousands of streams), not by passing over
+ * every stream of the process under the lock. */
+enum { ORG_BUCKET_BITS = 12, ORG_BUCKETS = 1 << ORG_BUCKET_BITS };
 
 struct wl_stock_watch {
     pthread_mutex_t lock;
@@ -31,8 +38,15 @@ struct wl_stock_watch {
     bool stopping;
     double heartbeat_s, stall_s;
     wl_stock_watcher_t *head;
-    wl_delta_share_t *deltas; /* the deltas the watchers share */
+    wl_stock_watcher_t *by_org[ORG_BUCKETS]; /* org_bucket: its watchers, through org_next */
+    wl_delta_share_t *deltas;                /* the deltas the watchers share */
 };
+
+/* Fibonacci hashing: consecutive organization ids land far apart. */
+static size_t org_bucket(int64_t org_id)
+{
+    return (size_t)(((uint64_t)org_id * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - ORG_BUCKET_BITS));
+}
 
 static double seconds_since(const struct timespec *then, const struct timespec *now)
 {
@@ -169,8 +183,10 @@ void wl_stock_watch_changed(int64_t org_id, void *data)
     /* Heard now: a snapshot taken from now on includes the change. */
     int64_t heard_ns = wl_delta_share_now_ns();
     pthread_mutex_lock(&watch->lock);
-    for (wl_stock_watcher_t *w = watch->head; w != NULL; w = w->next) {
-        if (org_id != 0 && w->org_id != org_id)
+    bool every = org_id == 0;
+    wl_stock_watcher_t *w = every ? watch->head : watch->by_org[org_bucket(org_id)];
+    for (; w != NULL; w = every ? w->next : w->org_next) {
+        if (!every && w->org_id != org_id)
             continue;
         w->changed = true;
         w->heard_ns = heard_ns;
@@ -208,6 +224,11 @@ wl_stock_watcher_t *wl_stock_watch_add(wl_stock_watch_t *watch, int64_t org_id)
     if (watch->head != NULL)
         watch->head->prev = watcher;
     watch->head = watcher;
+    wl_stock_watcher_t **bucket = &watch->by_org[org_bucket(org_id)];
+    watcher->org_next = *bucket;
+    if (*bucket != NULL)
+        (*bucket)->org_prev = watcher;
+    *bucket = watcher;
     pthread_mutex_unlock(&watch->lock);
     if (first)
         wl_upkeep_wake(watch->timer); /* the timer starts */
@@ -225,6 +246,12 @@ void wl_stock_watch_remove(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher)
         watch->head = watcher->next;
     if (watcher->next != NULL)
         watcher->next->prev = watcher->prev;
+    if (watcher->org_prev != NULL)
+        watcher->org_prev->org_next = watcher->org_next;
+    else
+        watch->by_org[org_bucket(watcher->org_id)] = watcher->org_next;
+    if (watcher->org_next != NULL)
+        watcher->org_next->org_prev = watcher->org_prev;
     pthread_mutex_unlock(&watch->lock);
     free(watcher);
 }

@@ -71,6 +71,55 @@ static void test_changes_wake_their_organization_only(void)
     wl_stock_watch_destroy(watch);
 }
 
+static void count_wake(void *data)
+{
+    atomic_fetch_add((atomic_int *)data, 1);
+}
+
+enum { MANY_ORGS = 10000, MANY = 2 * MANY_ORGS };
+
+/* More organizations than the registry has buckets (organizations share them), two watchers
+ * each, and watchers removed from the middle of their bucket: a change still wakes exactly the
+ * watchers of its organization. */
+static void test_changes_find_their_watchers_among_many(void)
+{
+    static wl_stock_watcher_t *watchers[MANY];
+    static atomic_int woken[MANY];
+    wl_stock_watch_t *watch = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_stock_watch_create(3600, 3600, &watch, &err), 0);
+    for (int i = 0; i < MANY; i++) {
+        watchers[i] = wl_stock_watch_add(watch, 1 + i % MANY_ORGS);
+        CHECK(watchers[i] != NULL);
+        atomic_store(&woken[i], 0);
+        wl_stock_watch_park(watch, watchers[i], count_wake, &woken[i]);
+    }
+    /* Every third watcher goes: some organizations keep one watcher, some none, some two. */
+    for (int i = 0; i < MANY; i += 3) {
+        wl_stock_watch_remove(watch, watchers[i]);
+        watchers[i] = NULL;
+    }
+    for (int64_t org = 1; org <= MANY_ORGS; org += 7)
+        wl_stock_watch_changed(org, watch);
+    int wrong = 0;
+    for (int i = 0; i < MANY; i++) {
+        int64_t org = 1 + i % MANY_ORGS;
+        int expected = watchers[i] != NULL && (org - 1) % 7 == 0 ? 1 : 0;
+        wrong += atomic_load(&woken[i]) != expected;
+    }
+    CHECK_INT(wrong, 0);
+    /* 0 still reaches every parked watcher. */
+    wl_stock_watch_changed(0, watch);
+    wrong = 0;
+    for (int i = 0; i < MANY; i++)
+        wrong += watchers[i] != NULL && atomic_load(&woken[i]) != 1;
+    CHECK_INT(wrong, 0);
+    for (int i = 0; i < MANY; i++)
+        wl_stock_watch_remove(watch, watchers[i]);
+    wl_stock_watch_destroy(watch);
+}
+
 static void test_heartbeat_and_stop(void)
 {
     wl_stock_watch_t *watch = NULL;
@@ -116,6 +165,7 @@ static void test_stall(void)
 int main(void)
 {
     test_changes_wake_their_organization_only();
+    test_changes_find_their_watchers_among_many();
     test_heartbeat_and_stop();
     test_stall();
     return test_exit();
