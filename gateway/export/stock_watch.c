@@ -12,6 +12,7 @@
 
 struct wl_stock_watcher {
     int64_t org_id;
+    bool polls; /* a poller (wl_stock_watch_add_poller): woken at every tick, never by a change */
     bool parked;
     bool changed;
     bool stalled;
@@ -61,6 +62,8 @@ static unsigned due(const wl_stock_watch_t *watch, const wl_stock_watcher_t *wat
         what |= WL_STOCK_WATCH_STOPPING;
     if (watcher->stalled)
         what |= WL_STOCK_WATCH_STALLED;
+    if (watcher->polls)
+        return what; /* it looks for itself at every tick */
     if (watcher->changed)
         what |= WL_STOCK_WATCH_CHANGED;
     if (seconds_since(&watcher->last_sent, now) >= watch->heartbeat_s)
@@ -121,7 +124,7 @@ static void tick(const struct pollfd *fds, int count, int64_t now_ms, void *data
     clock_gettime(CLOCK_MONOTONIC, &now);
     wl_stock_watcher_t *woken = NULL;
     for (wl_stock_watcher_t *w = watch->head; w != NULL; w = w->next) {
-        if (w->parked && due(watch, w, &now) != 0)
+        if (w->parked && (w->polls || due(watch, w, &now) != 0))
             unpark(w, &woken);
         else if (!w->parked && seconds_since(&w->last_progress, &now) >= watch->stall_s)
             w->stalled = true; /* its stream sees it when it next runs */
@@ -210,12 +213,13 @@ void wl_stock_watch_stop(wl_stock_watch_t *watch)
     wake_all(woken);
 }
 
-wl_stock_watcher_t *wl_stock_watch_add(wl_stock_watch_t *watch, int64_t org_id)
+static wl_stock_watcher_t *add_watcher(wl_stock_watch_t *watch, int64_t org_id, bool polls)
 {
     wl_stock_watcher_t *watcher = calloc(1, sizeof(*watcher));
     if (watcher == NULL)
         return NULL;
     watcher->org_id = org_id;
+    watcher->polls = polls;
     clock_gettime(CLOCK_MONOTONIC, &watcher->last_sent);
     watcher->last_progress = watcher->last_sent;
     pthread_mutex_lock(&watch->lock);
@@ -233,6 +237,16 @@ wl_stock_watcher_t *wl_stock_watch_add(wl_stock_watch_t *watch, int64_t org_id)
     if (first)
         wl_upkeep_wake(watch->timer); /* the timer starts */
     return watcher;
+}
+
+wl_stock_watcher_t *wl_stock_watch_add(wl_stock_watch_t *watch, int64_t org_id)
+{
+    return add_watcher(watch, org_id, false);
+}
+
+wl_stock_watcher_t *wl_stock_watch_add_poller(wl_stock_watch_t *watch)
+{
+    return add_watcher(watch, 0, true);
 }
 
 void wl_stock_watch_remove(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher)
@@ -301,4 +315,11 @@ void wl_stock_watch_progress(wl_stock_watch_t *watch, wl_stock_watcher_t *watche
     pthread_mutex_lock(&watch->lock);
     clock_gettime(CLOCK_MONOTONIC, &watcher->last_progress);
     pthread_mutex_unlock(&watch->lock);
+}
+
+void wl_stock_watch_rest(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher,
+                         void (*wake)(void *data), void *data)
+{
+    wl_stock_watch_progress(watch, watcher);
+    wl_stock_watch_park(watch, watcher, wake, data);
 }

@@ -12,9 +12,14 @@
  * The timer also marks a watcher stalled when it is not parked (it has a message for its
  * client) and its client has not taken the whole message within the stall limit.
  *
- * Watchers are kept in one list: a change costs a pass over every watcher of the process. The
- * registry also holds the deltas its watchers share (delta_share.h): watchers woken by one change
- * at the same cursor read it once.
+ * A change finds its organization's watchers through a table of organizations, not by a pass
+ * over every watcher of the process. The registry also holds the deltas its watchers share
+ * (delta_share.h): watchers woken by one change at the same cursor read it once.
+ *
+ * Pollers (wl_stock_watch_add_poller) are watchers of no organization that look at a state
+ * themselves (grpc.health.v1.Health/Watch streams, protocols/health_stream.h): parked, they are
+ * woken at every tick of the timer (about a second) and at the stop; no change or heartbeat is
+ * ever due for them.
  */
 #ifndef WALKLIST_GATEWAY_STOCK_WATCH_H
 #define WALKLIST_GATEWAY_STOCK_WATCH_H
@@ -50,6 +55,9 @@ void wl_stock_watch_stop(wl_stock_watch_t *watch);
 /** A new watcher of org_id, not parked; NULL when out of memory. */
 wl_stock_watcher_t *wl_stock_watch_add(wl_stock_watch_t *watch, int64_t org_id);
 
+/** A new poller, not parked (see above); NULL when out of memory. */
+wl_stock_watcher_t *wl_stock_watch_add_poller(wl_stock_watch_t *watch);
+
 /** Removes and frees a watcher that is not parked (its stream is over). NULL is fine. */
 void wl_stock_watch_remove(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher);
 
@@ -77,5 +85,10 @@ void wl_stock_watch_sent(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher);
 
 /** The client took the whole message: the stall clock starts again. */
 void wl_stock_watch_progress(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher);
+
+/** A stream's last message has gone whole and it has nothing more: wl_stock_watch_progress,
+ * then wl_stock_watch_park (a generator's park, generator.h). */
+void wl_stock_watch_rest(wl_stock_watch_t *watch, wl_stock_watcher_t *watcher,
+                         void (*wake)(void *data), void *data);
 
 #endif

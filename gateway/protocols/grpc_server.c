@@ -24,6 +24,7 @@
 #include "google/protobuf/any.pb-c.h"
 #include "google/rpc/status.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
+#include "protocols/health_stream.h"
 #include "http/gzip_filter.h"
 #include "http/offload.h"
 #include "protocols/grpc_coding.h"
@@ -53,6 +54,7 @@ static uint32_t send_flags(grpc_byte_buffer *message)
 
 static const char health_service[] = "grpc.health.v1.Health";
 static const char health_check_path[] = "/grpc.health.v1.Health/Check";
+static const char health_watch_path[] = "/grpc.health.v1.Health/Watch";
 static const char bad_request_type_url[] = "type.googleapis.com/google.rpc.BadRequest";
 static const char error_info_type_url[] = "type.googleapis.com/google.rpc.ErrorInfo";
 
@@ -74,7 +76,13 @@ typedef struct {
     call_t *call;
 } tag_t;
 
-typedef enum { CALL_PROCEDURE, CALL_HEALTH, CALL_REFLECTION, CALL_UNKNOWN } call_kind_t;
+typedef enum {
+    CALL_PROCEDURE,
+    CALL_HEALTH,
+    CALL_HEALTH_WATCH,
+    CALL_REFLECTION,
+    CALL_UNKNOWN
+} call_kind_t;
 
 struct call {
     wl_grpc_server_t *server;
@@ -601,9 +609,9 @@ static void run_procedure(wl_grpc_server_t *server, call_t *c)
     wl_unary_call(&transport, server->core, ex, c->procedure->service, c->procedure->method_index);
 }
 
-/* grpc.health.v1.Health/Check: the readiness of /readyz, for the server ("") or one of its
- * services; NOT_SERVING from the start of a shutdown. No key needed, as for /readyz. */
-static void run_health_check(wl_grpc_server_t *server, call_t *c)
+/* The service a health call asks about, known or not; false when the request could not be read
+ * (answered). */
+static bool health_service_asked(wl_grpc_server_t *server, call_t *c, bool *known)
 {
     wl_exchange_t *ex = &c->ex;
     wl_error_t err;
@@ -612,11 +620,25 @@ static void run_health_check(wl_grpc_server_t *server, call_t *c)
     if (wl_rpc_decode_binary(&grpc__health__v1__health_check_request__descriptor, ex->body,
                              ex->body_len, &ex->arena, &input, &err) != 0) {
         answer_error(ex, 400, WL_GRPC_INVALID_ARGUMENT, WL_REASON_INVALID_REQUEST, NULL, &err);
-        return;
+        return false;
     }
     const char *service = ((Grpc__Health__V1__HealthCheckRequest *)input)->service;
-    if (service[0] != '\0' && strcmp(service, health_service) != 0 &&
-        wl_core_find_service(server->core, service) == NULL) {
+    *known = service[0] == '\0' || strcmp(service, health_service) == 0 ||
+             wl_core_find_service(server->core, service) != NULL;
+    return true;
+}
+
+/* grpc.health.v1.Health/Check: the readiness of /readyz, for the server ("") or one of its
+ * services; NOT_SERVING from the start of a shutdown. No key needed, as for /readyz. */
+static void run_health_check(wl_grpc_server_t *server, call_t *c)
+{
+    wl_exchange_t *ex = &c->ex;
+    wl_error_t err;
+    wl_error_init(&err);
+    bool known = false;
+    if (!health_service_asked(server, c, &known))
+        return;
+    if (!known) {
         answer_error(ex, 404, WL_GRPC_NOT_FOUND, WL_REASON_NOT_FOUND, "unknown service", NULL);
         return;
     }
@@ -782,6 +804,37 @@ static bool stream_begin(call_t *c)
     return true;
 }
 
+/* grpc.health.v1.Health/Watch: the status Check gives, first at once and then on every change
+ * (protocols/health_stream.h), as a server stream; SERVICE_UNKNOWN, not an error, for a service
+ * the server does not have. No key needed, as for Check. */
+static void run_health_watch(wl_grpc_server_t *server, call_t *c)
+{
+    wl_exchange_t *ex = &c->ex;
+    bool known = false;
+    if (!health_service_asked(server, c, &known))
+        return;
+    if (server->watch == NULL) {
+        answer_error(ex, 501, WL_GRPC_UNIMPLEMENTED, WL_REASON_ENDPOINT_NOT_FOUND,
+                     "this server does not keep streams", NULL);
+        return;
+    }
+    wl_rpc_stream_wire_t wire = {.message = grpc_stream_message,
+                                 .encoded = grpc_stream_encoded,
+                                 .end = end_stream_with,
+                                 .call = c};
+    c->stream = wl_health_stream_create(server->core, server->watch, known, &wire);
+    if (c->stream == NULL) {
+        answer_error(ex, 500, WL_GRPC_RESOURCE_EXHAUSTED, WL_REASON_INTERNAL, "out of memory",
+                     NULL);
+        return;
+    }
+    c->streaming = true;
+    c->stream_next = WL_GENERATOR_MORE;
+    c->code = WL_GRPC_OK;
+    c->message = NULL;
+    ex->status = 200;
+}
+
 /* --- Server reflection (a bidirectional stream) --------------------------------------------- */
 
 /* On a worker: the stream's request answered (the first answer with the initial metadata);
@@ -861,6 +914,8 @@ static void run_call(wl_grpc_server_t *server, call_t *c)
         /* answered */
     } else if (c->kind == CALL_HEALTH) {
         run_health_check(server, c);
+    } else if (c->kind == CALL_HEALTH_WATCH) {
+        run_health_watch(server, c);
     } else {
         run_procedure(server, c);
     }
@@ -955,6 +1010,9 @@ static void on_new_call(wl_grpc_server_t *server, call_t *c)
     } else if (wl_span_eq(path, wl_span(health_check_path, sizeof(health_check_path) - 1))) {
         c->kind = CALL_HEALTH;
         c->ex.route = health_check_path;
+    } else if (wl_span_eq(path, wl_span(health_watch_path, sizeof(health_watch_path) - 1))) {
+        c->kind = CALL_HEALTH_WATCH;
+        c->ex.route = health_watch_path;
     } else if (reflection_method != NULL) {
         c->kind = CALL_REFLECTION;
         c->ex.route = reflection_method;

@@ -3,7 +3,8 @@
  * whose policy says so: WatchStock, parked in the watch registry between messages, holding no
  * worker), over HTTP/2 with gRPC's own
  * C core (grpc/grpc.h, a completion queue and generic calls, grpc_server_request_call), plus
- * grpc.health.v1.Health/Check and server reflection (reflection/reflection.h: each request of
+ * grpc.health.v1.Health (Check, and Watch as a stream parked like WatchStock's between looks:
+ * health_stream.h) and server reflection (reflection/reflection.h: each request of
  * the bidirectional stream answered on a worker before the next is read), both without a key.
  * Calls run on a fixed pool of worker threads, never on the
  * completion queue's thread, through the same procedures, access checks and unary call as the
@@ -50,7 +51,8 @@ uint16_t wl_grpc_server_port(const wl_grpc_server_t *server);
 
 /**
  * Begins a graceful shutdown and returns at once: GOAWAY to every connection, no new call is
- * taken, calls in flight go on (Health/Check answers NOT_SERVING from now on).
+ * taken, calls in flight go on (Health/Check answers NOT_SERVING from now on; Health/Watch streams
+ * hear it from the watch registry's stop, which comes first).
  */
 void wl_grpc_server_shutdown(wl_grpc_server_t *server);
 

@@ -190,8 +190,7 @@ static wl_generator_next_t watch_proceed(wl_generator_t *gen, wl_piece_t *out, s
 static void watch_park(wl_generator_t *gen, void (*wake)(void *ctx), void *ctx)
 {
     watch_stream_t *stream = (watch_stream_t *)gen;
-    wl_stock_watch_progress(stream->watch, stream->watcher);
-    wl_stock_watch_park(stream->watch, stream->watcher, wake, ctx);
+    wl_stock_watch_rest(stream->watch, stream->watcher, wake, ctx);
 }
 
 static void watch_stop(wl_generator_t *gen)

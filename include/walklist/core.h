@@ -126,6 +126,13 @@ void wl_core_webhook_stats(wl_core_t *core, wl_core_webhook_stats_t *out);
 /** 0 when the database answers and its schema is current; WL_EUNAVAILABLE otherwise. */
 int wl_core_ready(wl_core_t *core, wl_error_t *err) WL_CHECK_RESULT;
 
+/**
+ * As wl_core_ready, but while another caller is checking, the last check's answer at once
+ * instead of waiting for the check in flight: for callers that look often and must not pile up
+ * on a database that does not answer (gRPC health Watch streams). Before any check, it checks.
+ */
+int wl_core_ready_without_waiting(wl_core_t *core) WL_CHECK_RESULT;
+
 /*
  * The nodes beyond the database walklistd connects to (a Citus coordinator's workers), as the
  * last readiness check (wl_core_ready) found them. An unreachable worker does not make the

@@ -66,6 +66,7 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
         return wl_error_set(err, WL_ENOMEM, NULL);
     pthread_mutex_init(&core->hook_lock, NULL);
     pthread_mutex_init(&core->ready_lock, NULL);
+    atomic_init(&core->ready_last_rc, READY_NEVER_CHECKED);
     /* Checked first: a method table that does not match its service is a build mistake,
      * whatever the database says. */
     int rc = bind_services(core, err);
@@ -296,10 +297,23 @@ int wl_core_ready(wl_core_t *core, wl_error_t *err)
         core->ready_checked_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     }
     int rc = core->ready_rc;
+    atomic_store(&core->ready_last_rc, rc);
     if (rc != 0)
         wl_error_set(err, rc, "%s", core->ready_err.message);
     pthread_mutex_unlock(&core->ready_lock);
     return rc;
+}
+
+int wl_core_ready_without_waiting(wl_core_t *core)
+{
+    int last = atomic_load(&core->ready_last_rc);
+    if (last != READY_NEVER_CHECKED && pthread_mutex_trylock(&core->ready_lock) != 0)
+        return last; /* a check is in flight (or its answer being read): the last one */
+    if (last != READY_NEVER_CHECKED)
+        pthread_mutex_unlock(&core->ready_lock);
+    wl_error_t err;
+    wl_error_init(&err);
+    return wl_core_ready(core, &err);
 }
 
 size_t wl_core_services(wl_core_t *core, const wl_service_entry_t **out)

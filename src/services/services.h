@@ -36,6 +36,9 @@ typedef struct {
 
 enum { WL_SERVICE_COUNT = 4 };
 
+/* wl_core_t.ready_last_rc before the first readiness check (no error code is positive). */
+#define READY_NEVER_CHECKED 1
+
 struct wl_core {
     char *database_url; /* the primary's, for connections outside the pool (outboxes) */
     wl_pool_t *pool;
@@ -58,6 +61,7 @@ struct wl_core {
     int64_t ready_checked_ms;   /* monotonic; 0: never */
     int ready_rc;
     wl_error_t ready_err;
+    atomic_int ready_last_rc; /* ready_rc for readers that do not wait; READY_NEVER_CHECKED */
     void (*export_changed)(int64_t org_id, void *data); /* see wl_core_on_export_change */
     void *export_changed_data;
     wl_secret_cache_t page_secret; /* StockService's page tokens */

@@ -10,6 +10,7 @@ Nothing here waits on a clock: a call is held at the database by a row lock this
 and the test polls what it waits for (pg_locks, /metrics, the log) without a margin to meet.
 """
 import base64
+import concurrent.futures
 import gzip
 import importlib.util
 import json
@@ -17,9 +18,11 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.error
@@ -108,11 +111,11 @@ def watched_organization(slug, skus, *options):
 class Walklistd:
     """A walklistd on free ports (HTTP and gRPC), read back from its "listening" log line."""
 
-    def __init__(self, *extra):
+    def __init__(self, *extra, conninfo=CONNINFO):
         self.log_path = tempfile.mktemp(prefix="walklistd-", suffix=".log", dir=RUN_DIR)
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [WALKLISTD, "--database-url", CONNINFO, "--listen", "127.0.0.1:0", "--grpc-listen",
+            [WALKLISTD, "--database-url", conninfo, "--listen", "127.0.0.1:0", "--grpc-listen",
              "127.0.0.1:0", "--threads", "2", "--rate-limit-anonymous", HIGH, *extra],
             stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT)
 
@@ -167,6 +170,70 @@ class Walklistd:
             raise AssertionError("walklistd wrote a line that is not JSON or a sanitizer "
                                  "report:\n" + "\n".join(bad[:20] or text.splitlines()[-40:]))
         return self.process.returncode
+
+
+class DatabaseLink:
+    """The tests' PostgreSQL behind a TCP port of its own, which can be cut (every connection
+    closed, new ones refused) and restored: an outage for one walklistd, the others unharmed."""
+
+    def __init__(self):
+        host = re.search(r"host=(\S+)", CONNINFO).group(1).strip("'")
+        port = re.search(r"port=(\d+)", CONNINFO).group(1)
+        self.socket_path = os.path.join(host, f".s.PGSQL.{port}")
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.conninfo = re.sub(r"port=\d+", f"port={self.listener.getsockname()[1]}",
+                               re.sub(r"host=\S+", "host=127.0.0.1", CONNINFO))
+        self.lock = threading.Lock()
+        self.open = True
+        self.sockets = []
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            with self.lock:
+                if not self.open:
+                    client.close()
+                    continue
+                server = socket.socket(socket.AF_UNIX)
+                server.connect(self.socket_path)
+                self.sockets += [client, server]
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=self.pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def pump(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        try:
+            sink.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        source.close()  # each socket is the source of one pump
+
+    def cut(self):
+        with self.lock:
+            self.open = False
+            for s in self.sockets:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.sockets = []
+
+    def restore(self):
+        with self.lock:
+            self.open = True
+
+    def close(self):
+        self.cut()
+        self.listener.close()
 
 
 def metadata(token):
@@ -743,10 +810,62 @@ class GrpcTest(unittest.TestCase):
         self.assertEqual(self.health(self.channel, ""), SERVING)
         self.assertEqual(self.health(self.channel, "walklist.v1.StockService"), SERVING)
         self.assert_error(grpc.StatusCode.NOT_FOUND, self.health, self.channel, "no.such.Service")
-        watch = self.channel.unary_stream("/grpc.health.v1.Health/Watch")
-        with self.assertRaises(grpc.RpcError) as caught:
-            list(watch(b""))
-        self.assertEqual(caught.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
+
+    def health_watch(self, channel, service):
+        watch = channel.unary_stream("/grpc.health.v1.Health/Watch",
+                                     request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+                                     response_deserializer=health_pb2.HealthCheckResponse.FromString)
+        return watch(health_pb2.HealthCheckRequest(service=service), timeout=PATIENCE_S)
+
+    def test_health_watch(self):
+        # The status at once, without a key; an unknown service is SERVICE_UNKNOWN on a stream
+        # that stays open (the gRPC health protocol), not an error.
+        for service, status in (("", health_pb2.HealthCheckResponse.SERVING),
+                                ("walklist.v1.StockService", health_pb2.HealthCheckResponse.SERVING),
+                                ("no.such.Service", health_pb2.HealthCheckResponse.SERVICE_UNKNOWN)):
+            stream = self.health_watch(self.channel, service)
+            self.assertEqual(next(stream).status, status, service)
+            stream.cancel()
+
+    def test_health_watch_follows_the_database(self):
+        link = DatabaseLink()
+        server = Walklistd(conninfo=link.conninfo)
+        channel = server.channel()
+        try:
+            stream = self.health_watch(channel, "")
+            self.assertEqual(next(stream).status, health_pb2.HealthCheckResponse.SERVING)
+            link.cut()
+            self.assertEqual(next(stream).status, health_pb2.HealthCheckResponse.NOT_SERVING)
+            link.restore()
+            self.assertEqual(next(stream).status, health_pb2.HealthCheckResponse.SERVING)
+            stream.cancel()
+        finally:
+            channel.close()
+            server.stop()
+            link.close()
+
+    def test_health_watch_follows_the_shutdown(self):
+        server = Walklistd()
+        channel = server.channel()
+        try:
+            stream = self.health_watch(channel, "")
+            self.assertEqual(next(stream).status, health_pb2.HealthCheckResponse.SERVING)
+            # Nothing more while nothing changes (the stream looks every second).
+            pool = concurrent.futures.ThreadPoolExecutor(1)
+            following = pool.submit(next, stream)
+            time.sleep(2.5)
+            self.assertFalse(following.done())
+            server.process.send_signal(signal.SIGTERM)
+            self.assertEqual(following.result(PATIENCE_S).status,
+                             health_pb2.HealthCheckResponse.NOT_SERVING)
+            with self.assertRaises(grpc.RpcError) as caught:
+                next(stream)
+            self.assertEqual(caught.exception.code(), grpc.StatusCode.UNAVAILABLE)
+            self.assertEqual(server.process.wait(PATIENCE_S), 0)
+            pool.shutdown()
+        finally:
+            channel.close()
+            self.assertEqual(server.stop(), 0)
 
     def test_metrics(self):
         self.create_list("Counted", ["A"])

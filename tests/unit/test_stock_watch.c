@@ -1,6 +1,7 @@
 /* The stock watch registry (stock_watch.h): who is woken, when, and with what to do. */
 #include "export/stock_watch.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
@@ -145,6 +146,50 @@ static void test_heartbeat_and_stop(void)
     wl_stock_watch_destroy(watch);
 }
 
+/* Wakes on the test's own thread: those a call made at once, not the timer's. */
+static pthread_t test_thread;
+static atomic_int wakes_here;
+
+static void wake_noting_thread(void *data)
+{
+    wake(data);
+    if (pthread_equal(pthread_self(), test_thread))
+        atomic_fetch_add(&wakes_here, 1);
+}
+
+/* A poller is woken by the timer's ticks and the stop, never by a change or as a heartbeat. */
+static void test_poller(void)
+{
+    test_thread = pthread_self();
+    atomic_store(&wakes_here, 0);
+    wl_stock_watch_t *watch = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_stock_watch_create(1, 3600, &watch, &err), 0);
+    wl_stock_watcher_t *poller = wl_stock_watch_add_poller(watch);
+    CHECK(poller != NULL);
+    atomic_store(&wakes, 0);
+    wl_stock_watch_park(watch, poller, wake_noting_thread, NULL);
+    wl_stock_watch_changed(5, watch); /* would wake it here, at once */
+    CHECK_INT(atomic_load(&wakes_here), 0);
+    CHECK(test_wait_for(woken_once, NULL, 10000)); /* a tick */
+    CHECK_INT(take(watch, poller), 0);
+    /* Past the heartbeat interval without a message: parking does not wake it at once. */
+    sleep(2);
+    atomic_store(&wakes, 0);
+    wl_stock_watch_park(watch, poller, wake_noting_thread, NULL);
+    CHECK_INT(atomic_load(&wakes_here), 0);
+    CHECK(test_wait_for(woken_once, NULL, 10000)); /* the next tick */
+    atomic_store(&wakes, 0);
+    wl_stock_watch_stop(watch);
+    CHECK_INT(atomic_load(&wakes), 0); /* not parked: it sees the stop when it next looks */
+    CHECK_INT(take(watch, poller), WL_STOCK_WATCH_STOPPING);
+    wl_stock_watch_park(watch, poller, wake_noting_thread, NULL); /* after the stop: at once */
+    CHECK_INT(atomic_load(&wakes_here), 1);
+    wl_stock_watch_remove(watch, poller);
+    wl_stock_watch_destroy(watch);
+}
+
 static void test_stall(void)
 {
     wl_stock_watch_t *watch = NULL;
@@ -167,6 +212,7 @@ int main(void)
     test_changes_wake_their_organization_only();
     test_changes_find_their_watchers_among_many();
     test_heartbeat_and_stop();
+    test_poller();
     test_stall();
     return test_exit();
 }
