@@ -282,24 +282,30 @@ static int check_ready(wl_core_t *core, wl_error_t *err)
     return rc;
 }
 
-int wl_core_ready(wl_core_t *core, wl_error_t *err)
+/* Under ready_lock: the answer of the last check, checked again when over a second old. */
+static int ready_locked(wl_core_t *core, wl_error_t *err)
 {
-    /* Probes poll /readyz often and from many places: one check a second answers them all
-     * (callers meanwhile wait for the check in flight, then share its answer). */
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     int64_t now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-    pthread_mutex_lock(&core->ready_lock);
     if (core->ready_checked_ms == 0 || now_ms - core->ready_checked_ms >= 1000) {
         wl_error_init(&core->ready_err);
         core->ready_rc = check_ready(core, &core->ready_err);
         clock_gettime(CLOCK_MONOTONIC, &now);
         core->ready_checked_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+        atomic_store(&core->ready_last_rc, core->ready_rc);
     }
-    int rc = core->ready_rc;
-    atomic_store(&core->ready_last_rc, rc);
-    if (rc != 0)
-        wl_error_set(err, rc, "%s", core->ready_err.message);
+    if (core->ready_rc != 0)
+        wl_error_set(err, core->ready_rc, "%s", core->ready_err.message);
+    return core->ready_rc;
+}
+
+int wl_core_ready(wl_core_t *core, wl_error_t *err)
+{
+    /* Probes poll /readyz often and from many places: one check a second answers them all
+     * (callers meanwhile wait for the check in flight, then share its answer). */
+    pthread_mutex_lock(&core->ready_lock);
+    int rc = ready_locked(core, err);
     pthread_mutex_unlock(&core->ready_lock);
     return rc;
 }
@@ -307,13 +313,15 @@ int wl_core_ready(wl_core_t *core, wl_error_t *err)
 int wl_core_ready_without_waiting(wl_core_t *core)
 {
     int last = atomic_load(&core->ready_last_rc);
-    if (last != READY_NEVER_CHECKED && pthread_mutex_trylock(&core->ready_lock) != 0)
+    if (last == READY_NEVER_CHECKED)
+        pthread_mutex_lock(&core->ready_lock); /* no answer yet: wait for the first */
+    else if (pthread_mutex_trylock(&core->ready_lock) != 0)
         return last; /* a check is in flight (or its answer being read): the last one */
-    if (last != READY_NEVER_CHECKED)
-        pthread_mutex_unlock(&core->ready_lock);
     wl_error_t err;
     wl_error_init(&err);
-    return wl_core_ready(core, &err);
+    int rc = ready_locked(core, &err);
+    pthread_mutex_unlock(&core->ready_lock);
+    return rc;
 }
 
 size_t wl_core_services(wl_core_t *core, const wl_service_entry_t **out)
