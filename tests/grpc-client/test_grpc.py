@@ -826,6 +826,11 @@ class GrpcTest(unittest.TestCase):
             stream = self.health_watch(self.channel, service)
             self.assertEqual(next(stream).status, status, service)
             stream.cancel()
+        # A request that is not a HealthCheckRequest: INVALID_ARGUMENT, and no stream starts.
+        raw = self.channel.unary_stream("/grpc.health.v1.Health/Watch")
+        with self.assertRaises(grpc.RpcError) as caught:
+            list(raw(b"\x0a\xff", timeout=PATIENCE_S))
+        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
 
     def test_health_watch_follows_the_database(self):
         link = DatabaseLink()
