@@ -944,43 +944,50 @@ static char *append_text(char *buf, size_t *len, size_t *cap, const char *text)
     return buf;
 }
 
+/* A generated file of n rows (malloc'd, its length in *len and its buffer's size in *cap, for
+ * append_text): "products" (SKU-000000... with two EANs each) or "stock" (each SKU in W1 or W2,
+ * on hand i % 100 + bump). */
+static char *generated_csv(const char *kind, int n, int bump, size_t *len, size_t *cap)
+{
+    char *csv = NULL;
+    char row[160];
+    *len = *cap = 0;
+    bool products = strcmp(kind, "products") == 0;
+    csv = append_text(csv, len, cap, products ? "sku,name,eans\n" : "sku,warehouse,on_hand\n");
+    for (int i = 0; i < n; i++) {
+        if (products)
+            snprintf(row, sizeof(row), "SKU-%06d,\"Product %d, size %d\",%013d|%013d\n", i, i,
+                     i % 7, i, i + n);
+        else
+            snprintf(row, sizeof(row), "SKU-%06d,W%d,%d\n", i, 1 + i % 2, i % 100 + bump);
+        csv = append_text(csv, len, cap, row);
+    }
+    return csv;
+}
+
+/* Imports a generated file (generated_csv) of n rows and says how long it took. */
+static void import_generated(int64_t org, const char *kind, int n)
+{
+    size_t len = 0, cap = 0, rows = 0;
+    char *csv = generated_csv(kind, n, 0, &len, &cap);
+    problems_t problems;
+    struct timespec start, end;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    CHECK_INT(import_bytes(org, kind, csv, len, &problems, &rows), 0);
+    CHECK_INT(rows, n);
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    fprintf(stderr, "  %d %s rows: %.2f s\n", n, kind,
+            (double)(end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9);
+    free(csv);
+}
+
 static void test_large_import(void)
 {
     enum { N = 20000 };
     int64_t org = fixture_org(conn, "large");
     import_ok(org, "warehouses", "code,name,kind\nW1,Main,own\nW2,Second,own\n", 2);
-    char *csv = NULL;
-    size_t len = 0, cap = 0;
-    char row[160];
-    struct timespec start, end;
-
-    csv = append_text(csv, &len, &cap, "sku,name,eans\n");
-    for (int i = 0; i < N; i++) {
-        snprintf(row, sizeof(row), "SKU-%06d,\"Product %d, size %d\",%013d|%013d\n", i, i, i % 7, i,
-                 i + N);
-        csv = append_text(csv, &len, &cap, row);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    size_t rows = 0;
-    problems_t problems;
-    CHECK_INT(import_bytes(org, "products", csv, len, &problems, &rows), 0);
-    CHECK_INT(rows, N);
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    fprintf(stderr, "  %d products: %.2f s\n", N,
-            (double)(end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9);
-
-    len = 0;
-    csv = append_text(csv, &len, &cap, "sku,warehouse,on_hand\n");
-    for (int i = 0; i < N; i++) {
-        snprintf(row, sizeof(row), "SKU-%06d,W%d,%d\n", i, 1 + i % 2, i % 100);
-        csv = append_text(csv, &len, &cap, row);
-    }
-    clock_gettime(CLOCK_MONOTONIC, &start);
-    CHECK_INT(import_bytes(org, "stock", csv, len, &problems, &rows), 0);
-    CHECK_INT(rows, N);
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    fprintf(stderr, "  %d stock rows: %.2f s\n", N,
-            (double)(end.tv_sec - start.tv_sec) + (end.tv_nsec - start.tv_nsec) / 1e9);
+    import_generated(org, "products", N);
+    import_generated(org, "stock", N);
 
     CHECK_INT(query_count(org, "SELECT count(*) FROM products WHERE org_id = $1"), N);
     CHECK_INT(query_count(org, "SELECT count(*) FROM product_eans WHERE org_id = $1"), 2 * N);
@@ -991,13 +998,10 @@ static void test_large_import(void)
     CHECK_AVAILABILITY(org, "SKU-012345", "45@(null)");
 
     /* A bad row at the very end of a large file still writes nothing. */
-    len = 0;
-    csv = append_text(csv, &len, &cap, "sku,warehouse,on_hand\n");
-    for (int i = 0; i < N; i++) {
-        snprintf(row, sizeof(row), "SKU-%06d,W%d,%d\n", i, 1 + i % 2, i % 100 + 1);
-        csv = append_text(csv, &len, &cap, row);
-    }
+    size_t len = 0, cap = 0, rows = 0;
+    char *csv = generated_csv("stock", N, 1, &len, &cap);
     csv = append_text(csv, &len, &cap, "SKU-000001,W1,-5\n");
+    problems_t problems;
     char before[33], after[33];
     inventory_digest(before);
     CHECK_INT(import_bytes(org, "stock", csv, len, &problems, &rows), WL_EINVAL);
@@ -1006,6 +1010,54 @@ static void test_large_import(void)
     inventory_digest(after);
     CHECK_STR(after, before);
     free(csv);
+}
+
+/* Sequential scans of table so far, this session's own included (its pending counts flushed). */
+static long long seq_scans(const char *table)
+{
+    PQclear(PQexec(conn, "SELECT pg_stat_force_next_flush()"));
+    const char *params[] = {table};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT seq_scan FROM pg_stat_user_tables"
+                                 " WHERE relid = $1::regclass",
+                                 1, NULL, params, NULL, NULL, 0);
+    long long scans = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1
+                          ? strtoll(PQgetvalue(res, 0, 0), NULL, 10)
+                          : -1;
+    PQclear(res);
+    return scans;
+}
+
+/*
+ * A small file into an organization that has rows reads that organization's rows by key, also
+ * when another organization's rows come first in every table (the catalogue of
+ * test_large_import): the planner expects a sequential scan to meet one of a large
+ * organization's rows at once, but they lie together, behind the other's.
+ */
+static void test_small_write_reads_by_key(void)
+{
+    enum { N = 20000 };
+    int64_t org = fixture_org(conn, "large-after-large");
+    import_ok(org, "warehouses", "code,name,kind\nW1,Main,own\nW2,Second,own\n", 2);
+    import_generated(org, "products", N);
+    import_generated(org, "stock", N);
+    PQclear(PQexec(conn, "ANALYZE products, product_eans, stock"));
+
+    static const char *const tables[] = {"products", "product_eans", "stock"};
+    long long before[3];
+    for (int i = 0; i < 3; i++)
+        before[i] = seq_scans(tables[i]);
+    import_ok(org, "stock", "sku,warehouse,on_hand\nSKU-000007,W2,5\n", 1);
+    import_ok(org, "products", "sku,name,eans\nSKU-000008,Renamed,4000000000008\n", 1);
+    for (int i = 0; i < 3; i++) {
+        CHECK(before[i] >= 0);
+        if (seq_scans(tables[i]) != before[i])
+            FAIL("a small import read %s by a sequential scan", tables[i]);
+    }
+    CHECK_AVAILABILITY(org, "SKU-000007", "5@(null)");
+    CHECK_INT(query_count(org, "SELECT count(*) FROM product_eans WHERE org_id = $1"
+                               " AND sku = 'SKU-000008'"),
+              1);
 }
 
 int main(void)
@@ -1018,6 +1070,7 @@ int main(void)
     test_first_import_problems();
     test_many_bad_lines();
     test_large_import();
+    test_small_write_reads_by_key();
     PQfinish(conn);
     return test_exit();
 }
