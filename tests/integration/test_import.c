@@ -981,13 +981,20 @@ static void import_generated(int64_t org, const char *kind, int n)
     free(csv);
 }
 
+/* A new organization with warehouses W1 and W2 and a generated catalogue of n SKUs. */
+static int64_t generated_organization(const char *slug, int n)
+{
+    int64_t org = fixture_org(conn, slug);
+    import_ok(org, "warehouses", "code,name,kind\nW1,Main,own\nW2,Second,own\n", 2);
+    import_generated(org, "products", n);
+    import_generated(org, "stock", n);
+    return org;
+}
+
 static void test_large_import(void)
 {
     enum { N = 20000 };
-    int64_t org = fixture_org(conn, "large");
-    import_ok(org, "warehouses", "code,name,kind\nW1,Main,own\nW2,Second,own\n", 2);
-    import_generated(org, "products", N);
-    import_generated(org, "stock", N);
+    int64_t org = generated_organization("large", N);
 
     CHECK_INT(query_count(org, "SELECT count(*) FROM products WHERE org_id = $1"), N);
     CHECK_INT(query_count(org, "SELECT count(*) FROM product_eans WHERE org_id = $1"), 2 * N);
@@ -1036,11 +1043,7 @@ static long long seq_scans(const char *table)
  */
 static void test_small_write_reads_by_key(void)
 {
-    enum { N = 20000 };
-    int64_t org = fixture_org(conn, "large-after-large");
-    import_ok(org, "warehouses", "code,name,kind\nW1,Main,own\nW2,Second,own\n", 2);
-    import_generated(org, "products", N);
-    import_generated(org, "stock", N);
+    int64_t org = generated_organization("large-after-large", 20000);
     PQclear(PQexec(conn, "ANALYZE products, product_eans, stock"));
 
     static const char *const tables[] = {"products", "product_eans", "stock"};
