@@ -739,26 +739,15 @@ int wl_inventory_batch_begin(wl_inventory_batch_t *batch, PGconn *conn, int64_t 
 
 static int lock_organization(wl_inventory_batch_t *batch, wl_error_t *err);
 
-/*
- * Whether the organization has rows in table; -1 on failure. Always a probe of the table's
- * index (the batch's transaction allows sequential scans again afterwards): the planner
- * expects a scan to meet one of an organization's rows at once, as if they were spread over
- * the table, but an organization's rows lie together, and a scan first reads every row stored
- * before them: 15-30 ms per table of a 5-row file at 1,000,000 SKUs behind two other such
- * catalogues, and more with every organization in the database.
- */
+/* Whether the organization has rows in table; -1 on failure. */
 static int organization_has_rows(wl_inventory_batch_t *batch, const char *table, wl_error_t *err)
 {
     char sql[160];
     snprintf(sql, sizeof(sql), "SELECT EXISTS (SELECT 1 FROM %s WHERE org_id = $1)", table);
     const char *params[] = {batch->org};
     PGresult *res = NULL;
-    if (wl_db_exec(batch->conn, "SET LOCAL enable_seqscan = off", 0, NULL, NULL, err) != 0 ||
-        wl_db_exec(batch->conn, sql, 1, params, &res, err) != 0 ||
-        wl_db_exec(batch->conn, "SET LOCAL enable_seqscan = on", 0, NULL, NULL, err) != 0) {
-        PQclear(res);
+    if (wl_db_exec(batch->conn, sql, 1, params, &res, err) != 0)
         return -1;
-    }
     int has = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
     PQclear(res);
     return has;
@@ -777,9 +766,16 @@ int wl_inventory_batch_begin_first(wl_inventory_batch_t *batch, PGconn *conn, in
         return rc;
     /* Looked for once without the organization's inventory lock, so that a re-import does not
      * hold it while its file is read, then again under it, so that none of the organization's
-     * rows can come between the look and the commit. */
+     * rows can come between the look and the commit. Each look probes the table's index,
+     * whatever the planner would estimate: it expects a scan to meet one of an organization's
+     * rows at once, as if they were spread over the table, but an organization's rows lie
+     * together, and a scan first reads every row stored before them (15-30 ms per table of a
+     * 5-row file at 1,000,000 SKUs behind two other such catalogues, more with every
+     * organization in the database). The batch's statements after the looks may scan again
+     * (begin_batch). */
     bool products = strcmp(k->table, "products") == 0;
     int has = 0;
+    rc = wl_db_exec(conn, "SET LOCAL enable_seqscan = off", 0, NULL, NULL, err);
     for (int pass = 0; rc == 0 && has == 0 && pass < 2; pass++) {
         if (pass == 1)
             rc = lock_organization(batch, err);
@@ -787,6 +783,8 @@ int wl_inventory_batch_begin_first(wl_inventory_batch_t *batch, PGconn *conn, in
         if (has == 0 && products)
             has = organization_has_rows(batch, "product_eans", err);
     }
+    if (rc == 0 && has >= 0)
+        rc = wl_db_exec(conn, "SET LOCAL enable_seqscan = on", 0, NULL, NULL, err);
     if (rc == 0 && has < 0)
         rc = err->code != 0 ? err->code : WL_EINTERNAL;
     else if (rc == 0 && has == 1)
