@@ -242,8 +242,8 @@ h2load_figures() {
   bad=$(awk '$1 == "requests:" { done = $6 } $1 == "status" { gsub(",", ""); three = $5 }
     END { print done - three }' "$1.txt")
   sort -n -k3,3 "$1.log" | awk -v rps="${rps:-0}" -v bad="${bad:-0}" '{ v[NR] = $3 / 1000 }
-    END { printf "%.0f %.2f %.2f %s\n", rps, NR ? v[int((NR + 1) / 2)] : 0,
-          NR ? v[int(NR * 0.99 + 0.5) < 1 ? 1 : int(NR * 0.99 + 0.5)] : 0, bad }'
+    END { p99 = int(NR * 0.99 + 0.5); if (p99 < 1) p99 = 1
+          printf "%.0f %.2f %.2f %s\n", rps, v[int((NR + 1) / 2)] + 0, v[p99] + 0, bad }'
 }
 
 # Before a measured walk-list run (and the floor): no checkpoint left to run in the middle of
