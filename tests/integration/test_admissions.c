@@ -6,6 +6,7 @@
  * flight form the next group, and every request learns its own fate.
  */
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -526,6 +527,69 @@ static void test_concurrent_inserts_all_land(int64_t org)
     wl_pool_destroy(pool);
 }
 
+/*
+ * A decision taken after waiting for another transaction's lock on its bucket reads the clock
+ * after the wait: its requests are counted at or after the moment they are served, which is
+ * what keeps every rolling window within the limit (src/store/functions/wl_admit.sql). The
+ * other transaction only locks the row (no new version for the waiter to re-read), the case
+ * in which a clock read before the wait would survive.
+ */
+static void test_decision_reads_the_clock_after_the_lock(int64_t org)
+{
+    char org_text[24];
+    snprintf(org_text, sizeof(org_text), "%lld", (long long)org);
+    const char *params[] = {org_text};
+    const char *take = "SELECT counted_at FROM wl_rate_take($1, 'clock', 100, 60000, 1, 0,"
+                       " NULL, 0)";
+    PGresult *res = PQexecParams(db, take, 1, NULL, params, NULL, NULL, 0);
+    CHECK_INT(PQresultStatus(res), PGRES_TUPLES_OK);
+    PQclear(res);
+
+    PGconn *waiter = testdb_connect(conninfo);
+    char waiter_pid[16];
+    snprintf(waiter_pid, sizeof(waiter_pid), "%d", PQbackendPID(waiter));
+    testdb_exec(db, "BEGIN");
+    res = PQexecParams(db,
+                       "SELECT 1 FROM rate_limits WHERE org_id = $1 AND bucket = 'clock'"
+                       " FOR UPDATE",
+                       1, NULL, params, NULL, NULL, 0);
+    CHECK_INT(PQntuples(res), 1);
+    PQclear(res);
+    CHECK_INT(PQsendQueryParams(waiter, take, 1, NULL, params, NULL, NULL, 0), 1);
+    /* Until the waiter waits for the lock (its state, not a time). */
+    const char *waiting_sql = "SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted";
+    const char *waiting_params[] = {waiter_pid};
+    bool waiting = false;
+    for (int i = 0; i < 30000 && !waiting; i++) {
+        res = PQexecParams(db, waiting_sql, 1, NULL, waiting_params, NULL, NULL, 0);
+        waiting = PQresultStatus(res) == PGRES_TUPLES_OK && atoi(PQgetvalue(res, 0, 0)) > 0;
+        PQclear(res);
+        if (!waiting)
+            nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+    }
+    CHECK(waiting);
+    char released[64];
+    testdb_value(db, "SELECT clock_timestamp()", released, sizeof(released));
+    testdb_exec(db, "COMMIT");
+
+    res = PQgetResult(waiter);
+    CHECK_INT(PQresultStatus(res), PGRES_TUPLES_OK);
+    char counted[64] = "";
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        snprintf(counted, sizeof(counted), "%s", PQgetvalue(res, 0, 0));
+    PQclear(res);
+    while ((res = PQgetResult(waiter)) != NULL)
+        PQclear(res);
+    const char *compare[] = {counted, released};
+    res = PQexecParams(db, "SELECT ($1::timestamptz > $2::timestamptz)::int", 2, NULL, compare,
+                       NULL, NULL, 0);
+    CHECK_STR(PQgetvalue(res, 0, 0), "1");
+    if (strcmp(PQgetvalue(res, 0, 0), "1") != 0)
+        fprintf(stderr, "counted at %s, lock released at %s\n", counted, released);
+    PQclear(res);
+    PQfinish(waiter);
+}
+
 int main(void)
 {
     conninfo = testdb_create("walklist_test_admissions");
@@ -540,6 +604,7 @@ int main(void)
     test_read_back_quoted_codes(org);
     test_lists_created_meanwhile_form_one_group(org);
     test_concurrent_inserts_all_land(org);
+    test_decision_reads_the_clock_after_the_lock(org);
     PQfinish(db);
     return test_exit();
 }
