@@ -143,6 +143,7 @@ int main(int argc, char **argv)
         .key_cache_ttl_ms = config.key_cache_ttl_ms > 0 ? config.key_cache_ttl_ms : -1,
         .rate_lease_ms = config.rate_lease_ms > 0 ? config.rate_lease_ms : -1,
         .commit_groups = config.commit_groups > 0 ? config.commit_groups : -1,
+        .workers_through_coordinator = strcmp(config.db_workers, "coordinator") == 0,
     };
     wl_delivery_config_t delivery_config = {
         .workers = config.webhook_workers,

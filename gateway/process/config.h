@@ -40,6 +40,15 @@
          "a replica for the stock export and the breakdown; without it they read the primary",     \
          "a replica for the stock export and the breakdown; keys, rate limits, walk lists and "    \
          "every write stay on the primary (see below)")                                            \
+    CHOICE(db_workers, "db-workers", "WALKLIST_DB_WORKERS", "direct|coordinator", "direct",        \
+           "on a distributed database (Citus): send walk list creations, reads and key checks "   \
+           "straight to the worker holding the organization (direct), or through the coordinator", \
+           "on a distributed database (Citus): admissions (walk list creation and reads by id, "   \
+           "key checks, rate-limit decisions) go `direct` to the worker holding the "               \
+           "organization, connecting with the database URL's settings at the address the "         \
+           "coordinator's catalog gives (a worker that cannot be reached that way is reached "     \
+           "through the coordinator), or all through the `coordinator`; see "                      \
+           "[Scaling out](scaling-out.md)")                                 \
     TEXT(listen, "listen", "WALKLIST_LISTEN", "HOST:PORT", false, "127.0.0.1:8080",                \
          "address to serve on; port 0 picks a free port (logged)",                                 \
          "`host:port` or `[v6]:port`; port 0 picks a free port (logged)")                          \

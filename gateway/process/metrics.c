@@ -277,8 +277,8 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, uint64_t request
             (unsigned long long)request_thread_jobs);
     wl_core_access_stats_t access;
     wl_core_access_stats(core, &access);
-    uint64_t admission_commits = 0, admission_requests = 0;
-    wl_core_admission_stats(core, &admission_commits, &admission_requests);
+    uint64_t admission_commits = 0, admission_requests = 0, admission_on_workers = 0;
+    wl_core_admission_stats(core, &admission_commits, &admission_requests, &admission_on_workers);
     fprintf(
         out,
         "# HELP walklist_key_checks_total API key checks, by where they were answered.\n"
@@ -300,11 +300,16 @@ char *wl_metrics_render(wl_metrics_t *metrics, wl_core_t *core, uint64_t request
         "walklist_admission_commits_total %llu\n"
         "# HELP walklist_admission_requests_total Requests in those commits.\n"
         "# TYPE walklist_admission_requests_total counter\n"
-        "walklist_admission_requests_total %llu\n",
+        "walklist_admission_requests_total %llu\n"
+        "# HELP walklist_admission_commits_on_workers_total Admission commits sent straight to "
+        "the worker holding their organizations (distributed database).\n"
+        "# TYPE walklist_admission_commits_on_workers_total counter\n"
+        "walklist_admission_commits_on_workers_total %llu\n",
         (unsigned long long)access.key_cache_hits, (unsigned long long)access.key_cache_misses,
         access.key_watch_listening ? 1 : 0, (unsigned long long)access.rate_local,
         (unsigned long long)access.rate_round_trips, (unsigned long long)access.rate_refills,
-        (unsigned long long)admission_commits, (unsigned long long)admission_requests);
+        (unsigned long long)admission_commits, (unsigned long long)admission_requests,
+        (unsigned long long)admission_on_workers);
     wl_core_webhook_stats_t webhooks;
     wl_core_webhook_stats(core, &webhooks);
     fprintf(out,

@@ -51,6 +51,9 @@ typedef struct {
     /* admissions in flight at once (at most db_pool_size), each for every request that needs
      * the database meanwhile (group commit); < 0: each request commits alone */
     int commit_groups;
+    /* on a distributed database (Citus), admissions of one worker's organizations go through
+     * the coordinator instead of straight to that worker */
+    bool workers_through_coordinator;
 } wl_core_config_t;
 
 /**
@@ -97,8 +100,10 @@ void wl_core_close_database(wl_core_t *core);
 /** Database connections lent out to requests right now (0: none is at the database). */
 int wl_core_database_busy(wl_core_t *core);
 
-/** Admission commits so far (group commit) and the requests they held. */
-void wl_core_admission_stats(wl_core_t *core, uint64_t *commits, uint64_t *requests);
+/** Admission commits so far (group commit), the requests they held, and the commits sent
+ * straight to a distributed database's worker (not through its coordinator). */
+void wl_core_admission_stats(wl_core_t *core, uint64_t *commits, uint64_t *requests,
+                             uint64_t *on_workers);
 
 /** How requests were let in: keys from the cache or the database, rate decisions from leased
  * permits or a round trip (a key checked in the database counts its request there too). */

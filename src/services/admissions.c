@@ -33,7 +33,7 @@ struct wl_admissions {
     int64_t placement_refreshed_ms;
     bool placing; /* a committer is refreshing the placement or looking prefixes up */
     char prefixes[WL_ADMIT_BATCH_MAX][WL_KEY_PREFIX_LEN + 1]; /* the one placing's */
-    uint64_t commits, requests;
+    uint64_t commits, requests, on_nodes;
     int threads;
     pthread_t committers[WL_ADMIT_GROUPS_MAX];
 };
@@ -71,16 +71,27 @@ static int still_due(wl_admit_t *const *requests, int count, int default_ms, wl_
     return kept;
 }
 
-static void commit_group(wl_admissions_t *commits, wl_admit_t *const *requests, int count)
+/* node: the pool of the node holding the group's rows, or NULL (the pool's server). Whether
+ * the group went to that node. */
+static bool commit_group(wl_admissions_t *commits, wl_pool_t *node, wl_admit_t *const *requests,
+                         int count)
 {
     if (count < 1) /* a queue with a head gives at least one; said for the optimizer */
-        return;
+        return false;
     PGconn *conn = NULL;
-    if (wl_pool_acquire(commits->pool, &conn, requests[0]->err) != 0) {
-        for (int i = 0; i < count; i++)
-            requests[i]->rc = wl_error_set(requests[i]->err, requests[0]->err->code, "%s",
-                                           requests[0]->err->message);
-        return;
+    wl_pool_t *pool = node;
+    if (node == NULL || wl_pool_acquire(node, &conn, requests[0]->err) != 0) {
+        /* A node that cannot be reached directly (down, or refusing this process) leaves the
+         * group to the coordinator, which answers for the node as before there were node
+         * pools. */
+        pool = commits->pool;
+        wl_error_init(requests[0]->err);
+        if (wl_pool_acquire(pool, &conn, requests[0]->err) != 0) {
+            for (int i = 0; i < count; i++)
+                requests[i]->rc = wl_error_set(requests[i]->err, requests[0]->err->code, "%s",
+                                               requests[0]->err->message);
+            return false;
+        }
     }
     /* An admission is short by design: a server silent for 4/5 of the request budget is given
      * up on (503) rather than waited for up to its statement timeout, and a request that waited
@@ -96,7 +107,8 @@ static void commit_group(wl_admissions_t *commits, wl_admit_t *const *requests, 
         wl_admit_batch(conn, commits->window_ms, run, kept);
         wl_db_set_silence_limit(conn, previous);
     }
-    wl_pool_release(commits->pool, conn);
+    wl_pool_release(pool, conn);
+    return pool == node;
 }
 
 int wl_admissions_budget_ms(const wl_admissions_t *commits)
@@ -192,14 +204,19 @@ static void *committer(void *arg)
         int64_t node_org = group[0]->placement != WL_PLACEMENT_ALONE && distributed(commits)
                                ? group[0]->placement_org
                                : 0;
+        const wl_placement_t *placement = &commits->placement;
+        wl_pool_t *node = node_org != 0 && placement->pool_of != NULL
+                              ? placement->pool_of(group[0]->placement, placement->data)
+                              : NULL;
         wl_admit_t *requests[WL_ADMIT_BATCH_MAX];
         for (int i = 0; i < count; i++) {
             requests[i] = group[i]->request;
             requests[i]->node_org = node_org;
         }
-        commit_group(commits, requests, count);
+        bool on_node = commit_group(commits, node, requests, count);
         pthread_mutex_lock(&commits->lock);
         commits->commits++;
+        commits->on_nodes += on_node;
         commits->requests += (uint64_t)count;
         pthread_mutex_unlock(&commits->lock);
         for (int i = 0; i < count; i++)
@@ -276,7 +293,7 @@ void wl_admissions_queue(wl_admissions_t *commits, waiter_t *waiter)
 {
     set_deadline(commits, waiter->request);
     if (commits->groups < 1) {
-        commit_group(commits, &waiter->request, 1);
+        (void)commit_group(commits, NULL, &waiter->request, 1);
         count_alone(commits);
         waiter->done(waiter);
         return;
@@ -300,7 +317,7 @@ int wl_admissions_run(wl_admissions_t *commits, wl_admit_t *request)
 {
     set_deadline(commits, request);
     if (commits->groups < 1) {
-        commit_group(commits, &request, 1);
+        (void)commit_group(commits, NULL, &request, 1);
         count_alone(commits);
         return request->rc;
     }
@@ -319,6 +336,7 @@ void wl_admissions_stats(wl_admissions_t *commits, wl_admissions_stats_t *out)
     pthread_mutex_lock(&commits->lock);
     out->commits = commits->commits;
     out->requests = commits->requests;
+    out->on_nodes = commits->on_nodes;
     out->waiting = commits->queue.waiting;
     pthread_mutex_unlock(&commits->lock);
 }

@@ -23,6 +23,8 @@ typedef struct wl_admissions wl_admissions_t;
 typedef struct {
     uint64_t commits;  /* groups committed (or failed) */
     uint64_t requests; /* requests in them */
+    uint64_t on_nodes; /* of the commits, those sent straight to the node holding their rows
+                        * (placement pool_of), not through the pool's server */
     int waiting;       /* requests queued for the next group right now */
 } wl_admissions_stats_t;
 
@@ -82,6 +84,10 @@ typedef struct {
      * what place answers from up to date (a rebalanced cluster moves rows between nodes).
      * Failing, it keeps what it had. */
     void (*refresh)(PGconn *conn, void *data);
+    /* From memory, on a committer thread: the connections to use for a group of this
+     * placement (the node holding its rows), or NULL for the pool's (the coordinator). A pool
+     * that cannot lend one in time leaves the group to the coordinator's. May be NULL. */
+    wl_pool_t *(*pool_of)(int64_t placement, void *data);
     int refresh_ms;
     void *data;
 } wl_placement_t;

@@ -117,8 +117,12 @@ int wl_core_create(const wl_core_config_t *config, wl_core_t **out, wl_error_t *
         groups = pool_config.size;
     if (rc == 0)
         rc = wl_admissions_create(core->pool, groups, core->rate_window_ms, &core->admissions, err);
+    /* Each committer holds one connection at a time: a worker's pool needs one per committer. */
+    wl_pool_config_t node_pools = pool_config;
+    node_pools.size = groups > 0 ? groups : 1;
     if (rc == 0)
-        rc = wl_shard_placement_create(&core->shards, err);
+        rc = wl_shard_placement_create(config->workers_through_coordinator ? NULL : &node_pools,
+                                       &core->shards, err);
     if (rc == 0) {
         /* Read by a committer before the first group: requests of one node per group. */
         wl_placement_t placement = wl_shard_placement_of(core->shards);
@@ -196,12 +200,14 @@ int wl_core_database_busy(wl_core_t *core)
     return stats.in_use + read_stats.in_use;
 }
 
-void wl_core_admission_stats(wl_core_t *core, uint64_t *commits, uint64_t *requests)
+void wl_core_admission_stats(wl_core_t *core, uint64_t *commits, uint64_t *requests,
+                             uint64_t *on_workers)
 {
     wl_admissions_stats_t stats;
     wl_admissions_stats(core->admissions, &stats);
     *commits = stats.commits;
     *requests = stats.requests;
+    *on_workers = stats.on_nodes;
 }
 
 void wl_core_access_stats(wl_core_t *core, wl_core_access_stats_t *out)

@@ -1,8 +1,10 @@
 /*
  * The placement of admission groups on a distributed database (services/admissions.h): the
  * shard map of the tenant tables (store/citus.h), loaded by a committer and kept current every
- * few seconds, so that a rebalanced cluster's groups follow the moved shards. On one server
- * there is no map and every request has the same placement.
+ * few seconds, so that a rebalanced cluster's groups follow the moved shards, and a pool of
+ * connections to each worker, so that a group's statement goes straight to the worker holding
+ * its organizations instead of through the coordinator. On one server there is no map, no
+ * worker, and every request has the same placement.
  */
 #ifndef WALKLIST_SERVICES_SHARD_PLACEMENT_H
 #define WALKLIST_SERVICES_SHARD_PLACEMENT_H
@@ -10,6 +12,7 @@
 #include <stddef.h>
 
 #include "services/admissions.h"
+#include "store/pool.h"
 #include "walklist/error.h"
 
 /* How often the map is read again: a shard moved by the rebalancer is followed that much later
@@ -18,7 +21,13 @@
 
 typedef struct wl_shard_placement wl_shard_placement_t;
 
-int wl_shard_placement_create(wl_shard_placement_t **out, wl_error_t *err) WL_CHECK_RESULT;
+/**
+ * node_pools: how to reach the workers (the coordinator's URL, pointed at each worker by
+ * store/node_conninfo.h, and a pool's size and timeouts per worker), or NULL to send every
+ * group through the coordinator.
+ */
+int wl_shard_placement_create(const wl_pool_config_t *node_pools, wl_shard_placement_t **out,
+                              wl_error_t *err) WL_CHECK_RESULT;
 void wl_shard_placement_destroy(wl_shard_placement_t *shards);
 
 /** The admissions' placement backed by shards (valid while shards lives). */

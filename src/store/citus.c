@@ -100,3 +100,28 @@ int wl_citus_nodes_check(PGconn *conn, int connect_timeout_ms, wl_citus_node_t *
     PQclear(res);
     return 0;
 }
+
+int wl_citus_node_addresses(PGconn *conn, wl_citus_node_address_t *nodes, size_t max, size_t *count,
+                            wl_error_t *err)
+{
+    *count = 0;
+    bool citus = false;
+    int rc = wl_citus_is_coordinator(conn, &citus, err);
+    if (rc != 0 || !citus)
+        return rc;
+    PGresult *res = NULL;
+    rc = wl_db_exec(conn,
+                    "SELECT groupid, nodename, nodeport FROM pg_dist_node"
+                    " WHERE isactive AND noderole = 'primary' AND groupid <> 0 ORDER BY groupid",
+                    0, NULL, &res, err);
+    if (rc != 0)
+        return rc;
+    for (int i = 0; i < PQntuples(res) && *count < max; i++) {
+        wl_citus_node_address_t *node = &nodes[(*count)++];
+        node->group = wl_db_int64(res, i, 0);
+        snprintf(node->host, sizeof(node->host), "%s", PQgetvalue(res, i, 1));
+        node->port = (int)wl_db_int64(res, i, 2);
+    }
+    PQclear(res);
+    return 0;
+}

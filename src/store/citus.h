@@ -9,6 +9,7 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "domain/shard_map.h"
 #include "walklist/error.h"
@@ -37,5 +38,19 @@ typedef struct {
  */
 int wl_citus_nodes_check(PGconn *conn, int connect_timeout_ms, wl_citus_node_t *nodes, size_t max,
                          size_t *count, wl_error_t *err) WL_CHECK_RESULT;
+
+/* A worker's node group and the address of its primary as the coordinator's catalog names it. */
+typedef struct {
+    int64_t group;
+    char host[WL_CITUS_NODE_ADDRESS_SIZE];
+    int port;
+} wl_citus_node_address_t;
+
+/**
+ * The active primary workers (pg_dist_node, node group other than the coordinator's), at most
+ * max in node group order, into nodes; *count is 0 on plain PostgreSQL.
+ */
+int wl_citus_node_addresses(PGconn *conn, wl_citus_node_address_t *nodes, size_t max, size_t *count,
+                            wl_error_t *err) WL_CHECK_RESULT;
 
 #endif

@@ -527,6 +527,101 @@ static void test_concurrent_inserts_all_land(int64_t org)
     wl_pool_destroy(pool);
 }
 
+/* Two node groups for the routing test: odd organizations on a node whose pool reaches the
+ * database, even ones on a node that cannot be reached (nothing listens on its port). */
+typedef struct {
+    wl_pool_t *reachable, *unreachable;
+} two_nodes_t;
+
+static bool always_distributed(void *data)
+{
+    (void)data;
+    return true;
+}
+
+static int64_t place_by_parity(int64_t org_id, void *data)
+{
+    (void)data;
+    return org_id % 2 == 0 ? 2 : 1;
+}
+
+static void placement_kept(PGconn *conn, void *data)
+{
+    (void)conn;
+    (void)data;
+}
+
+static wl_pool_t *node_pool(int64_t placement, void *data)
+{
+    two_nodes_t *nodes = data;
+    return placement == 1 ? nodes->reachable : nodes->unreachable;
+}
+
+static uint64_t borrows(wl_pool_t *pool)
+{
+    wl_pool_stats_t stats;
+    wl_pool_stats(pool, &stats);
+    return stats.borrows;
+}
+
+/*
+ * On a distributed database a group goes straight to the node holding its organizations
+ * (the placement's pool for it); a node that cannot be reached that way leaves its group to
+ * the coordinator's pool, which answers as before there were node pools: every list lands
+ * once either way, and the commits that went to their node are counted.
+ */
+static void test_groups_go_to_their_node(void)
+{
+    int64_t first = fixture_org(db, "node-a"), second = fixture_org(db, "node-b");
+    int64_t odd = first % 2 != 0 ? first : second, even = first % 2 != 0 ? second : first;
+    CHECK(odd % 2 != 0 && even % 2 == 0);
+    wl_pool_t *coordinator = pool_new(2);
+    wl_pool_config_t node_config = {
+        .conninfo = conninfo, .size = 1, .timeout_ms = 5000, .application = "walklist-node"};
+    two_nodes_t nodes = {0};
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_pool_create(&node_config, &nodes.reachable, &err), 0);
+    node_config.conninfo = "host=127.0.0.1 port=1 dbname=nowhere connect_timeout=2";
+    CHECK_INT(wl_pool_create(&node_config, &nodes.unreachable, &err), 0);
+    wl_admissions_t *commits = commits_new(coordinator, 1);
+    wl_placement_t placement = {.distributed = always_distributed,
+                                .place = place_by_parity,
+                                .refresh = placement_kept,
+                                .pool_of = node_pool,
+                                .refresh_ms = 600000,
+                                .data = &nodes};
+    wl_admissions_set_placement(commits, &placement);
+
+    pending_t direct, fallback;
+    pending_init(&direct, odd, "on-node-1", "SKU-N");
+    CHECK_INT(wl_admissions_run(commits, &direct.request), 0);
+    CHECK(direct.work.list.created_ms > 0);
+    CHECK_INT(lists_named("on-node-1"), 1);
+    CHECK_INT(borrows(nodes.reachable), 1);
+    wl_admissions_stats_t stats;
+    wl_admissions_stats(commits, &stats);
+    CHECK_INT(stats.on_nodes, 1);
+
+    uint64_t coordinator_before = borrows(coordinator);
+    pending_init(&fallback, even, "on-node-2", "SKU-N");
+    CHECK_INT(wl_admissions_run(commits, &fallback.request), 0);
+    CHECK(fallback.work.list.created_ms > 0);
+    CHECK_INT(lists_named("on-node-2"), 1);
+    CHECK_INT(borrows(nodes.unreachable), 0);
+    CHECK_INT(borrows(coordinator), coordinator_before + 1);
+    wl_admissions_stats(commits, &stats);
+    CHECK_INT(stats.commits, 2);
+    CHECK_INT(stats.on_nodes, 1);
+
+    dispose(&direct, 1);
+    dispose(&fallback, 1);
+    wl_admissions_destroy(commits);
+    wl_pool_destroy(nodes.reachable);
+    wl_pool_destroy(nodes.unreachable);
+    wl_pool_destroy(coordinator);
+}
+
 /*
  * A decision taken after waiting for another transaction's lock on its bucket reads the clock
  * after the wait: its requests are counted at or after the moment they are served, which is
@@ -605,6 +700,7 @@ int main(void)
     test_lists_created_meanwhile_form_one_group(org);
     test_concurrent_inserts_all_land(org);
     test_decision_reads_the_clock_after_the_lock(org);
+    test_groups_go_to_their_node();
     PQfinish(db);
     return test_exit();
 }
