@@ -150,13 +150,16 @@ static int distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *e
         }
     }
     /* The admission runs on the worker of its group's organizations (wl_admit_at, by its first
-     * argument, colocated with the tenant tables); wl_admit, which it calls, goes to every
-     * worker with it. Both calls are idempotent. */
-    if (rc == 0)
+     * argument, colocated with the tenant tables); wl_admit, which it calls, and the key check
+     * wl_admit calls go to every worker with it. Every call is idempotent. */
+    static const char *const admission_functions[] = {"wl__key_of_prefix", "wl_admit"};
+    for (size_t f = 0; rc == 0 && f < COUNT(admission_functions); f++) {
+        const char *name[] = {admission_functions[f]};
         rc = exec(conn,
                   "SELECT create_distributed_function("
-                  "(SELECT p.oid FROM pg_proc p WHERE p.proname = 'wl_admit')::regprocedure)",
-                  0, NULL, NULL, err);
+                  "(SELECT p.oid FROM pg_proc p WHERE p.proname = $1)::regprocedure)",
+                  1, name, NULL, err);
+    }
     if (rc == 0)
         rc = exec(conn,
                   "SELECT create_distributed_function("

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 void wl_admission_queue_init(wl_admission_queue_t *queue)
 {
     queue->head = NULL;
@@ -79,17 +81,31 @@ size_t wl_admission_queue_unplaced(wl_admission_queue_t *queue,
     return count;
 }
 
+/* Takes the request as checked by key when its secret and scope fit it (constant time). */
+static void check_by(wl_admit_t *request, const wl_key_of_prefix_t *key)
+{
+    if (CRYPTO_memcmp(request->digest, key->digest, WL_KEY_DIGEST_SIZE) != 0 ||
+        (key->principal.scopes & request->scope) != request->scope)
+        return;
+    request->org_id = key->principal.org_id;
+    request->key_checked = true;
+    request->checked = key->principal;
+}
+
 void wl_admission_queue_place(wl_admission_queue_t *queue,
-                              const char (*prefixes)[WL_KEY_PREFIX_LEN + 1], const int64_t *orgs,
-                              size_t count, const wl_placement_t *placement)
+                              const char (*prefixes)[WL_KEY_PREFIX_LEN + 1],
+                              const wl_key_of_prefix_t *keys, size_t count,
+                              const wl_placement_t *placement)
 {
     for (wl_admission_waiter_t *w = queue->head; w != NULL; w = w->next) {
         if (w->placement != WL_PLACEMENT_ALONE || !w->placement_asked || w->request->org_id != 0)
             continue;
         for (size_t i = 0; i < count; i++) {
-            if (orgs[i] != 0 && strcmp(prefixes[i], w->request->prefix) == 0) {
-                w->placement = placement->place(orgs[i], placement->data);
-                w->placement_org = orgs[i];
+            int64_t org = keys[i].principal.org_id;
+            if (org != 0 && strcmp(prefixes[i], w->request->prefix) == 0) {
+                w->placement = placement->place(org, placement->data);
+                w->placement_org = org;
+                check_by(w->request, &keys[i]);
                 break;
             }
         }

@@ -53,11 +53,16 @@ size_t wl_admission_queue_unplaced(wl_admission_queue_t *queue,
 bool wl_admission_queue_head_unplaced(const wl_admission_queue_t *queue);
 
 /**
- * Places the waiters still queued whose prefixes were looked up, by orgs[i], the organization
- * of prefixes[i] (0: no active key, the waiter stays alone), through placement.
+ * Places the waiters still queued whose prefixes were looked up, by keys[i], the active key of
+ * prefixes[i] (org_id 0: none, the waiter stays alone), through placement. A waiter whose
+ * secret matches that key's digest, and whose action the key's scopes allow, is checked there
+ * and then: its request goes with its organization (wl_admit_t.key_checked), so that its
+ * group's statement looks no key up. The others still have their keys checked (and refused)
+ * by the statement.
  */
 void wl_admission_queue_place(wl_admission_queue_t *queue,
-                              const char (*prefixes)[WL_KEY_PREFIX_LEN + 1], const int64_t *orgs,
-                              size_t count, const wl_placement_t *placement);
+                              const char (*prefixes)[WL_KEY_PREFIX_LEN + 1],
+                              const wl_key_of_prefix_t *keys, size_t count,
+                              const wl_placement_t *placement);
 
 #endif

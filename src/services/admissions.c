@@ -148,7 +148,7 @@ static void prepare_placement(wl_admissions_t *commits)
         wl_admission_queue_unplaced(&commits->queue, commits->prefixes, WL_ADMIT_BATCH_MAX);
     pthread_mutex_unlock(&commits->lock);
 
-    int64_t orgs[WL_ADMIT_BATCH_MAX];
+    wl_key_of_prefix_t keys[WL_ADMIT_BATCH_MAX];
     bool found = false;
     PGconn *conn = NULL;
     wl_error_t err;
@@ -156,15 +156,14 @@ static void prepare_placement(wl_admissions_t *commits)
     if (wl_pool_acquire(commits->pool, &conn, &err) == 0) {
         if (refresh)
             placement->refresh(conn, placement->data);
-        found =
-            count > 0 && wl_keys_orgs_of_prefixes(conn, commits->prefixes, count, orgs, &err) == 0;
+        found = count > 0 && wl_keys_of_prefixes(conn, commits->prefixes, count, keys, &err) == 0;
         wl_pool_release(commits->pool, conn);
     }
 
     pthread_mutex_lock(&commits->lock);
     /* Only waiters still queued are placed: the others went in a group meanwhile. */
     if (found)
-        wl_admission_queue_place(&commits->queue, commits->prefixes, orgs, count, placement);
+        wl_admission_queue_place(&commits->queue, commits->prefixes, keys, count, placement);
     commits->placing = false;
     /* Committers that found only waiters of keys being placed take their groups now. */
     pthread_cond_broadcast(&commits->work);

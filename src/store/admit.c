@@ -171,6 +171,9 @@ static int read_answer(const PGresult *res, int row, wl_admit_t *r)
         snprintf(r->principal.org_slug, sizeof(r->principal.org_slug), "%s",
                  PQgetvalue(res, row, 2));
         wl_keys_scope_bits(PQgetvalue(res, row, 3), &r->principal.scopes);
+    } else if (r->key_checked) {
+        memcpy(r->principal.org_slug, r->checked.org_slug, sizeof(r->principal.org_slug));
+        r->principal.scopes = r->checked.scopes;
     }
     if (r->asked) {
         r->grant.granted = atoi(PQgetvalue(res, row, 4));

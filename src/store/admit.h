@@ -67,6 +67,11 @@ typedef struct {
      * maybe committed). */
     int rc;
     wl_error_t *err;
+    /* Set before the group (services/admission_queue.h): a key the process did not know, checked
+     * by the lookup that placed it; org_id is then its organization, and checked what the
+     * statement would have answered of the key (its slug and scopes). */
+    bool key_checked;
+    wl_principal_t checked;
     bool key_valid;           /* the key is known here, or was found active */
     wl_principal_t principal; /* org_id always; slug and scopes of a key checked here */
     bool asked;               /* grant holds the database's answer to ask */

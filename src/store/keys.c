@@ -151,11 +151,24 @@ int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out, wl_
 /* The revocation and its announcement commit together: every process that keeps checked keys
  * (services/key_cache.c) forgets the key when it arrives. The announcement is sent here rather
  * than by a trigger, which a distributed database (Citus) refuses on its reference tables. */
-int wl_keys_orgs_of_prefixes(PGconn *conn, const char (*prefixes)[WL_KEY_PREFIX_LEN + 1],
-                             size_t count, int64_t *orgs, wl_error_t *err)
+/* bytea as PostgreSQL prints it ("\\x" and hex) into out; false when it is not size bytes. */
+static bool hex_bytes(const char *text, unsigned char *out, size_t size)
 {
-    for (size_t i = 0; i < count; i++)
-        orgs[i] = 0;
+    if (strncmp(text, "\\x", 2) != 0 || strlen(text + 2) != 2 * size)
+        return false;
+    for (size_t i = 0; i < size; i++) {
+        unsigned value = 0;
+        if (sscanf(text + 2 + 2 * i, "%2x", &value) != 1)
+            return false;
+        out[i] = (unsigned char)value;
+    }
+    return true;
+}
+
+int wl_keys_of_prefixes(PGconn *conn, const char (*prefixes)[WL_KEY_PREFIX_LEN + 1], size_t count,
+                        wl_key_of_prefix_t *keys, wl_error_t *err)
+{
+    memset(keys, 0, count * sizeof(*keys));
     if (count == 0)
         return 0;
     /* A text array literal: prefixes are base62 (wl_keys_parse), nothing to quote. */
@@ -177,19 +190,29 @@ int wl_keys_orgs_of_prefixes(PGconn *conn, const char (*prefixes)[WL_KEY_PREFIX_
     const char *params[] = {array};
     PGresult *res = NULL;
     /* Each prefix through the key's index (a lateral lookup), as the admission's own check. */
-    int rc =
-        wl_db_exec(conn,
-                   "SELECT u.i, k.org_id FROM unnest($1::text[]) WITH ORDINALITY AS u(prefix, i)"
-                   " JOIN LATERAL (SELECT ak.org_id FROM api_keys ak WHERE ak.prefix = u.prefix"
-                   " AND ak.revoked_at IS NULL LIMIT 1) k ON true",
-                   1, params, &res, err);
+    int rc = wl_db_exec(conn,
+                        "SELECT u.i, k.org_id, k.token_hash, array_to_string(k.scopes, ','),"
+                        " k.slug FROM unnest($1::text[]) WITH ORDINALITY AS u(prefix, i)"
+                        " JOIN LATERAL (SELECT ak.org_id, ak.token_hash, ak.scopes, o.slug"
+                        " FROM api_keys ak JOIN organizations o ON o.org_id = ak.org_id"
+                        " WHERE ak.prefix = u.prefix AND ak.revoked_at IS NULL LIMIT 1) k ON true",
+                        1, params, &res, err);
     free(array);
     if (rc != 0)
         return rc;
     for (int row = 0; row < PQntuples(res); row++) {
         int64_t i = wl_db_int64(res, row, 0);
-        if (i >= 1 && (size_t)i <= count)
-            orgs[i - 1] = wl_db_int64(res, row, 1);
+        if (i < 1 || (size_t)i > count)
+            continue;
+        wl_key_of_prefix_t *key = &keys[i - 1];
+        if (!hex_bytes(PQgetvalue(res, row, 2), key->digest, sizeof(key->digest)))
+            continue; /* not a digest this version makes: the admission's check refuses it */
+        key->principal.org_id = wl_db_int64(res, row, 1);
+        wl_keys_scope_bits(PQgetvalue(res, row, 3), &key->principal.scopes);
+        snprintf(key->principal.org_slug, sizeof(key->principal.org_slug), "%s",
+                 PQgetvalue(res, row, 4));
+        snprintf(key->principal.key_prefix, sizeof(key->principal.key_prefix), "%s",
+                 prefixes[i - 1]);
     }
     PQclear(res);
     return 0;

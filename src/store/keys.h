@@ -38,13 +38,20 @@ void wl_keys_scope_bits(const char *scopes, unsigned *bits);
 int wl_keys_create(PGconn *conn, int64_t org_id, unsigned scopes, const char *name,
                    char token[WL_KEY_TOKEN_SIZE], wl_error_t *err) WL_CHECK_RESULT;
 
+/* The active key of a prefix, as the placement of requests reads it (wl_keys_of_prefixes). */
+typedef struct {
+    wl_principal_t principal; /* org_id 0: no active key has the prefix */
+    unsigned char digest[WL_KEY_DIGEST_SIZE];
+} wl_key_of_prefix_t;
+
 /**
- * The organizations of count key prefixes (say where a request's rows will be before its key is
- * checked): orgs[i] is the organization of the active key with prefixes[i], 0 when there is none.
- * Only a placement: the key itself (its secret, scopes) is still checked where it is used.
+ * The active keys of count key prefixes, to say where a request's rows will be before its key
+ * is checked, and to check it there and then: keys[i] is the key with prefixes[i] (its
+ * organization, the organization's slug, its scopes and its secret's digest), org_id 0 when
+ * there is none. Read from the keys' table as the admission's own check reads it.
  */
-int wl_keys_orgs_of_prefixes(PGconn *conn, const char (*prefixes)[WL_KEY_PREFIX_LEN + 1],
-                             size_t count, int64_t *orgs, wl_error_t *err) WL_CHECK_RESULT;
+int wl_keys_of_prefixes(PGconn *conn, const char (*prefixes)[WL_KEY_PREFIX_LEN + 1], size_t count,
+                        wl_key_of_prefix_t *keys, wl_error_t *err) WL_CHECK_RESULT;
 
 /** Looks a token up; WL_EUNAUTHENTICATED for unknown, revoked or malformed keys. */
 int wl_keys_authenticate(PGconn *conn, wl_span_t token, wl_principal_t *out,

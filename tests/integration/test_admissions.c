@@ -614,6 +614,35 @@ static void test_groups_go_to_their_node(void)
     CHECK_INT(stats.commits, 2);
     CHECK_INT(stats.on_nodes, 1);
 
+    /* A key the process does not know is checked by the lookup that places it, and its group
+     * goes to its node with the organization known: the answer is the statement's own (valid,
+     * the organization's slug and the key's scopes). The same prefix with another secret is
+     * left to the statement, which refuses it and writes nothing. */
+    char token[WL_KEY_TOKEN_SIZE], wrong[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, odd, "lists:write", token);
+    snprintf(wrong, sizeof(wrong), "%s", token);
+    wrong[strlen(wrong) - 1] = wrong[strlen(wrong) - 1] == 'a' ? 'b' : 'a';
+    pending_t by_key, by_wrong;
+    pending_init(&by_key, odd, "on-node-by-key", "SKU-N");
+    pending_key(&by_key, token, 30);
+    CHECK_INT(wl_admissions_run(commits, &by_key.request), 0);
+    CHECK(by_key.request.key_valid);
+    CHECK(by_key.request.key_checked);
+    CHECK_INT(by_key.request.principal.org_id, odd);
+    CHECK_STR(by_key.request.principal.org_slug, odd == first ? "node-a" : "node-b");
+    CHECK_INT(by_key.request.principal.scopes, WL_SCOPE_LISTS_WRITE);
+    CHECK(by_key.request.asked && by_key.request.grant.granted == 1);
+    CHECK_INT(lists_named("on-node-by-key"), 1);
+    CHECK_INT(borrows(nodes.reachable), 2);
+    pending_init(&by_wrong, odd, "on-node-wrong", "SKU-N");
+    pending_key(&by_wrong, wrong, 30);
+    CHECK_INT(wl_admissions_run(commits, &by_wrong.request), 0);
+    CHECK(!by_wrong.request.key_valid);
+    CHECK(!by_wrong.request.key_checked);
+    CHECK_INT(lists_named("on-node-wrong"), 0);
+
+    dispose(&by_key, 1);
+    dispose(&by_wrong, 1);
     dispose(&direct, 1);
     dispose(&fallback, 1);
     wl_admissions_destroy(commits);

@@ -336,15 +336,16 @@ static void test_authenticate(void)
     CHECK_INT(listing.count, 1);
 }
 
-/* Where a request of an unchecked key will go (admission groups of one node): the organization
- * of each active key's prefix, 0 for a revoked or unknown prefix, in the order asked. */
-static void test_organizations_of_prefixes(void)
+/* Where a request of an unchecked key will go (admission groups of one node), and what checks it
+ * there: each active key's organization, slug, scopes and secret's digest; nothing for a revoked
+ * or unknown prefix; in the order asked. */
+static void test_keys_of_prefixes(void)
 {
     int64_t east = fixture_org(conn, "east");
     int64_t west = fixture_org(conn, "west");
     char east_key[WL_KEY_TOKEN_SIZE], west_key[WL_KEY_TOKEN_SIZE], gone_key[WL_KEY_TOKEN_SIZE];
     create_key(east, WL_SCOPE_LISTS_WRITE, "east", east_key);
-    create_key(west, WL_SCOPE_LISTS_WRITE, "west", west_key);
+    create_key(west, WL_SCOPE_LISTS_WRITE | WL_SCOPE_STOCK_READ, "west", west_key);
     create_key(west, WL_SCOPE_LISTS_WRITE, "gone", gone_key);
     char prefixes[5][WL_KEY_PREFIX_LEN + 1];
     CHECK(wl_keys_parse(wl_span_str(west_key), prefixes[0]));
@@ -355,17 +356,28 @@ static void test_organizations_of_prefixes(void)
     wl_error_t err;
     wl_error_init(&err);
     CHECK_INT(wl_keys_revoke(conn, prefixes[1], &err), 0);
-    int64_t orgs[5];
-    memset(orgs, 0xAB, sizeof(orgs));
-    CHECK_INT(wl_keys_orgs_of_prefixes(conn, (const char(*)[WL_KEY_PREFIX_LEN + 1]) prefixes, 5,
-                                       orgs, &err),
-              0);
-    CHECK_INT(orgs[0], west);
-    CHECK_INT(orgs[1], 0);
-    CHECK_INT(orgs[2], 0);
-    CHECK_INT(orgs[3], east);
-    CHECK_INT(orgs[4], west);
-    CHECK_INT(wl_keys_orgs_of_prefixes(conn, NULL, 0, orgs, &err), 0);
+    wl_key_of_prefix_t keys[5];
+    memset(keys, 0xAB, sizeof(keys));
+    CHECK_INT(
+        wl_keys_of_prefixes(conn, (const char(*)[WL_KEY_PREFIX_LEN + 1]) prefixes, 5, keys, &err),
+        0);
+    CHECK_INT(keys[0].principal.org_id, west);
+    CHECK_INT(keys[1].principal.org_id, 0);
+    CHECK_INT(keys[2].principal.org_id, 0);
+    CHECK_INT(keys[3].principal.org_id, east);
+    CHECK_INT(keys[4].principal.org_id, west);
+    CHECK_STR(keys[0].principal.org_slug, "west");
+    CHECK_STR(keys[3].principal.org_slug, "east");
+    CHECK_STR(keys[0].principal.key_prefix, prefixes[0]);
+    CHECK_INT(keys[0].principal.scopes, WL_SCOPE_LISTS_WRITE | WL_SCOPE_STOCK_READ);
+    CHECK_INT(keys[3].principal.scopes, WL_SCOPE_LISTS_WRITE);
+    unsigned char digest[WL_KEY_DIGEST_SIZE];
+    wl_keys_digest(wl_span_str(west_key), digest);
+    CHECK(memcmp(keys[0].digest, digest, sizeof(digest)) == 0);
+    CHECK(memcmp(keys[4].digest, digest, sizeof(digest)) == 0);
+    wl_keys_digest(wl_span_str(east_key), digest);
+    CHECK(memcmp(keys[3].digest, digest, sizeof(digest)) == 0);
+    CHECK_INT(wl_keys_of_prefixes(conn, NULL, 0, keys, &err), 0);
 }
 
 int main(void)
@@ -375,7 +387,7 @@ int main(void)
     test_scopes();
     test_create_and_store();
     test_authenticate();
-    test_organizations_of_prefixes();
+    test_keys_of_prefixes();
     PQfinish(conn);
     return test_exit();
 }

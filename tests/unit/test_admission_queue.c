@@ -114,6 +114,13 @@ static void test_unchecked_keys_placed_by_prefix(void)
     /* Waiter i: key prefix "key<i>", its organization in orgs_of (0: no such key). A known key
      * (org_id set) is placed when queued and never asked. */
     const int64_t orgs_of[] = {3, 4, 0, 5, 4, 9, 2};
+    wl_key_of_prefix_t keys[7] = {{{0}}};
+    for (int i = 0; i < 7; i++) {
+        keys[i].principal.org_id = orgs_of[i];
+        keys[i].principal.scopes = WL_SCOPE_LISTS_WRITE;
+        snprintf(keys[i].principal.org_slug, sizeof(keys[i].principal.org_slug), "org%d", i);
+        keys[i].digest[0] = (unsigned char)i;
+    }
     const int64_t placements[] = {WL_PLACEMENT_ALONE,
                                   WL_PLACEMENT_ALONE,
                                   WL_PLACEMENT_ALONE,
@@ -125,8 +132,13 @@ static void test_unchecked_keys_placed_by_prefix(void)
     fill(&queue, placements, 7);
     for (int i = 0; i < 6; i++) {
         requests[i].org_id = 0;
+        requests[i].scope = WL_SCOPE_LISTS_WRITE;
+        requests[i].digest[0] = (unsigned char)i;
         snprintf(requests[i].prefix, sizeof(requests[i].prefix), "key%d", i);
     }
+    /* Waiter 1 brings another secret than its key's; waiter 3 needs a scope its key lacks. */
+    requests[1].digest[1] = 1;
+    requests[3].scope = WL_SCOPE_STOCK_READ;
     CHECK(wl_admission_queue_head_unplaced(&queue));
 
     char prefixes[COUNT][WL_KEY_PREFIX_LEN + 1];
@@ -146,9 +158,18 @@ static void test_unchecked_keys_placed_by_prefix(void)
     CHECK_STR(take_while(&queue, 64, true), "6");
     CHECK_STR(take_while(&queue, 64, true), "");
     CHECK_INT(queue.waiting, 6);
-    wl_admission_queue_place(&queue, (const char(*)[WL_KEY_PREFIX_LEN + 1]) prefixes, orgs_of, 6,
+    wl_admission_queue_place(&queue, (const char(*)[WL_KEY_PREFIX_LEN + 1]) prefixes, keys, 6,
                              &placement);
-    CHECK_INT(calls, 5);                /* key0..key5 but key2, which has no organization */
+    CHECK_INT(calls, 5); /* key0..key5 but key2, which has no organization */
+    /* Checked by the lookup: the secret matches and the scope is granted. The others keep
+     * their keys for the statement to check (and refuse). */
+    CHECK(requests[0].key_checked);
+    CHECK_INT(requests[0].org_id, 3);
+    CHECK_STR(requests[0].checked.org_slug, "org0");
+    CHECK(requests[4].key_checked && requests[4].org_id == 4);
+    CHECK(!requests[1].key_checked && requests[1].org_id == 0);
+    CHECK(!requests[2].key_checked && requests[2].org_id == 0);
+    CHECK(!requests[3].key_checked && requests[3].org_id == 0);
     CHECK_STR(take(&queue, 64), "0,3"); /* node 1: organizations 3 and 5 */
     CHECK_STR(take(&queue, 64), "1,4"); /* node 0: organization 4 twice */
     CHECK_STR(take(&queue, 64), "2");   /* no active key: alone, its check refuses it */

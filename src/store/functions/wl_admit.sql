@@ -70,17 +70,13 @@ BEGIN
                    WITH ORDINALITY AS u(prefix, token_hash, org, scope, bucket, lim, want,
                                         hold_ms, return_at, ret, action, list_id, list_name, n,
                                         i))
-        -- Each key is looked up by itself (a lateral subquery runs once per request, through
+        -- Each key is looked up by itself (a call per request whose key is not known, through
         -- the key's index): a join could read every key for every admission when a plan
         -- thinks api_keys is small.
         SELECT q.*, coalesce(q.org, k.org_id) AS org_of, k.slug AS org_slug, k.scopes AS key_scopes
           FROM req q
-          LEFT JOIN LATERAL (
-              SELECT ak.org_id, ak.scopes, o.slug
-                FROM api_keys ak JOIN organizations o ON o.org_id = ak.org_id
-               WHERE q.org IS NULL AND ak.prefix = q.prefix AND ak.token_hash = q.token_hash
-                 AND ak.revoked_at IS NULL
-               LIMIT 1) k ON true
+          LEFT JOIN LATERAL wl__key_of_prefix(CASE WHEN q.org IS NULL THEN q.prefix END,
+                                              q.token_hash) k ON true
          ORDER BY coalesce(q.org, k.org_id), q.bucket, q.i
     LOOP
         i := r.i;
