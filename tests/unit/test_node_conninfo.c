@@ -28,43 +28,42 @@ static const char *setting(const char *conninfo, const char *keyword, char *buf,
     return buf;
 }
 
-static void test_uri_keeps_its_settings(void)
+/* conninfo pointed at host:port must read back with each of expected's keyword=value pairs
+ * (value "" for a keyword that must be unset). */
+static void check_pointed(const char *conninfo, const char *host, int port,
+                          const char *const (*expected)[2], size_t count)
 {
     wl_error_t err;
     wl_error_init(&err);
     char *node = NULL;
-    CHECK_INT(wl_node_conninfo("postgresql://walk:s%27cr%5Cet@coord.example:5433/shop"
-                               "?sslmode=require&connect_timeout=3&application_name=wl",
-                               "worker-1.example", 6432, &node, &err),
-              0);
+    CHECK_INT(wl_node_conninfo(conninfo, host, port, &node, &err), 0);
     char buf[128];
-    CHECK_STR(setting(node, "host", buf, sizeof(buf)), "worker-1.example");
-    CHECK_STR(setting(node, "port", buf, sizeof(buf)), "6432");
-    CHECK_STR(setting(node, "user", buf, sizeof(buf)), "walk");
-    CHECK_STR(setting(node, "password", buf, sizeof(buf)), "s'cr\\et");
-    CHECK_STR(setting(node, "dbname", buf, sizeof(buf)), "shop");
-    CHECK_STR(setting(node, "sslmode", buf, sizeof(buf)), "require");
-    CHECK_STR(setting(node, "connect_timeout", buf, sizeof(buf)), "3");
-    CHECK_STR(setting(node, "application_name", buf, sizeof(buf)), "wl");
+    for (size_t i = 0; node != NULL && i < count; i++)
+        CHECK_STR(setting(node, expected[i][0], buf, sizeof(buf)), expected[i][1]);
     free(node);
+}
+
+static void test_uri_keeps_its_settings(void)
+{
+    static const char *const expected[][2] = {
+        {"host", "worker-1.example"}, {"port", "6432"},          {"user", "walk"},
+        {"password", "s'cr\\et"},     {"dbname", "shop"},        {"sslmode", "require"},
+        {"connect_timeout", "3"},     {"application_name", "wl"}};
+    check_pointed("postgresql://walk:s%27cr%5Cet@coord.example:5433/shop"
+                  "?sslmode=require&connect_timeout=3&application_name=wl",
+                  "worker-1.example", 6432, expected, sizeof(expected) / sizeof(expected[0]));
 }
 
 static void test_keywords_lose_the_coordinators_address(void)
 {
-    wl_error_t err;
-    wl_error_init(&err);
-    char *node = NULL;
-    CHECK_INT(wl_node_conninfo("host=coord hostaddr=10.0.0.1 port=5433 dbname=shop user=walk "
-                               "options='-c search_path=public'",
-                               "10.0.0.7", 5432, &node, &err),
-              0);
-    char buf[128];
-    CHECK_STR(setting(node, "host", buf, sizeof(buf)), "10.0.0.7");
-    CHECK_STR(setting(node, "hostaddr", buf, sizeof(buf)), "");
-    CHECK_STR(setting(node, "port", buf, sizeof(buf)), "5432");
-    CHECK_STR(setting(node, "dbname", buf, sizeof(buf)), "shop");
-    CHECK_STR(setting(node, "options", buf, sizeof(buf)), "-c search_path=public");
-    free(node);
+    static const char *const expected[][2] = {{"host", "10.0.0.7"},
+                                              {"hostaddr", ""},
+                                              {"port", "5432"},
+                                              {"dbname", "shop"},
+                                              {"options", "-c search_path=public"}};
+    check_pointed("host=coord hostaddr=10.0.0.1 port=5433 dbname=shop user=walk "
+                  "options='-c search_path=public'",
+                  "10.0.0.7", 5432, expected, sizeof(expected) / sizeof(expected[0]));
 }
 
 static void test_refused(void)
