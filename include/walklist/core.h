@@ -92,12 +92,14 @@ void wl_core_on_export_change(wl_core_t *core, void (*changed)(int64_t org_id, v
                               void *data);
 
 /**
- * Shutdown: from now on no request reaches the database (requests that would are refused
- * WL_EUNAVAILABLE, "shutting down"); those already at it finish. Returns at once.
+ * Shutdown: from now on no request reaches the database, a distributed database's workers
+ * included (requests that would are refused WL_EUNAVAILABLE, "shutting down"); those already at
+ * it finish. Returns at once.
  */
 void wl_core_close_database(wl_core_t *core);
 
-/** Database connections lent out to requests right now (0: none is at the database). */
+/** Database connections lent out to requests right now, a distributed database's workers'
+ * included (0: none is at the database). */
 int wl_core_database_busy(wl_core_t *core);
 
 /** Admission commits so far (group commit), the requests they held, and the commits sent

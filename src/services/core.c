@@ -189,6 +189,8 @@ void wl_core_close_database(wl_core_t *core)
     wl_pool_close(core->pool);
     if (core->read_pool != NULL)
         wl_pool_close(core->read_pool);
+    if (core->shards != NULL)
+        wl_shard_placement_close(core->shards);
 }
 
 int wl_core_database_busy(wl_core_t *core)
@@ -197,7 +199,8 @@ int wl_core_database_busy(wl_core_t *core)
     wl_pool_stats(core->pool, &stats);
     if (core->read_pool != NULL)
         wl_pool_stats(core->read_pool, &read_stats);
-    return stats.in_use + read_stats.in_use;
+    int workers = core->shards != NULL ? wl_shard_placement_busy(core->shards) : 0;
+    return stats.in_use + read_stats.in_use + workers;
 }
 
 void wl_core_admission_stats(wl_core_t *core, uint64_t *commits, uint64_t *requests,

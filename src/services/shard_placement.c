@@ -142,6 +142,19 @@ static void keep_node(wl_shard_placement_t *shards, const wl_citus_node_address_
            address->host, address->port);
 }
 
+void wl_shard_placement_set_nodes(wl_shard_placement_t *shards,
+                                  const wl_citus_node_address_t *nodes, size_t count)
+{
+    if (!shards->direct)
+        return;
+    pthread_mutex_lock(&shards->lock);
+    for (node_pool_t *node = shards->nodes; node != NULL; node = node->next)
+        node->current = false;
+    for (size_t i = 0; i < count; i++)
+        keep_node(shards, &nodes[i]);
+    pthread_mutex_unlock(&shards->lock);
+}
+
 static void refresh_nodes(wl_shard_placement_t *shards, PGconn *conn)
 {
     wl_citus_node_address_t addresses[NODES_MAX];
@@ -153,12 +166,28 @@ static void refresh_nodes(wl_shard_placement_t *shards, PGconn *conn)
                err.message);
         return;
     }
+    wl_shard_placement_set_nodes(shards, addresses, count);
+}
+
+void wl_shard_placement_close(wl_shard_placement_t *shards)
+{
     pthread_mutex_lock(&shards->lock);
     for (node_pool_t *node = shards->nodes; node != NULL; node = node->next)
-        node->current = false;
-    for (size_t i = 0; i < count; i++)
-        keep_node(shards, &addresses[i]);
+        wl_pool_close(node->pool);
     pthread_mutex_unlock(&shards->lock);
+}
+
+int wl_shard_placement_busy(wl_shard_placement_t *shards)
+{
+    int busy = 0;
+    pthread_mutex_lock(&shards->lock);
+    for (node_pool_t *node = shards->nodes; node != NULL; node = node->next) {
+        wl_pool_stats_t stats;
+        wl_pool_stats(node->pool, &stats);
+        busy += stats.in_use;
+    }
+    pthread_mutex_unlock(&shards->lock);
+    return busy;
 }
 
 static void refresh(PGconn *conn, void *data)

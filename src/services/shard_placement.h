@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "services/admissions.h"
+#include "store/citus.h"
 #include "store/pool.h"
 #include "walklist/error.h"
 
@@ -35,5 +36,19 @@ wl_placement_t wl_shard_placement_of(wl_shard_placement_t *shards);
 
 /** The node groups holding the tenant tables' shards (0: not distributed, one server). */
 size_t wl_shard_placement_groups(wl_shard_placement_t *shards);
+
+/**
+ * The workers as the catalog names them now (what a refresh reads from pg_dist_node): a pool
+ * for each new address, the others' kept but no longer lent from. Without node_pools at
+ * creation, nothing.
+ */
+void wl_shard_placement_set_nodes(wl_shard_placement_t *shards,
+                                  const wl_citus_node_address_t *nodes, size_t count);
+
+/** Shutdown: every worker's pool refuses from now on (wl_pool_close). */
+void wl_shard_placement_close(wl_shard_placement_t *shards);
+
+/** Connections of the workers' pools lent out right now. */
+int wl_shard_placement_busy(wl_shard_placement_t *shards);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "fixture.h"
 #include "services/admissions.h"
+#include "services/shard_placement.h"
 #include "store/admit.h"
 #include "store/lists.h"
 #include "test.h"
@@ -652,6 +653,57 @@ static void test_groups_go_to_their_node(void)
 }
 
 /*
+ * The workers' pools of a distributed database (services/shard_placement.h), here pointed at the
+ * test's own server: a worker named by the catalog gets a pool that its node group's groups
+ * borrow from; its connections lent out count as the database being busy; at shutdown it
+ * refuses like the coordinator's; a worker whose address changes gets a new pool.
+ */
+static void test_worker_pools(void)
+{
+    wl_pool_config_t node_config = {.conninfo = conninfo, .size = 1, .timeout_ms = 5000};
+    wl_shard_placement_t *shards = NULL;
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_shard_placement_create(&node_config, &shards, &err), 0);
+    wl_citus_node_address_t node = {.group = 1, .port = atoi(PQport(db))};
+    snprintf(node.host, sizeof(node.host), "%s", PQhost(db));
+    wl_shard_placement_set_nodes(shards, &node, 1);
+    wl_placement_t placement = wl_shard_placement_of(shards);
+    wl_pool_t *pool = placement.pool_of(1, placement.data);
+    CHECK(pool != NULL);
+    CHECK(placement.pool_of(2, placement.data) == NULL);
+    PGconn *conn = NULL;
+    CHECK_INT(wl_pool_acquire(pool, &conn, &err), 0);
+    CHECK_INT(wl_shard_placement_busy(shards), 1);
+    wl_pool_release(pool, conn);
+    CHECK_INT(wl_shard_placement_busy(shards), 0);
+
+    /* The same worker again: the same pool; at another address: a new one. */
+    wl_shard_placement_set_nodes(shards, &node, 1);
+    CHECK(placement.pool_of(1, placement.data) == pool);
+    wl_citus_node_address_t moved = node;
+    moved.port = node.port + 1;
+    wl_shard_placement_set_nodes(shards, &moved, 1);
+    CHECK(placement.pool_of(1, placement.data) != pool);
+    wl_shard_placement_set_nodes(shards, &node, 1);
+    CHECK(placement.pool_of(1, placement.data) == pool);
+
+    wl_shard_placement_close(shards);
+    conn = NULL;
+    wl_error_init(&err);
+    CHECK_INT(wl_pool_acquire(pool, &conn, &err), WL_EUNAVAILABLE);
+    CHECK(strstr(err.message, "shutting down") != NULL);
+    wl_shard_placement_destroy(shards);
+
+    /* Without workers' pools (--db-workers coordinator), a catalog's workers get none. */
+    CHECK_INT(wl_shard_placement_create(NULL, &shards, &err), 0);
+    wl_shard_placement_set_nodes(shards, &node, 1);
+    placement = wl_shard_placement_of(shards);
+    CHECK(placement.pool_of(1, placement.data) == NULL);
+    wl_shard_placement_destroy(shards);
+}
+
+/*
  * A decision taken after waiting for another transaction's lock on its bucket reads the clock
  * after the wait: its requests are counted at or after the moment they are served, which is
  * what keeps every rolling window within the limit (src/store/functions/wl_admit.sql). The
@@ -730,6 +782,7 @@ int main(void)
     test_concurrent_inserts_all_land(org);
     test_decision_reads_the_clock_after_the_lock(org);
     test_groups_go_to_their_node();
+    test_worker_pools();
     PQfinish(db);
     return test_exit();
 }
