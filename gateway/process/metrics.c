@@ -85,6 +85,15 @@ static void write_nodes(FILE *out, wl_core_t *core)
     for (size_t i = 0; i < count && i < WL_CORE_NODES_MAX; i++)
         fprintf(out, "walklist_db_node_reachable{node=\"%s\"} %d\n", nodes[i].address,
                 nodes[i].reachable ? 1 : 0);
+    count = wl_core_worker_routes(core, nodes, WL_CORE_NODES_MAX);
+    if (count == 0)
+        return;
+    fprintf(out, "# HELP walklist_db_worker_direct 1 when this process reaches the worker itself "
+                 "and sends its admissions there, 0 when they go through the coordinator.\n"
+                 "# TYPE walklist_db_worker_direct gauge\n");
+    for (size_t i = 0; i < count && i < WL_CORE_NODES_MAX; i++)
+        fprintf(out, "walklist_db_worker_direct{node=\"%s\"} %d\n", nodes[i].address,
+                nodes[i].reachable ? 1 : 0);
 }
 
 /* Route labels are static route patterns, so they compare by content once and are kept. */

@@ -156,6 +156,11 @@ typedef struct {
 /** Copies up to max nodes into out and returns how many there are (0: one server). */
 size_t wl_core_nodes(wl_core_t *core, wl_core_node_t *out, size_t max);
 
+/** The workers this process sends admissions to itself (--db-workers direct), as up to max
+ * nodes: reachable false from a failed connection until one works (their groups then go
+ * through the coordinator). 0: none (one server, or through the coordinator). */
+size_t wl_core_worker_routes(wl_core_t *core, wl_core_node_t *out, size_t max);
+
 /**
  * Checks an API key (the whole "wlk_..." token). WL_EUNAUTHENTICATED for a
  * malformed, unknown or revoked key; WL_EUNAVAILABLE when the database is down.

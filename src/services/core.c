@@ -257,6 +257,11 @@ static void check_nodes(wl_core_t *core, PGconn *conn)
     core->node_count = count;
 }
 
+size_t wl_core_worker_routes(wl_core_t *core, wl_core_node_t *out, size_t max)
+{
+    return core->shards != NULL ? wl_shard_placement_routes(core->shards, out, max) : 0;
+}
+
 size_t wl_core_nodes(wl_core_t *core, wl_core_node_t *out, size_t max)
 {
     pthread_mutex_lock(&core->ready_lock);

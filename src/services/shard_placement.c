@@ -169,6 +169,25 @@ static void refresh_nodes(wl_shard_placement_t *shards, PGconn *conn)
     wl_shard_placement_set_nodes(shards, addresses, count);
 }
 
+size_t wl_shard_placement_routes(wl_shard_placement_t *shards, wl_core_node_t *out, size_t max)
+{
+    size_t count = 0;
+    pthread_mutex_lock(&shards->lock);
+    for (node_pool_t *node = shards->nodes; node != NULL && count < max; node = node->next) {
+        if (!node->current)
+            continue;
+        wl_pool_stats_t stats;
+        wl_pool_stats(node->pool, &stats);
+        wl_core_node_t *route = &out[count++];
+        /* A host name has at most 255 characters, so host:port fits an address's 280. */
+        if (snprintf(route->address, sizeof(route->address), "%s:%d", node->host, node->port) < 0)
+            route->address[0] = '\0';
+        route->reachable = !stats.unreachable;
+    }
+    pthread_mutex_unlock(&shards->lock);
+    return count;
+}
+
 void wl_shard_placement_close(wl_shard_placement_t *shards)
 {
     pthread_mutex_lock(&shards->lock);

@@ -14,6 +14,7 @@
 #include "services/admissions.h"
 #include "store/citus.h"
 #include "store/pool.h"
+#include "walklist/core.h"
 #include "walklist/error.h"
 
 /* How often the map is read again: a shard moved by the rebalancer is followed that much later
@@ -44,6 +45,11 @@ size_t wl_shard_placement_groups(wl_shard_placement_t *shards);
  */
 void wl_shard_placement_set_nodes(wl_shard_placement_t *shards,
                                   const wl_citus_node_address_t *nodes, size_t count);
+
+/** Copies the current workers' routes (at most max) into out: each worker's address
+ * ("host:port") and whether this process reaches it itself (false from a failed connection
+ * until one works: its groups then go through the coordinator). Returns how many. */
+size_t wl_shard_placement_routes(wl_shard_placement_t *shards, wl_core_node_t *out, size_t max);
 
 /** Shutdown: every worker's pool refuses from now on (wl_pool_close). */
 void wl_shard_placement_close(wl_shard_placement_t *shards);

@@ -688,6 +688,23 @@ static void test_worker_pools(void)
     wl_shard_placement_set_nodes(shards, &node, 1);
     CHECK(placement.pool_of(1, placement.data) == pool);
 
+    /* The routes metrics show: the worker reached; then one walklistd cannot reach itself. */
+    wl_core_node_t routes[4];
+    CHECK_INT((int)wl_shard_placement_routes(shards, routes, 4), 1);
+    char address[WL_CITUS_NODE_ADDRESS_SIZE + 8];
+    snprintf(address, sizeof(address), "%s:%d", node.host, node.port);
+    CHECK_STR(routes[0].address, address);
+    CHECK(routes[0].reachable);
+    wl_citus_node_address_t nowhere = {.group = 2, .host = "127.0.0.1", .port = 1};
+    wl_citus_node_address_t both[] = {node, nowhere};
+    wl_shard_placement_set_nodes(shards, both, 2);
+    wl_pool_t *unreachable = placement.pool_of(2, placement.data);
+    CHECK(unreachable != NULL);
+    CHECK(wl_pool_acquire(unreachable, &conn, &err) != 0);
+    CHECK_INT((int)wl_shard_placement_routes(shards, routes, 4), 2);
+    for (int i = 0; i < 2; i++)
+        CHECK(routes[i].reachable == (strcmp(routes[i].address, "127.0.0.1:1") != 0));
+
     wl_shard_placement_close(shards);
     conn = NULL;
     wl_error_init(&err);
