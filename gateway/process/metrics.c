@@ -71,29 +71,33 @@ void wl_metrics_destroy(wl_metrics_t *metrics)
     free(metrics);
 }
 
-/* On a distributed database, each worker as the last readiness check found it: an alert on
- * walklist_db_node_reachable == 0 names the node its organizations wait for. */
+/* One gauge per node: 1 when reachable, 0 when not. */
+static void write_node_gauge(FILE *out, const char *name, const char *help,
+                             const wl_core_node_t *nodes, size_t count)
+{
+    if (count == 0)
+        return;
+    fprintf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+    for (size_t i = 0; i < count && i < WL_CORE_NODES_MAX; i++)
+        fprintf(out, "%s{node=\"%s\"} %d\n", name, nodes[i].address, nodes[i].reachable ? 1 : 0);
+}
+
+/* On a distributed database, each worker as the last readiness check found it (an alert on
+ * walklist_db_node_reachable == 0 names the node its organizations wait for), and whether this
+ * process reaches it itself. */
 static void write_nodes(FILE *out, wl_core_t *core)
 {
     wl_core_node_t nodes[WL_CORE_NODES_MAX];
     size_t count = wl_core_nodes(core, nodes, WL_CORE_NODES_MAX);
-    if (count == 0)
-        return;
-    fprintf(out, "# HELP walklist_db_node_reachable 1 when the coordinator reached the database "
-                 "node at the last readiness check, 0 when not (its organizations get 503).\n"
-                 "# TYPE walklist_db_node_reachable gauge\n");
-    for (size_t i = 0; i < count && i < WL_CORE_NODES_MAX; i++)
-        fprintf(out, "walklist_db_node_reachable{node=\"%s\"} %d\n", nodes[i].address,
-                nodes[i].reachable ? 1 : 0);
+    write_node_gauge(out, "walklist_db_node_reachable",
+                     "1 when the coordinator reached the database node at the last readiness "
+                     "check, 0 when not (its organizations get 503).",
+                     nodes, count);
     count = wl_core_worker_routes(core, nodes, WL_CORE_NODES_MAX);
-    if (count == 0)
-        return;
-    fprintf(out, "# HELP walklist_db_worker_direct 1 when this process reaches the worker itself "
-                 "and sends its admissions there, 0 when they go through the coordinator.\n"
-                 "# TYPE walklist_db_worker_direct gauge\n");
-    for (size_t i = 0; i < count && i < WL_CORE_NODES_MAX; i++)
-        fprintf(out, "walklist_db_worker_direct{node=\"%s\"} %d\n", nodes[i].address,
-                nodes[i].reachable ? 1 : 0);
+    write_node_gauge(out, "walklist_db_worker_direct",
+                     "1 when this process reaches the worker itself and sends its admissions "
+                     "there, 0 when they go through the coordinator.",
+                     nodes, count);
 }
 
 /* Route labels are static route patterns, so they compare by content once and are kept. */
