@@ -138,8 +138,8 @@ static void keep_node(wl_shard_placement_t *shards, const wl_citus_node_address_
     node->current = true;
     node->next = shards->nodes;
     shards->nodes = node;
-    wl_log("info", "worker reached directly", "node group %lld at %s:%d", (long long)address->group,
-           address->host, address->port);
+    wl_log("info", "admissions sent to the worker", "node group %lld at %s:%d",
+           (long long)address->group, address->host, address->port);
 }
 
 void wl_shard_placement_set_nodes(wl_shard_placement_t *shards,
