@@ -138,6 +138,17 @@ typedef struct {
                    " WHERE r.org_id = $1 AND r.ref = i.ref"},                                      \
     }
 
+/*
+ * The key of the hash index location_stock_bin (migration 0006) of a bin: its organization,
+ * warehouse and code in one text, spelled exactly as the index spells it, so that a query
+ * probing it names it the same way (of location_stock's own columns on one side).
+ */
+#define BIN_KEY(org, warehouse, code)                                                              \
+    "((" org "::text || ' ' || " warehouse " || ' ' || " code ") COLLATE \"C\")"
+#define RACKS_OF_BINS(org, warehouse, code)                                                        \
+    " location_stock ls ON " BIN_KEY("ls.org_id", "ls.warehouse", "ls.location") " = " BIN_KEY(    \
+        org, warehouse, code) " AND ls.warehouse = " warehouse " AND ls.location = " code
+
 static const kind_t kinds[] = {
     [WL_INVENTORY_WAREHOUSES] =
         {
@@ -146,16 +157,20 @@ static const kind_t kinds[] = {
             .staging_columns = "code text COLLATE \"C\", name text, kind text",
             .key_columns = "code",
             /* Only a warehouse whose kind changes changes export rows (a new one has no
-             * stock yet), and only its SKUs, found by the warehouse's indexes (0005). */
+             * stock yet), and only its SKUs, found by the warehouse's indexes (0005) and, for
+             * its rack assignments, by each of its bins (0006). */
             .affected_keys = "SELECT array_agg(w.code) FROM warehouses w"
                              " JOIN (SELECT code, kind FROM import_rows) i ON i.code = w.code"
                              " WHERE w.org_id = $1 AND w.kind <> i.kind",
-            .affected_skus = "SELECT sku FROM stock WHERE org_id = $1"
-                             " AND warehouse = ANY ($2::text[])"
-                             " UNION SELECT sku FROM location_stock WHERE org_id = $1"
-                             " AND warehouse = ANY ($2::text[])"
-                             " UNION SELECT sku FROM reservations WHERE org_id = $1"
-                             " AND status = 'active' AND warehouse = ANY ($2::text[])",
+            .affected_skus =
+                "SELECT sku FROM stock WHERE org_id = $1"
+                " AND warehouse = ANY ($2::text[])"
+                " UNION SELECT ls.sku FROM locations l JOIN" RACKS_OF_BINS(
+                    "$1::bigint", "l.warehouse",
+                    "l.code") " WHERE l.org_id = $1 AND l.warehouse = ANY ($2::text[])"
+                              " AND ls.org_id = $1"
+                              " UNION SELECT sku FROM reservations WHERE org_id = $1"
+                              " AND status = 'active' AND warehouse = ANY ($2::text[])",
             .refresh_parts = "all",
             .upsert = {"INSERT INTO warehouses (org_id, code, name, kind)"
                        " SELECT $1, code, name, kind FROM import_rows"
@@ -172,15 +187,14 @@ static const kind_t kinds[] = {
             .sort_key_of = "code",
             .checks = {CHECK_WAREHOUSE},
             /* Only a bin whose staging flag changes changes export rows (a new one holds
-             * nothing yet), and only its SKUs, found by location_stock_bin (0005). */
+             * nothing yet), and only its SKUs, found by location_stock_bin (0006). */
             .affected_keys = "SELECT array_agg(l.warehouse), array_agg(l.code) FROM locations l"
                              " JOIN (SELECT warehouse, code, staging FROM import_rows) i"
                              " ON l.warehouse = i.warehouse AND l.code = i.code"
                              " WHERE l.org_id = $1 AND l.staging <> i.staging",
             .affected_skus = "SELECT ls.sku FROM unnest($2::text[], $3::text[])"
-                             " AS b(warehouse, code) JOIN location_stock ls"
-                             " ON ls.warehouse = b.warehouse AND ls.location = b.code"
-                             " WHERE ls.org_id = $1",
+                             " AS b(warehouse, code) JOIN" RACKS_OF_BINS(
+                                 "$1::bigint", "b.warehouse", "b.code") " WHERE ls.org_id = $1",
             .refresh_parts = "all",
             .upsert = {"UPDATE locations l SET staging = i.staging"
                        " FROM (SELECT warehouse, code, staging FROM import_rows) i"
@@ -1092,8 +1106,7 @@ typedef struct {
     char indexscan[8], indexonlyscan[8];
 } scan_settings_t;
 
-static int read_in_heap_order(wl_inventory_batch_t *batch, scan_settings_t *saved,
-                              wl_error_t *err)
+static int read_in_heap_order(wl_inventory_batch_t *batch, scan_settings_t *saved, wl_error_t *err)
 {
     PGresult *res = NULL;
     int rc = wl_db_exec(batch->conn,
@@ -1112,8 +1125,7 @@ static int read_in_heap_order(wl_inventory_batch_t *batch, scan_settings_t *save
     return rc;
 }
 
-static int restore_scans(wl_inventory_batch_t *batch, const scan_settings_t *saved,
-                         wl_error_t *err)
+static int restore_scans(wl_inventory_batch_t *batch, const scan_settings_t *saved, wl_error_t *err)
 {
     const char *params[] = {saved->indexscan, saved->indexonlyscan};
     return wl_db_exec(batch->conn,

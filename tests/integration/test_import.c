@@ -1035,6 +1035,68 @@ static long long seq_scans(const char *table)
     return scans;
 }
 
+/* Scans through index so far, this session's own included (as seq_scans). */
+static long long index_scans(const char *index)
+{
+    PQclear(PQexec(conn, "SELECT pg_stat_force_next_flush()"));
+    const char *params[] = {index};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT idx_scan FROM pg_stat_user_indexes"
+                                 " WHERE indexrelid = $1::regclass",
+                                 1, NULL, params, NULL, NULL, 0);
+    long long scans = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1
+                          ? strtoll(PQgetvalue(res, 0, 0), NULL, 10)
+                          : -1;
+    PQclear(res);
+    return scans;
+}
+
+/*
+ * A bin's staging flag, or the kind of a warehouse that has bins, changes the export rows of
+ * the SKUs in those bins, found through the bin index (location_stock_bin, whose key the
+ * queries must spell as the index does) without reading the organization's rack assignments.
+ * 20,000 SKUs, each in one of 100 bins of W1; SKU-000001 also holds 500 in C-1 of W3.
+ */
+static void test_bins_read_by_key(void)
+{
+    enum { N = 20000, BINS = 100 };
+    int64_t org = generated_organization("bins", N);
+    import_ok(org, "warehouses", "code,name,kind\nW3,Third,own\n", 1);
+    size_t len = 0, cap = 0;
+    char row[80];
+    char *csv = append_text(NULL, &len, &cap, "warehouse,code,staging\nW3,C-1,false\n");
+    for (int b = 0; b < BINS; b++) {
+        snprintf(row, sizeof(row), "W1,B-%d,false\n", b);
+        csv = append_text(csv, &len, &cap, row);
+    }
+    import_ok(org, "locations", csv, BINS + 1);
+    free(csv);
+    len = cap = 0;
+    csv = append_text(NULL, &len, &cap, "sku,warehouse,location,quantity\nSKU-000001,W3,C-1,500\n");
+    for (int i = 0; i < N; i++) {
+        snprintf(row, sizeof(row), "SKU-%06d,W1,B-%d,1\n", i, i % BINS);
+        csv = append_text(csv, &len, &cap, row);
+    }
+    import_ok(org, "location-stock", csv, N + 1);
+    free(csv);
+    PQclear(PQexec(conn, "ANALYZE location_stock"));
+    CHECK_AVAILABILITY(org, "SKU-000007", "7@B-7");
+    CHECK_AVAILABILITY(org, "SKU-000001", "1@C-1");
+
+    long long scans = seq_scans("location_stock"), probes = index_scans("location_stock_bin");
+    import_ok(org, "locations", "warehouse,code,staging\nW1,B-7,true\n", 1);
+    CHECK_AVAILABILITY(org, "SKU-000007", "7@(null)");
+    CHECK_AVAILABILITY(org, "SKU-000107", "7@(null)");
+    CHECK_AVAILABILITY(org, "SKU-000008", "8@B-8");
+    import_ok(org, "warehouses", "code,name,kind\nW3,Third,supplier\n", 1);
+    CHECK_AVAILABILITY(org, "SKU-000001", "1@B-1");
+    CHECK(scans >= 0 && probes >= 0);
+    if (seq_scans("location_stock") != scans)
+        FAIL("a bin's or a warehouse's change read location_stock by a sequential scan");
+    if (index_scans("location_stock_bin") < probes + 2)
+        FAIL("a bin's or a warehouse's change did not read location_stock by the bin index");
+}
+
 /*
  * A small file into an organization that has rows reads that organization's rows by key, also
  * when another organization's rows come first in every table (the catalogue of
@@ -1074,6 +1136,7 @@ int main(void)
     test_many_bad_lines();
     test_large_import();
     test_small_write_reads_by_key();
+    test_bins_read_by_key();
     PQfinish(conn);
     return test_exit();
 }
