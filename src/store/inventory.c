@@ -148,6 +148,11 @@ typedef struct {
 #define RACKS_OF_BINS(org, warehouse, code)                                                        \
     " location_stock ls ON " BIN_KEY("ls.org_id", "ls.warehouse", "ls.location") " = " BIN_KEY(    \
         org, warehouse, code) " AND ls.warehouse = " warehouse " AND ls.location = " code
+/* The SKUs racked in the warehouses $2 of organization $1, through their bins. */
+#define WAREHOUSE_RACK_SKUS                                                                        \
+    "SELECT ls.sku FROM locations l JOIN" RACKS_OF_BINS(                                           \
+        "$1::bigint", "l.warehouse",                                                               \
+        "l.code") " WHERE l.org_id = $1 AND l.warehouse = ANY ($2::text[]) AND ls.org_id = $1"
 
 static const kind_t kinds[] = {
     [WL_INVENTORY_WAREHOUSES] =
@@ -162,15 +167,11 @@ static const kind_t kinds[] = {
             .affected_keys = "SELECT array_agg(w.code) FROM warehouses w"
                              " JOIN (SELECT code, kind FROM import_rows) i ON i.code = w.code"
                              " WHERE w.org_id = $1 AND w.kind <> i.kind",
-            .affected_skus =
-                "SELECT sku FROM stock WHERE org_id = $1"
-                " AND warehouse = ANY ($2::text[])"
-                " UNION SELECT ls.sku FROM locations l JOIN" RACKS_OF_BINS(
-                    "$1::bigint", "l.warehouse",
-                    "l.code") " WHERE l.org_id = $1 AND l.warehouse = ANY ($2::text[])"
-                              " AND ls.org_id = $1"
-                              " UNION SELECT sku FROM reservations WHERE org_id = $1"
-                              " AND status = 'active' AND warehouse = ANY ($2::text[])",
+            .affected_skus = "SELECT sku FROM stock WHERE org_id = $1"
+                             " AND warehouse = ANY ($2::text[])"
+                             " UNION " WAREHOUSE_RACK_SKUS
+                             " UNION SELECT sku FROM reservations WHERE org_id = $1"
+                             " AND status = 'active' AND warehouse = ANY ($2::text[])",
             .refresh_parts = "all",
             .upsert = {"INSERT INTO warehouses (org_id, code, name, kind)"
                        " SELECT $1, code, name, kind FROM import_rows"
@@ -1099,8 +1100,9 @@ static int copy_direct_eans(wl_inventory_batch_t *batch, wl_error_t *err)
  * of them: an index-only scan visits the heap for every row, in the index's order (the bin
  * index's is about random), and the planner, which costs such a scan on the map of the table
  * before the batch, still prefers it. The checks of a bulk batch read the rows in heap order
- * instead, by a bitmap or a sequential scan (2,000,000 rack assignments: about 1 s instead of
- * about 3 s, BENCHMARKS.md "Generate and import"); restore_scans puts the settings back.
+ * instead, by a bitmap or a sequential scan (the unknown-location check of 2,000,000 rack
+ * assignments: 0.61 s instead of 1.24 s, BENCHMARKS.md "The import and its floor");
+ * restore_scans puts the settings back.
  */
 typedef struct {
     char indexscan[8], indexonlyscan[8];
