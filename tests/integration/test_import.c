@@ -1019,36 +1019,32 @@ static void test_large_import(void)
     free(csv);
 }
 
-/* Sequential scans of table so far, this session's own included (its pending counts flushed). */
-static long long seq_scans(const char *table)
+/* A statistics counter (sql: one row, one column, of relation $1) so far, this session's own
+ * counts included (its pending counts flushed first); -1 when it cannot be read. */
+static long long stat_counter(const char *sql, const char *relation)
 {
     PQclear(PQexec(conn, "SELECT pg_stat_force_next_flush()"));
-    const char *params[] = {table};
-    PGresult *res = PQexecParams(conn,
-                                 "SELECT seq_scan FROM pg_stat_user_tables"
-                                 " WHERE relid = $1::regclass",
-                                 1, NULL, params, NULL, NULL, 0);
-    long long scans = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1
+    const char *params[] = {relation};
+    PGresult *res = PQexecParams(conn, sql, 1, NULL, params, NULL, NULL, 0);
+    long long count = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1
                           ? strtoll(PQgetvalue(res, 0, 0), NULL, 10)
                           : -1;
     PQclear(res);
-    return scans;
+    return count;
 }
 
-/* Scans through index so far, this session's own included (as seq_scans). */
+/* Sequential scans of table so far. */
+static long long seq_scans(const char *table)
+{
+    return stat_counter("SELECT seq_scan FROM pg_stat_user_tables WHERE relid = $1::regclass",
+                        table);
+}
+
+/* Scans through index so far. */
 static long long index_scans(const char *index)
 {
-    PQclear(PQexec(conn, "SELECT pg_stat_force_next_flush()"));
-    const char *params[] = {index};
-    PGresult *res = PQexecParams(conn,
-                                 "SELECT idx_scan FROM pg_stat_user_indexes"
-                                 " WHERE indexrelid = $1::regclass",
-                                 1, NULL, params, NULL, NULL, 0);
-    long long scans = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1
-                          ? strtoll(PQgetvalue(res, 0, 0), NULL, 10)
-                          : -1;
-    PQclear(res);
-    return scans;
+    return stat_counter("SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelid = $1::regclass",
+                        index);
 }
 
 /*
