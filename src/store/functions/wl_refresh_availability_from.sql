@@ -55,7 +55,8 @@ DECLARE
     v_settings text[] := ARRAY[current_setting('enable_nestloop'), current_setting('work_mem'),
                                current_setting('enable_indexscan'),
                                current_setting('enable_indexonlyscan'),
-                               current_setting('enable_bitmapscan')];
+                               current_setting('enable_bitmapscan'),
+                               current_setting('enable_hashagg')];
     v_qty text;
     v_location text;
     v_included text;
@@ -171,7 +172,11 @@ BEGIN
         -- table in SKU order, without the intermediate table and the comparison. The SKUs
         -- included are those with stock or a location (rules of 0001), so the rows come from
         -- those two parts; a part not computed (p_parts) is empty, and its value is what a SKU
-        -- without an export row has (0 on hand, no location).
+        -- without an export row has (0 on hand, no location). Aggregated by sorting, not
+        -- hashing: the rows are inserted in SKU order anyway, and a file's rows usually come
+        -- in it already (a hash of 925,000 SKUs and a sort of its output cost 2.3 s of the
+        -- first 1,000,000-SKU stock file, the sort and the grouping 0.9 s).
+        PERFORM set_config('enable_hashagg', 'off', true);
         EXECUTE 'INSERT INTO stock_availability (org_id, sku, qty, location) ' || v_parts
                 || ' SELECT $1, coalesce(o.sku, p.sku),'
                    ' greatest(0, coalesce(o.on_hand, 0) - coalesce(r.reserved, 0)), p.location'
@@ -179,6 +184,7 @@ BEGIN
                    ' LEFT JOIN reserved r ON r.sku = coalesce(o.sku, p.sku)'
                    ' ORDER BY 2' USING p_org;
         GET DIAGNOSTICS v_changed = ROW_COUNT;
+        PERFORM set_config('enable_hashagg', v_settings[6], true);
         v_reset := true;
         PERFORM set_config('enable_indexscan', v_settings[3], true);
         PERFORM set_config('enable_indexonlyscan', v_settings[4], true);
