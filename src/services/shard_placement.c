@@ -15,14 +15,18 @@
  * coordinator. */
 #define NODES_MAX 64
 
-/* A worker's pool: made when its node group first appears with that address, kept until the
- * placement is destroyed (a committer may hold one of its connections while the map changes). */
+/* A worker's pool: made when its node group first appears with that address. When the
+ * catalog no longer names it (a worker removed, moved or disabled), it is retired: closed, so
+ * that its connections end and borrowers go through the coordinator, but kept until the
+ * placement is destroyed, since a committer may hold it (or one of its connections) while the
+ * map changes. The address named again later gets a new pool. */
 typedef struct node_pool {
     int64_t group;
     char host[WL_CITUS_NODE_ADDRESS_SIZE];
     int port;
     wl_pool_t *pool;
     bool current; /* the address the catalog names for the group now */
+    bool retired; /* closed when the catalog stopped naming it */
     struct node_pool *next;
 } node_pool_t;
 
@@ -106,7 +110,7 @@ static wl_pool_t *pool_of(int64_t placement, void *data)
 static void keep_node(wl_shard_placement_t *shards, const wl_citus_node_address_t *address)
 {
     for (node_pool_t *node = shards->nodes; node != NULL; node = node->next) {
-        if (node->group == address->group && node->port == address->port &&
+        if (!node->retired && node->group == address->group && node->port == address->port &&
             strcmp(node->host, address->host) == 0) {
             node->current = true;
             return;
@@ -152,6 +156,16 @@ void wl_shard_placement_set_nodes(wl_shard_placement_t *shards,
         node->current = false;
     for (size_t i = 0; i < count; i++)
         keep_node(shards, &nodes[i]);
+    for (node_pool_t *node = shards->nodes; node != NULL; node = node->next) {
+        if (node->current || node->retired)
+            continue;
+        node->retired = true;
+        wl_pool_close(node->pool);
+        wl_log("info", "worker's pool closed",
+               "node group %lld at %s:%d is no longer in the cluster's catalog; its admission "
+               "groups go through the coordinator",
+               (long long)node->group, node->host, node->port);
+    }
     pthread_mutex_unlock(&shards->lock);
 }
 

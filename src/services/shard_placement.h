@@ -40,8 +40,9 @@ size_t wl_shard_placement_groups(wl_shard_placement_t *shards);
 
 /**
  * The workers as the catalog names them now (what a refresh reads from pg_dist_node): a pool
- * for each new address, the others' kept but no longer lent from. Without node_pools at
- * creation, nothing.
+ * for each new address; the pool of an address no longer named is closed (its connections
+ * end, its groups go through the coordinator) and a new one is made if it is named again.
+ * Without node_pools at creation, nothing.
  */
 void wl_shard_placement_set_nodes(wl_shard_placement_t *shards,
                                   const wl_citus_node_address_t *nodes, size_t count);

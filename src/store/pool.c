@@ -190,7 +190,8 @@ static void *prober(void *arg)
     wl_pool_t *pool = arg;
     pthread_mutex_lock(&pool->lock);
     while (!pool->stop) {
-        if (pool->health == HEALTH_UP) {
+        /* A closed pool lends nothing again: nothing to probe for. */
+        if (pool->health == HEALTH_UP || pool->closed) {
             pthread_cond_wait(&pool->probe, &pool->lock);
             continue;
         }
@@ -315,6 +316,7 @@ void wl_pool_release(wl_pool_t *pool, PGconn *conn)
     bool reusable = !broken && PQtransactionStatus(conn) == PQTRANS_IDLE &&
                     PQpipelineStatus(conn) == PQ_PIPELINE_OFF;
     pthread_mutex_lock(&pool->lock);
+    reusable = reusable && !pool->closed;
     for (int i = 0; i < pool->size; i++) {
         pool_slot_t *slot = &pool->slots[i];
         if (slot->conn != conn)
@@ -337,7 +339,15 @@ void wl_pool_close(wl_pool_t *pool)
 {
     pthread_mutex_lock(&pool->lock);
     pool->closed = true;
+    for (int i = 0; i < pool->size; i++) {
+        pool_slot_t *slot = &pool->slots[i];
+        if (!slot->in_use && slot->conn != NULL) {
+            wl_db_discard(slot->conn);
+            slot->conn = NULL;
+        }
+    }
     pthread_cond_broadcast(&pool->freed);
+    pthread_cond_signal(&pool->probe);
     pthread_mutex_unlock(&pool->lock);
 }
 

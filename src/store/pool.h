@@ -60,7 +60,8 @@ void wl_pool_stats(wl_pool_t *pool, wl_pool_stats_t *out);
 int wl_pool_timeout_ms(const wl_pool_t *pool);
 
 /** From now on every borrower is refused (WL_EUNAVAILABLE): nothing more reaches the database
- * through this pool. Connections lent out stay with their borrowers (shutdown). */
+ * through this pool. Its idle connections are closed, and so is each one lent out when its
+ * borrower gives it back (shutdown, a worker gone from the cluster); nothing is probed. */
 void wl_pool_close(wl_pool_t *pool);
 
 #endif

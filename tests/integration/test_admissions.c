@@ -678,15 +678,35 @@ static void test_worker_pools(void)
     wl_pool_release(pool, conn);
     CHECK_INT(wl_shard_placement_busy(shards), 0);
 
-    /* The same worker again: the same pool; at another address: a new one. */
+    /* The same worker again: the same pool, its connection kept. */
     wl_shard_placement_set_nodes(shards, &node, 1);
     CHECK(placement.pool_of(1, placement.data) == pool);
+    wl_pool_stats_t stats;
+    wl_pool_stats(pool, &stats);
+    CHECK_INT(stats.open, 1);
+
+    /* Moved to another address: a new pool, and the old one closed, its idle connection too;
+     * a connection lent out when it closed ends when it comes back. Named again: a new pool. */
+    CHECK_INT(wl_pool_acquire(pool, &conn, &err), 0);
     wl_citus_node_address_t moved = node;
     moved.port = node.port + 1;
     wl_shard_placement_set_nodes(shards, &moved, 1);
     CHECK(placement.pool_of(1, placement.data) != pool);
+    CHECK_INT(wl_shard_placement_busy(shards), 1);
+    wl_pool_release(pool, conn);
+    wl_pool_stats(pool, &stats);
+    CHECK_INT(stats.open, 0);
+    CHECK_INT(wl_shard_placement_busy(shards), 0);
+    conn = NULL;
+    wl_error_init(&err);
+    CHECK_INT(wl_pool_acquire(pool, &conn, &err), WL_EUNAVAILABLE);
     wl_shard_placement_set_nodes(shards, &node, 1);
-    CHECK(placement.pool_of(1, placement.data) == pool);
+    wl_pool_t *again = placement.pool_of(1, placement.data);
+    CHECK(again != NULL && again != pool);
+    wl_error_init(&err);
+    CHECK_INT(wl_pool_acquire(again, &conn, &err), 0);
+    wl_pool_release(again, conn);
+    pool = again;
 
     /* The routes metrics show: the worker reached; then one walklistd cannot reach itself. */
     wl_core_node_t routes[4];
