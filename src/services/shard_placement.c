@@ -162,8 +162,8 @@ void wl_shard_placement_set_nodes(wl_shard_placement_t *shards,
         node->retired = true;
         wl_pool_close(node->pool);
         wl_log("info", "worker's pool closed",
-               "node group %lld at %s:%d is no longer in the cluster's catalog; its admission "
-               "groups go through the coordinator",
+               "node group %lld at %s:%d: the cluster's catalog no longer names this address; "
+               "its connections end",
                (long long)node->group, node->host, node->port);
     }
     pthread_mutex_unlock(&shards->lock);
