@@ -1051,29 +1051,35 @@ static long long index_scans(const char *index)
  * A bin's staging flag, or the kind of a warehouse that has bins, changes the export rows of
  * the SKUs in those bins, found through the bin index (location_stock_bin, whose key the
  * queries must spell as the index does) without reading the organization's rack assignments.
- * 20,000 SKUs, each in one of 100 bins of W1; SKU-000001 also holds 500 in C-1 of W3.
+ * 20,000 SKUs, each in one of 100 bins of W1; SKU-000001 also holds 500 in C-1 of W3. Bins
+ * "X C" of W3 (SKU-000002) and "C" of "W3 X" (SKU-000003) share their index key (warehouse and
+ * bin joined by a space): codes with spaces are found, and a change of one bin moves only its
+ * own SKUs (the key's other bin is at most read again).
  */
 static void test_bins_read_by_key(void)
 {
     enum { N = 20000, BINS = 100 };
     int64_t org = generated_organization("bins", N);
-    import_ok(org, "warehouses", "code,name,kind\nW3,Third,own\n", 1);
+    import_ok(org, "warehouses", "code,name,kind\nW3,Third,own\nW3 X,Fourth,own\n", 2);
     size_t len = 0, cap = 0;
     char row[80];
-    char *csv = append_text(NULL, &len, &cap, "warehouse,code,staging\nW3,C-1,false\n");
+    char *csv = append_text(NULL, &len, &cap,
+                            "warehouse,code,staging\nW3,C-1,false\nW3,X C,false\nW3 X,C,false\n");
     for (int b = 0; b < BINS; b++) {
         snprintf(row, sizeof(row), "W1,B-%d,false\n", b);
         csv = append_text(csv, &len, &cap, row);
     }
-    import_ok(org, "locations", csv, BINS + 1);
+    import_ok(org, "locations", csv, BINS + 3);
     free(csv);
     len = cap = 0;
-    csv = append_text(NULL, &len, &cap, "sku,warehouse,location,quantity\nSKU-000001,W3,C-1,500\n");
+    csv = append_text(NULL, &len, &cap,
+                      "sku,warehouse,location,quantity\nSKU-000001,W3,C-1,500\n"
+                      "SKU-000002,W3,X C,600\nSKU-000003,W3 X,C,600\n");
     for (int i = 0; i < N; i++) {
         snprintf(row, sizeof(row), "SKU-%06d,W1,B-%d,1\n", i, i % BINS);
         csv = append_text(csv, &len, &cap, row);
     }
-    import_ok(org, "location-stock", csv, N + 1);
+    import_ok(org, "location-stock", csv, N + 3);
     free(csv);
     PQclear(PQexec(conn, "ANALYZE location_stock"));
     CHECK_AVAILABILITY(org, "SKU-000007", "7@B-7");
@@ -1084,12 +1090,18 @@ static void test_bins_read_by_key(void)
     CHECK_AVAILABILITY(org, "SKU-000007", "7@(null)");
     CHECK_AVAILABILITY(org, "SKU-000107", "7@(null)");
     CHECK_AVAILABILITY(org, "SKU-000008", "8@B-8");
+    CHECK_AVAILABILITY(org, "SKU-000002", "2@X C");
+    CHECK_AVAILABILITY(org, "SKU-000003", "3@C");
+    import_ok(org, "locations", "warehouse,code,staging\nW3,X C,true\n", 1);
+    CHECK_AVAILABILITY(org, "SKU-000002", "2@B-2");
+    CHECK_AVAILABILITY(org, "SKU-000003", "3@C");
     import_ok(org, "warehouses", "code,name,kind\nW3,Third,supplier\n", 1);
     CHECK_AVAILABILITY(org, "SKU-000001", "1@B-1");
+    CHECK_AVAILABILITY(org, "SKU-000003", "3@C");
     CHECK(scans >= 0 && probes >= 0);
     if (seq_scans("location_stock") != scans)
         FAIL("a bin's or a warehouse's change read location_stock by a sequential scan");
-    if (index_scans("location_stock_bin") < probes + 2)
+    if (index_scans("location_stock_bin") < probes + 3)
         FAIL("a bin's or a warehouse's change did not read location_stock by the bin index");
 }
 
