@@ -95,6 +95,26 @@ static long long lists_named(const char *id)
     return testdb_count(db, sql);
 }
 
+/* A list made earlier under this id, so that a request creating one with it fails (the key's
+ * uniqueness) and shows whether it changed anything: the earlier list keeps its name. */
+static void take_list_id(int64_t org, const char *id)
+{
+    char sql[200];
+    snprintf(
+        sql, sizeof(sql),
+        "INSERT INTO locate_lists (org_id, id, name, codes) VALUES (%lld, '%s', 'Earlier', '{}')",
+        (long long)org, id);
+    testdb_exec(db, sql);
+}
+
+static long long earlier_lists_named(const char *id)
+{
+    char sql[160];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM locate_lists WHERE id = '%s' AND name = 'Earlier'", id);
+    return testdb_count(db, sql);
+}
+
 /* Runs count requests as one batch on a pooled connection, which must be clean afterwards (no
  * transaction open) and so reusable. */
 static void run_batch(pending_t *p, int count)
@@ -387,13 +407,14 @@ static void test_read_back_quoted_codes(int64_t org)
     dispose(&get, 1);
 }
 
-/* A failing list (here: an organization that does not exist) fails alone; the others commit. */
+/* A failing list (here: its id is taken) fails alone; the others commit. */
 static void test_failure_stays_its_own(int64_t org)
 {
+    take_list_id(org, "alone-1");
     long long before = testdb_count(db, "SELECT count(*) FROM locate_lists");
     pending_t p[3];
     pending_init(&p[0], org, "alone-0", "SKU-A");
-    pending_init(&p[1], 987654321, "alone-1", "SKU-B");
+    pending_init(&p[1], org, "alone-1", "SKU-B");
     pending_init(&p[2], org, "alone-2", "SKU-C");
     run_batch(p, 3);
     CHECK_INT(p[0].request.rc, 0);
@@ -404,7 +425,8 @@ static void test_failure_stays_its_own(int64_t org)
     CHECK_INT(p[2].err.code, 0);
     dispose(p, 3);
     CHECK_INT(lists_named("alone-0"), 1);
-    CHECK_INT(lists_named("alone-1"), 0);
+    CHECK_INT(earlier_lists_named("alone-1"), 1);
+    CHECK_INT(lists_named("alone-1"), 1);
     CHECK_INT(lists_named("alone-2"), 1);
     CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists"), before + 2);
 }
@@ -465,13 +487,14 @@ static void test_lists_created_meanwhile_form_one_group(int64_t org)
     wl_pool_t *pool = pool_new(2);
     wl_admissions_t *commits = commits_new(pool, 1);
     PGconn *blocker = testdb_connect(conninfo);
+    take_list_id(org, "group-4");
     testdb_exec(blocker, "BEGIN");
     testdb_exec(blocker, "LOCK TABLE locate_lists IN SHARE MODE");
 
     enum { COUNT = 7 };
     inserter_t inserters[COUNT];
     for (int i = 0; i < COUNT; i++) {
-        start_inserter(&inserters[i], commits, i == 4 ? 987654321 : org, "group", i);
+        start_inserter(&inserters[i], commits, org, "group", i);
         /* The first one leads (and blocks on the lock); the rest queue behind it. */
         wait_for_waiting(commits, i == 0 ? 0 : i);
         if (i == 0) {
@@ -490,7 +513,8 @@ static void test_lists_created_meanwhile_form_one_group(int64_t org)
         pthread_join(inserters[i].thread, NULL);
         CHECK_INT(inserters[i].rc, i == 4 ? WL_EINTERNAL : 0);
         CHECK_INT(inserters[i].pending.err.code, i == 4 ? WL_EINTERNAL : 0);
-        CHECK_INT(lists_named(inserters[i].pending.id), i == 4 ? 0 : 1);
+        CHECK_INT(lists_named(inserters[i].pending.id), 1);
+        CHECK_INT(earlier_lists_named(inserters[i].pending.id), i == 4 ? 1 : 0);
         wl_arena_dispose(&inserters[i].pending.arena);
     }
     wl_admissions_stats_t stats;

@@ -59,6 +59,10 @@ DECLARE
     v_stamp timestamptz;
     v_made boolean;
     v_created timestamptz;
+    v_live_hits timestamptz[];
+    v_live_counts integer[];
+    v_hit timestamptz;
+    v_count integer;
 BEGIN
     FOR r IN
         WITH req AS (
@@ -123,17 +127,27 @@ BEGIN
                 IF NOT v_made THEN
                     -- The clock is read once the row is locked: decisions follow the clock.
                     v_now := clock_timestamp();
-                    SELECT coalesce(array_agg(live.h ORDER BY live.h), '{}'),
-                           coalesce(array_agg(live.c ORDER BY live.h), '{}'),
-                           coalesce(sum(live.c), 0), min(live.h)
-                      INTO v_hits, v_counts, v_used, v_oldest
-                      FROM (SELECT u.h, u.c - CASE WHEN u.h = r.return_at
-                                                   THEN least(u.c, greatest(r.ret, 0))
-                                                   ELSE 0 END AS c
-                              FROM unnest(v_hits, coalesce(v_counts,
-                                          array_fill(1, ARRAY[cardinality(v_hits)]))) AS u(h, c)
-                             WHERE u.h > v_now - v_window) AS live
-                     WHERE live.c > 0;
+                    -- The hits still in the window, less the permits returned, in a loop of
+                    -- plain variables: a statement here cost more than the loop at any size.
+                    v_live_hits := '{}';
+                    v_live_counts := '{}';
+                    v_used := 0;
+                    v_oldest := NULL;
+                    FOR v_k IN 1 .. cardinality(v_hits) LOOP
+                        v_hit := v_hits[v_k];
+                        CONTINUE WHEN v_hit <= v_now - v_window;
+                        v_count := coalesce(v_counts[v_k], 1);
+                        IF v_hit = r.return_at THEN
+                            v_count := v_count - least(v_count, greatest(r.ret, 0));
+                        END IF;
+                        CONTINUE WHEN v_count <= 0;
+                        v_live_hits := v_live_hits || v_hit;
+                        v_live_counts := v_live_counts || v_count;
+                        v_used := v_used + v_count;
+                        v_oldest := least(v_oldest, v_hit);
+                    END LOOP;
+                    v_hits := v_live_hits;
+                    v_counts := v_live_counts;
                     v_granted := greatest(0, least(r.want, r.lim - v_used));
                     v_stamp := v_now + make_interval(secs => greatest(r.hold_ms, 0) / 1000.0);
                     IF v_granted > 0 THEN
