@@ -318,38 +318,48 @@ typedef struct {
     char path[PATH_CAPACITY]; /* field path of the value being decoded, e.g. "items[2].sku" */
 } decoder_t;
 
-static void path_append(decoder_t *d, const char *fmt, ...) WL_PRINTF(2, 3);
-
-static void path_append(decoder_t *d, const char *fmt, ...)
+/* Appends len bytes of s to the path, cut where the path is full. Every field and element of a
+ * body passes here, so it copies instead of formatting. */
+static void path_write(decoder_t *d, const char *s, size_t len)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(d->path + d->path_len, sizeof(d->path) - d->path_len, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        d->path_len += (size_t)n < sizeof(d->path) - d->path_len
-                           ? (size_t)n
-                           : sizeof(d->path) - 1 - d->path_len;
+    size_t room = sizeof(d->path) - 1 - d->path_len;
+    if (len > room)
+        len = room;
+    memcpy(d->path + d->path_len, s, len);
+    d->path_len += len;
+    d->path[d->path_len] = '\0';
 }
 
 static size_t path_push_key(decoder_t *d, const char *key)
 {
     size_t mark = d->path_len;
-    path_append(d, "%s%s", mark == 0 ? "" : ".", key);
+    if (mark != 0)
+        path_write(d, ".", 1);
+    path_write(d, key, strlen(key));
     return mark;
 }
 
 static size_t path_push_index(decoder_t *d, size_t index)
 {
     size_t mark = d->path_len;
-    path_append(d, "[%zu]", index);
+    char digits[24];
+    size_t at = sizeof(digits);
+    digits[--at] = ']';
+    do {
+        digits[--at] = (char)('0' + index % 10);
+        index /= 10;
+    } while (index != 0);
+    digits[--at] = '[';
+    path_write(d, digits + at, sizeof(digits) - at);
     return mark;
 }
 
 static size_t path_push_map_key(decoder_t *d, const char *key)
 {
     size_t mark = d->path_len;
-    path_append(d, "[\"%s\"]", key);
+    path_write(d, "[\"", 2);
+    path_write(d, key, strlen(key));
+    path_write(d, "\"]", 2);
     return mark;
 }
 

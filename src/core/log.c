@@ -74,15 +74,30 @@ static void raw_field(wl_log_line_t *line, const char *key, const char *value, s
         wl_json_rewind(&line->json, mark);
 }
 
-/* RFC 3339, UTC, milliseconds: "2024-06-10T08:15:30.123Z" (what log pipelines parse). */
+/* RFC 3339, UTC, milliseconds: "2024-06-10T08:15:30.123Z" (what log pipelines parse). A thread
+ * formats each second's date and time once: every request writes a line. */
 static size_t format_now(char out[32])
 {
+    static _Thread_local time_t second = -1;
+    static _Thread_local char second_text[32];
+    static _Thread_local size_t second_len;
     struct timespec now;
-    struct tm utc;
     clock_gettime(CLOCK_REALTIME, &now);
-    gmtime_r(&now.tv_sec, &utc);
-    size_t len = strftime(out, 32, "%Y-%m-%dT%H:%M:%S", &utc);
-    return len + (size_t)snprintf(out + len, 32 - len, ".%03ldZ", now.tv_nsec / 1000000);
+    if (now.tv_sec != second) {
+        struct tm utc;
+        gmtime_r(&now.tv_sec, &utc);
+        second_len = strftime(second_text, sizeof(second_text), "%Y-%m-%dT%H:%M:%S", &utc);
+        second = now.tv_sec;
+    }
+    memcpy(out, second_text, second_len);
+    long ms = now.tv_nsec / 1000000;
+    char *tail = out + second_len;
+    tail[0] = '.';
+    tail[1] = (char)('0' + ms / 100);
+    tail[2] = (char)('0' + ms / 10 % 10);
+    tail[3] = (char)('0' + ms % 10);
+    tail[4] = 'Z';
+    return second_len + 5;
 }
 
 void wl_log_line_begin(wl_log_line_t *line, const char *level, const char *msg)
