@@ -190,13 +190,14 @@ int wl_keys_of_prefixes(PGconn *conn, const char (*prefixes)[WL_KEY_PREFIX_LEN +
     const char *params[] = {array};
     PGresult *res = NULL;
     /* Each prefix through the key's index (a lateral lookup), as the admission's own check. */
-    int rc = wl_db_exec(conn,
-                        "SELECT u.i, k.org_id, k.token_hash, array_to_string(k.scopes, ','),"
-                        " k.slug FROM unnest($1::text[]) WITH ORDINALITY AS u(prefix, i)"
-                        " JOIN LATERAL (SELECT ak.org_id, ak.token_hash, ak.scopes, o.slug"
-                        " FROM api_keys ak JOIN organizations o ON o.org_id = ak.org_id"
-                        " WHERE ak.prefix = u.prefix AND ak.revoked_at IS NULL LIMIT 1) k ON true",
-                        1, params, &res, err);
+    int rc =
+        wl_db_exec_hot(conn,
+                       "SELECT u.i, k.org_id, k.token_hash, array_to_string(k.scopes, ','),"
+                       " k.slug FROM unnest($1::text[]) WITH ORDINALITY AS u(prefix, i)"
+                       " JOIN LATERAL (SELECT ak.org_id, ak.token_hash, ak.scopes, o.slug"
+                       " FROM api_keys ak JOIN organizations o ON o.org_id = ak.org_id"
+                       " WHERE ak.prefix = u.prefix AND ak.revoked_at IS NULL LIMIT 1) k ON true",
+                       1, params, &res, err);
     free(array);
     if (rc != 0)
         return rc;

@@ -26,8 +26,8 @@
 --   such a batch can add SKUs to the export but never remove one.
 -- * When the affected rows are at least half as many as the organization's export rows (its
 --   first import of stock, a whole file again), the computation covers the whole
---   organization, driven by its products (every SKU with stock or a rack assignment is one, as
---   the batches check), without making the affected SKUs distinct.
+--   organization, driven by the SKUs that have an export row or a computed part (every other
+--   SKU neither is nor becomes exported), without making the affected SKUs distinct.
 -- * When at least half of the organization's export rows change (or it had none), they are
 --   replaced: the organization's rows deleted and the new ones inserted in SKU order, one
 --   sequential pass over the heap and the key, instead of an UPDATE per row (each UPDATE writes
@@ -60,8 +60,8 @@ DECLARE
     v_qty text;
     v_location text;
     v_included text;
-    v_skus text;
-    v_filter text := '';
+    v_sku text;
+    v_rows text;
     v_parts text;
     v_computed text;
     v_version bigint;
@@ -99,8 +99,15 @@ BEGIN
     PERFORM set_config('work_mem', '256MB', true);
 
     IF v_whole THEN
-        v_skus := 'products a';
-        v_filter := 'AND a.org_id = $1';
+        -- Driven by the SKUs that have an export row or a computed part: every other SKU of
+        -- the organization neither is nor becomes exported. Reading its products instead
+        -- (a million SKUs, each probed into every part) cost a third more than this chain of
+        -- full joins (BENCHMARKS.md, "The import and its floor").
+        v_sku := 'coalesce(sa.sku, o.sku, p.sku)';
+        v_rows := '(SELECT sku, qty, location FROM stock_availability WHERE org_id = $1) sa'
+                  ' FULL JOIN on_hand o ON o.sku = sa.sku'
+                  ' FULL JOIN primary_location p ON p.sku = coalesce(sa.sku, o.sku)'
+                  ' LEFT JOIN reserved r ON r.sku = coalesce(sa.sku, o.sku, p.sku)';
         -- Every row of the organization is read: sequential scans. The statistics do not know
         -- an organization whose rows were just written (estimated at 1 row, its million
         -- export rows were read as the hash side of a join through the index, one heap visit
@@ -112,7 +119,12 @@ BEGIN
         EXECUTE format('CREATE TEMP TABLE wl_availability_skus ON COMMIT DROP AS'
                        ' SELECT DISTINCT sku COLLATE "C" AS sku FROM %s', p_skus);
         ANALYZE pg_temp.wl_availability_skus;
-        v_skus := 'pg_temp.wl_availability_skus a';
+        v_sku := 'a.sku';
+        v_rows := 'pg_temp.wl_availability_skus a'
+                  ' LEFT JOIN stock_availability sa ON sa.org_id = $1 AND sa.sku = a.sku'
+                  ' LEFT JOIN on_hand o ON o.sku = a.sku'
+                  ' LEFT JOIN reserved r ON r.sku = a.sku'
+                  ' LEFT JOIN primary_location p ON p.sku = a.sku';
     END IF;
 
     v_qty := CASE WHEN p_parts = 'location' THEN 'coalesce(sa.qty, 0)'
@@ -152,20 +164,15 @@ BEGIN
     CASE WHEN v_whole THEN '' ELSE 'JOIN pg_temp.wl_availability_skus sk ON sk.sku = ls.sku' END);
 
     v_computed := v_parts || format($sql$, computed AS (
-        SELECT a.sku, %1$s AS qty, %2$s AS location, (%3$s) AS included,
+        SELECT %1$s AS sku, %2$s AS qty, %3$s AS location, (%4$s) AS included,
                sa.sku IS NOT NULL AS existed, sa.qty AS old_qty, sa.location AS old_location
-          FROM %4$s
-          LEFT JOIN stock_availability sa ON sa.org_id = $1 AND sa.sku = a.sku
-          LEFT JOIN on_hand o ON o.sku = a.sku
-          LEFT JOIN reserved r ON r.sku = a.sku
-          LEFT JOIN primary_location p ON p.sku = a.sku
-         WHERE true %5$s
+          FROM %5$s
     )
     SELECT sku, qty, location, included, existed,
            included <> existed
            OR (included AND (old_qty, old_location) IS DISTINCT FROM (qty, location)) AS changed
       FROM computed
-    $sql$, v_qty, v_location, v_included, v_skus, v_filter);
+    $sql$, v_sku, v_qty, v_location, v_included, v_rows);
 
     IF v_whole AND v_existing = 0 THEN
         -- The organization's first export rows: every row is new, so they go straight into the
