@@ -260,6 +260,51 @@ static void test_first_rows_each_part(PGconn *conn)
 }
 
 /*
+ * A warehouse holding nearly every SKU's stock and racks becomes a supplier: every SKU is
+ * affected, so the refresh covers the whole organization (wl_refresh_availability_from, all
+ * parts), and the SKUs that nothing includes any more must leave the export though no part
+ * names them (only their export rows do); then it is own again and they come back.
+ */
+static void test_whole_export_leaves(PGconn *conn)
+{
+    enum { N = 6000 };
+    csv_t csv = {0};
+    int64_t org = catalogue_org(conn, "whole-leaves", "code,name,kind\nW1,One,own\nW2,Two,own\n",
+                                "warehouse,code,staging\nW1,A-1,false\nW1,A-2,false\n"
+                                "W2,B-1,false\n",
+                                &csv, N, "");
+    csv.len = 0;
+    csv_add(&csv, "sku,warehouse,on_hand\n");
+    for (int i = 0; i < N; i++) {
+        csv_add(&csv, "SKU-%05d,W1,%d\n", i, 1 + i % 9);
+        if (i % 1000 == 0)
+            csv_add(&csv, "SKU-%05d,W2,%d\n", i, 7);
+    }
+    fixture_import(conn, org, "stock", csv.text);
+    csv.len = 0;
+    csv_add(&csv, "sku,warehouse,location,quantity\n");
+    for (int i = 0; i < N; i++)
+        csv_add(&csv, "SKU-%05d,W1,%s,%d\n", i, i % 2 ? "A-1" : "A-2", 1 + i % 4);
+    fixture_import(conn, org, "location-stock", csv.text);
+    free(csv.text);
+    char sql[128];
+    snprintf(sql, sizeof(sql), "SELECT count(*) FROM stock_availability WHERE org_id = %lld",
+             (long long)org);
+    CHECK_INT(mismatches(conn, org), 0);
+    CHECK_INT(testdb_count(conn, sql), N);
+
+    long long version = export_version(conn, org);
+    fixture_import(conn, org, "warehouses", "code,name,kind\nW1,One,supplier\n");
+    CHECK_INT(mismatches(conn, org), 0);
+    CHECK_INT(testdb_count(conn, sql), N / 1000); /* those with stock in W2, and no rack */
+    CHECK(export_version(conn, org) > version);
+
+    fixture_import(conn, org, "warehouses", "code,name,kind\nW1,One,own\n");
+    CHECK_INT(mismatches(conn, org), 0);
+    CHECK_INT(testdb_count(conn, sql), N);
+}
+
+/*
  * Imports csv as kind into org and checks what the refresh by key
  * (wl__refresh_availability_skus) left: the export equals the rules' recomputation, and the
  * write recorded one export_changes row for each export row it changed, none for the others,
@@ -462,6 +507,7 @@ int main(void)
     CHECK_INT(testdb_count(a, sql), 95);
     test_bulk_paths(a);
     test_first_rows_each_part(a);
+    test_whole_export_leaves(a);
     test_small_writes(a);
     PQfinish(a);
     PQfinish(b);
