@@ -202,6 +202,23 @@ int wl_admin_import_csv(wl_admin_t *admin, int64_t org_id, const char *kind, FIL
                         wl_admin_report_fn report, void *report_data, size_t *rows,
                         wl_error_t *err) WL_CHECK_RESULT;
 
+/** Receives each problem of a catalogue import: the kind of its file (below
+ * WL_ADMIN_KIND_COUNT), then as wl_admin_report_fn. */
+typedef void (*wl_admin_catalogue_report_fn)(size_t kind, size_t line, const char *column,
+                                             const char *description, void *data);
+
+/**
+ * Imports a whole catalogue in one transaction: files[i] is the CSV file of kind i
+ * (wl_admin_kind_name; NULL: none), imported in the kinds' order, and the export rows are
+ * refreshed once, at the end, instead of after each file. Any problem in any file and nothing
+ * is written; the import stops at the first file with problems. rows[i] receives the rows of
+ * file i. The files stay open.
+ */
+int wl_admin_import_catalogue(wl_admin_t *admin, int64_t org_id,
+                              FILE *const files[WL_ADMIN_KIND_COUNT],
+                              wl_admin_catalogue_report_fn report, void *report_data,
+                              size_t rows[WL_ADMIN_KIND_COUNT], wl_error_t *err) WL_CHECK_RESULT;
+
 /** Number of values a row of kind i < WL_ADMIN_KIND_COUNT has. */
 size_t wl_admin_kind_column_count(size_t kind);
 

@@ -492,6 +492,63 @@ static int import_file(wl_admin_t *admin, int64_t org_id, const char *kind, cons
     return rc;
 }
 
+/* The pseudo-kind of `import catalogue DIR`: every kind's file of DIR in one transaction. */
+#define CATALOGUE "catalogue"
+
+static void keep_catalogue_problem(size_t kind, size_t line, const char *column,
+                                   const char *description, void *data)
+{
+    problems_t *problems = data;
+    keep_problem(line, column, description, &problems[kind]);
+}
+
+/* DIR/<kind>.csv of each kind that has one, in one transaction. */
+static int import_catalogue(wl_admin_t *admin, int64_t org_id, const char *dir, wl_error_t *err)
+{
+    FILE *files[WL_ADMIN_KIND_COUNT] = {0};
+    char *paths[WL_ADMIN_KIND_COUNT] = {0};
+    size_t rows[WL_ADMIN_KIND_COUNT] = {0};
+    problems_t *problems = calloc(WL_ADMIN_KIND_COUNT, sizeof(*problems));
+    int rc = problems == NULL ? wl_error_set(err, WL_ENOMEM, NULL) : 0;
+    size_t found = 0;
+    for (size_t i = 0; rc == 0 && i < WL_ADMIN_KIND_COUNT; i++) {
+        if (asprintf(&paths[i], "%s/%s.csv", dir, wl_admin_kind_name(i)) < 0) {
+            paths[i] = NULL;
+            rc = wl_error_set(err, WL_ENOMEM, NULL);
+            break;
+        }
+        problems[i].file = paths[i];
+        files[i] = fopen(paths[i], "rb");
+        if (files[i] != NULL)
+            found++;
+        else if (errno != ENOENT)
+            rc = wl_error_set(err, WL_EINVAL, "cannot open %s: %s", paths[i], strerror(errno));
+    }
+    if (rc == 0 && found == 0)
+        rc = wl_error_set(err, WL_EINVAL,
+                          "%s holds no catalogue file (warehouses.csv, locations.csv, "
+                          "products.csv, stock.csv, location-stock.csv, reservations.csv)",
+                          dir);
+    if (rc == 0)
+        rc = wl_admin_import_catalogue(admin, org_id, files, keep_catalogue_problem, problems, rows,
+                                       err);
+    for (size_t i = 0; problems != NULL && i < WL_ADMIN_KIND_COUNT; i++)
+        print_problems(&problems[i]);
+    for (size_t i = 0; rc == 0 && i < WL_ADMIN_KIND_COUNT; i++)
+        if (files[i] != NULL)
+            fprintf(stderr, "walklistctl: %s: %zu %s row(s) imported\n", paths[i], rows[i],
+                    wl_admin_kind_name(i));
+    if (rc == 0)
+        fprintf(stderr, "walklistctl: %s: catalogue imported in one transaction\n", dir);
+    for (size_t i = 0; i < WL_ADMIN_KIND_COUNT; i++) {
+        if (files[i] != NULL)
+            fclose(files[i]);
+        free(paths[i]);
+    }
+    free(problems);
+    return rc;
+}
+
 static int cmd_import(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
     const char *kind = args->positional[1], *path = args->positional[2];
@@ -499,6 +556,8 @@ static int cmd_import(wl_admin_t *admin, const args_t *args, wl_error_t *err)
     int rc = need_org(admin, args, &org_id, err);
     if (rc != 0)
         return rc;
+    if (strcmp(kind, CATALOGUE) == 0)
+        return import_catalogue(admin, org_id, path, err);
     FILE *in = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (in == NULL)
         return wl_error_set(err, WL_EINVAL, "cannot open %s: %s", path, strerror(errno));
@@ -729,7 +788,11 @@ static const command_t commands[] = {
      "import one CSV file: warehouses, locations, products, stock, location-stock, reservations",
      "  Import in that order (later kinds refer to earlier ones). FILE.csv may be - for stdin.\n"
      "  walklistctl import KIND --help: the columns of KIND and an example row;\n"
-     "  walklistctl formats: every format and the rules.\n",
+     "  walklistctl formats: every format and the rules.\n"
+     "  walklistctl import catalogue DIR --org SLUG imports DIR/KIND.csv of every kind DIR\n"
+     "  has, in that order, in one transaction: any problem in any file and nothing is\n"
+     "  imported (it stops at the first file with problems); the stock export changes once,\n"
+     "  from the old catalogue to the new, and is computed once instead of after each file.\n",
      true,
      cmd_import},
     {{"formats", NULL},
@@ -919,11 +982,12 @@ int main(int argc, char **argv)
 
     wl_error_t err;
     wl_error_init(&err);
-    if (command->run == cmd_import && find_format(args.positional[1]) == NULL) {
+    if (command->run == cmd_import && find_format(args.positional[1]) == NULL &&
+        strcmp(args.positional[1], CATALOGUE) != 0) {
         fprintf(stderr, "walklistctl: unknown import kind '%s' (", args.positional[1]);
         for (size_t i = 0; i < FORMAT_COUNT; i++)
             fprintf(stderr, "%s%s", i ? ", " : "", csv_formats[i].kind);
-        fprintf(stderr, ")\n");
+        fprintf(stderr, "; or " CATALOGUE " DIR)\n");
         return 2;
     }
     bool needs_database =

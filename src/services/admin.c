@@ -225,6 +225,14 @@ int wl_admin_import_csv(wl_admin_t *admin, int64_t org_id, const char *kind, FIL
     return wl_import_csv(admin->conn, org_id, kind, in, report, report_data, rows, err);
 }
 
+int wl_admin_import_catalogue(wl_admin_t *admin, int64_t org_id,
+                              FILE *const files[WL_ADMIN_KIND_COUNT],
+                              wl_admin_catalogue_report_fn report, void *report_data,
+                              size_t rows[WL_ADMIN_KIND_COUNT], wl_error_t *err)
+{
+    return wl_import_catalogue(admin->conn, org_id, files, report, report_data, rows, err);
+}
+
 struct wl_admin_batch {
     wl_inventory_batch_t batch;
     wl_admin_report_fn report;

@@ -134,8 +134,10 @@ static int read_rows(wl_inventory_batch_t *batch, wl_inventory_kind_t kind, FILE
     return rc;
 }
 
-int wl_import_csv(PGconn *conn, int64_t org_id, const char *kind_name, FILE *in,
-                  wl_import_report_fn report, void *report_data, size_t *rows, wl_error_t *err)
+/* One file, in a transaction of its own or as a batch of the catalogue (not NULL). */
+static int import_file(PGconn *conn, int64_t org_id, wl_inventory_catalogue_t *catalogue,
+                       const char *kind_name, FILE *in, wl_import_report_fn report,
+                       void *report_data, size_t *rows, wl_error_t *err)
 {
     wl_inventory_kind_t kind;
     *rows = 0;
@@ -147,7 +149,12 @@ int wl_import_csv(PGconn *conn, int64_t org_id, const char *kind_name, FILE *in,
      * first import of the kind; when that batch finds a problem, the file is read again into
      * a staged batch, which reports each one with its line. */
     long start = ftell(in);
-    int rc = start >= 0 ? wl_inventory_batch_begin_first(&batch, conn, org_id, kind, &reporter, err)
+    int rc;
+    if (catalogue != NULL)
+        rc = start >= 0 ? wl_inventory_batch_begin_first_in(&batch, catalogue, kind, &reporter, err)
+                        : wl_inventory_batch_begin_in(&batch, catalogue, kind, &reporter, err);
+    else
+        rc = start >= 0 ? wl_inventory_batch_begin_first(&batch, conn, org_id, kind, &reporter, err)
                         : wl_inventory_batch_begin(&batch, conn, org_id, kind, &reporter, err);
     for (int attempt = 0; rc == 0 && attempt < 2; attempt++) {
         rc = read_rows(&batch, kind, in, err);
@@ -162,10 +169,62 @@ int wl_import_csv(PGconn *conn, int64_t org_id, const char *kind_name, FILE *in,
         if (fseek(in, start, SEEK_SET) != 0)
             return wl_error_set(err, WL_EINTERNAL, "cannot read the file again: %s",
                                 strerror(errno));
-        rc = wl_inventory_batch_begin(&batch, conn, org_id, kind, &reporter, err);
+        rc = catalogue != NULL
+                 ? wl_inventory_batch_begin_in(&batch, catalogue, kind, &reporter, err)
+                 : wl_inventory_batch_begin(&batch, conn, org_id, kind, &reporter, err);
     }
-    if (rc == WL_EINVAL && err->code == 0)
+    if (rc == WL_EINVAL && err->code == 0 && catalogue != NULL)
+        wl_error_set(err, WL_EINVAL, "the %s file has %zu problem(s); nothing was imported",
+                     kind_name, batch.problems);
+    else if (rc == WL_EINVAL && err->code == 0)
         wl_error_set(err, WL_EINVAL, "the file has %zu problem(s); nothing was imported",
                      batch.problems);
+    return rc;
+}
+
+int wl_import_csv(PGconn *conn, int64_t org_id, const char *kind_name, FILE *in,
+                  wl_import_report_fn report, void *report_data, size_t *rows, wl_error_t *err)
+{
+    return import_file(conn, org_id, NULL, kind_name, in, report, report_data, rows, err);
+}
+
+/* A catalogue's problems reach its caller with the kind of the file they are in. */
+typedef struct {
+    wl_import_catalogue_report_fn report;
+    void *data;
+    size_t kind;
+} catalogue_reporter_t;
+
+static void report_in_file(size_t line, const char *column, const char *description, void *data)
+{
+    const catalogue_reporter_t *reporter = data;
+    reporter->report(reporter->kind, line, column, description, reporter->data);
+}
+
+int wl_import_catalogue(PGconn *conn, int64_t org_id, FILE *const files[],
+                        wl_import_catalogue_report_fn report, void *report_data, size_t rows[],
+                        wl_error_t *err)
+{
+    size_t count = wl_import_kind_count(), present = 0;
+    for (size_t i = 0; i < count; i++) {
+        rows[i] = 0;
+        present += files[i] != NULL;
+    }
+    if (present == 0)
+        return wl_error_set(err, WL_EINVAL, "the catalogue has no file");
+    wl_inventory_catalogue_t catalogue;
+    int rc = wl_inventory_catalogue_begin(&catalogue, conn, org_id, err);
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        if (files[i] == NULL)
+            continue;
+        catalogue_reporter_t reporter = {report, report_data, i};
+        rc = import_file(conn, org_id, &catalogue, csv_kinds[i].name, files[i], report_in_file,
+                         &reporter, &rows[i], err);
+    }
+    if (rc == 0)
+        return wl_inventory_catalogue_commit(&catalogue, err);
+    wl_inventory_catalogue_abort(&catalogue);
+    for (size_t i = 0; i < count; i++)
+        rows[i] = 0;
     return rc;
 }

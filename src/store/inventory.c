@@ -690,10 +690,12 @@ static bool note_key(wl_inventory_batch_t *batch, const wl_span_t *values)
 }
 
 static void init_batch(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
-                       wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter)
+                       wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter,
+                       wl_inventory_catalogue_t *catalogue)
 {
     memset(batch, 0, sizeof(*batch));
     batch->conn = conn;
+    batch->catalogue = catalogue;
     batch->kind = &kinds[kind];
     batch->reporter = *reporter;
     batch->keys_distinct = true;
@@ -723,18 +725,76 @@ static int start_staging(wl_inventory_batch_t *batch, wl_error_t *err)
     return rc == 0 ? start_copy(batch, "COPY import_rows FROM STDIN", err) : rc;
 }
 
-/*
- * A batch's transaction. Its statements join the staged rows, a temporary table without indexes
- * that only a sequential scan can read, and each is planned for its batch (none is prepared):
- * the planner chooses freely here, whatever a request-serving session says
- * (wl_db_connect_t.plan_by_key). The functions the batch calls keep their own setting.
- */
-static int begin_batch(PGconn *conn, wl_error_t *err)
+/* Undoes the batch: its transaction rolled back, or its catalogue as it was before it. */
+static void undo_batch(wl_inventory_batch_t *batch)
 {
-    int rc = wl_db_begin(conn, err);
+    if (batch->catalogue == NULL) {
+        wl_db_rollback(batch->conn);
+        return;
+    }
+    wl_error_t ignored;
+    wl_error_init(&ignored);
+    int rc = wl_db_exec(batch->conn, "ROLLBACK TO SAVEPOINT wl_batch", 0, NULL, NULL, &ignored);
+    if (rc == 0)
+        rc = wl_db_exec(batch->conn, "RELEASE SAVEPOINT wl_batch", 0, NULL, NULL, &ignored);
+    (void)rc; /* a failure leaves the transaction failed, and the catalogue's commit fails */
+}
+
+/*
+ * A batch's transaction (in a catalogue: a savepoint of the catalogue's). Its statements join
+ * the staged rows, a temporary table without indexes that only a sequential scan can read, and
+ * each is planned for its batch (none is prepared): the planner chooses freely here, whatever a
+ * request-serving session says (wl_db_connect_t.plan_by_key). The functions the batch calls
+ * keep their own setting.
+ */
+static int begin_batch(wl_inventory_batch_t *batch, wl_error_t *err)
+{
+    int rc = batch->catalogue != NULL
+                 ? wl_db_exec(batch->conn, "SAVEPOINT wl_batch", 0, NULL, NULL, err)
+                 : wl_db_begin(batch->conn, err);
     if (rc == 0 &&
-        (rc = wl_db_exec(conn, "SET LOCAL enable_seqscan = on", 0, NULL, NULL, err)) != 0)
-        wl_db_rollback(conn);
+        (rc = wl_db_exec(batch->conn, "SET LOCAL enable_seqscan = on", 0, NULL, NULL, err)) != 0)
+        undo_batch(batch);
+    return rc;
+}
+
+/*
+ * Commits the written batch; in a catalogue, releases it into the catalogue's transaction
+ * instead, with its temporary tables dropped and the planner settings it made (begin_batch,
+ * plan_for_bulk) back to the session's, so that the next batch starts as if alone.
+ */
+static int commit_batch(wl_inventory_batch_t *batch, wl_error_t *err)
+{
+    int rc = 0;
+    if (batch->catalogue == NULL) {
+        rc = wl_db_commit(batch->conn, err);
+    } else {
+        rc = wl_db_exec(batch->conn,
+                        "DROP TABLE IF EXISTS pg_temp.import_rows, pg_temp.import_affected", 0,
+                        NULL, NULL, err);
+        if (rc == 0)
+            rc = wl_db_exec(batch->conn,
+                            "SELECT set_config(name, reset_val, true) FROM pg_settings"
+                            " WHERE name IN ('enable_seqscan', 'enable_nestloop',"
+                            " 'enable_mergejoin', 'jit', 'enable_indexscan',"
+                            " 'enable_indexonlyscan')",
+                            0, NULL, NULL, err);
+        if (rc == 0)
+            rc = wl_db_exec(batch->conn, "RELEASE SAVEPOINT wl_batch", 0, NULL, NULL, err);
+    }
+    if (rc == 0)
+        batch->done = true;
+    return rc;
+}
+
+static int begin_staged(wl_inventory_batch_t *batch, wl_error_t *err)
+{
+    int rc = begin_batch(batch, err);
+    if (rc != 0)
+        return rc;
+    rc = start_staging(batch, err);
+    if (rc != 0)
+        undo_batch(batch);
     return rc;
 }
 
@@ -742,14 +802,16 @@ int wl_inventory_batch_begin(wl_inventory_batch_t *batch, PGconn *conn, int64_t 
                              wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter,
                              wl_error_t *err)
 {
-    init_batch(batch, conn, org_id, kind, reporter);
-    int rc = begin_batch(conn, err);
-    if (rc != 0)
-        return rc;
-    rc = start_staging(batch, err);
-    if (rc != 0)
-        wl_db_rollback(conn);
-    return rc;
+    init_batch(batch, conn, org_id, kind, reporter, NULL);
+    return begin_staged(batch, err);
+}
+
+int wl_inventory_batch_begin_in(wl_inventory_batch_t *batch, wl_inventory_catalogue_t *catalogue,
+                                wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter,
+                                wl_error_t *err)
+{
+    init_batch(batch, catalogue->conn, catalogue->org_id, kind, reporter, catalogue);
+    return begin_staged(batch, err);
 }
 
 static int lock_organization(wl_inventory_batch_t *batch, wl_error_t *err);
@@ -768,15 +830,31 @@ static int organization_has_rows(wl_inventory_batch_t *batch, const char *table,
     return has;
 }
 
+static int begin_first(wl_inventory_batch_t *batch, wl_error_t *err);
+
 int wl_inventory_batch_begin_first(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
                                    wl_inventory_kind_t kind,
                                    const wl_inventory_reporter_t *reporter, wl_error_t *err)
 {
-    const kind_t *k = &kinds[kind];
+    init_batch(batch, conn, org_id, kind, reporter, NULL);
+    return begin_first(batch, err);
+}
+
+int wl_inventory_batch_begin_first_in(wl_inventory_batch_t *batch,
+                                      wl_inventory_catalogue_t *catalogue, wl_inventory_kind_t kind,
+                                      const wl_inventory_reporter_t *reporter, wl_error_t *err)
+{
+    init_batch(batch, catalogue->conn, catalogue->org_id, kind, reporter, catalogue);
+    return begin_first(batch, err);
+}
+
+static int begin_first(wl_inventory_batch_t *batch, wl_error_t *err)
+{
+    const kind_t *k = KIND(batch);
     if (k->table == NULL)
-        return wl_inventory_batch_begin(batch, conn, org_id, kind, reporter, err);
-    init_batch(batch, conn, org_id, kind, reporter);
-    int rc = begin_batch(conn, err);
+        return begin_staged(batch, err);
+    PGconn *conn = batch->conn;
+    int rc = begin_batch(batch, err);
     if (rc != 0)
         return rc;
     /* Looked for once without the organization's inventory lock, so that a re-import does not
@@ -823,7 +901,7 @@ int wl_inventory_batch_begin_first(wl_inventory_batch_t *batch, PGconn *conn, in
         if (batch->eans != NULL)
             fclose(batch->eans);
         batch->eans = NULL;
-        wl_db_rollback(conn);
+        undo_batch(batch);
     }
     return rc;
 }
@@ -909,7 +987,8 @@ static int end_copy(wl_inventory_batch_t *batch, bool abort_copy, wl_error_t *er
 
 static void release(wl_inventory_batch_t *batch)
 {
-    wl_db_rollback(batch->conn);
+    if (!batch->done)
+        undo_batch(batch);
     free(batch->buf);
     batch->buf = NULL;
     batch->len = batch->cap = 0;
@@ -1038,13 +1117,18 @@ static int check_refusals(wl_inventory_batch_t *batch, const char *sql, wl_error
  * transaction-scoped advisory lock that the availability refresh takes too,
  * so a batch's checks and writes see every batch that committed before it.
  */
-static int lock_organization(wl_inventory_batch_t *batch, wl_error_t *err)
+static int lock_org(PGconn *conn, const char *org, wl_error_t *err)
 {
-    const char *params[] = {batch->org};
-    return wl_db_exec(batch->conn,
+    const char *params[] = {org};
+    return wl_db_exec(conn,
                       "SELECT pg_advisory_xact_lock(2002872684,"
                       " ($1::bigint % 2147483647)::integer)",
                       1, params, NULL, err);
+}
+
+static int lock_organization(wl_inventory_batch_t *batch, wl_error_t *err)
+{
+    return lock_org(batch->conn, batch->org, err);
 }
 
 static int plan_for_bulk(wl_inventory_batch_t *batch, wl_error_t *err)
@@ -1222,6 +1306,31 @@ static int report_overflow(wl_inventory_batch_t *batch, wl_error_t *err)
 }
 
 /*
+ * A batch of a catalogue leaves its refresh to the catalogue's commit: the parts it can change,
+ * and which SKUs (source: a table or view with a column sku). A bulk batch has the commit
+ * recompute the whole organization, as its own refresh would have (wl_refresh_availability_from
+ * does at half of the export rows); a smaller one's SKUs are kept in pg_temp.catalogue_skus.
+ */
+static int defer_refresh(wl_inventory_batch_t *batch, const char *parts, const char *source,
+                         wl_error_t *err)
+{
+    wl_inventory_catalogue_t *catalogue = batch->catalogue;
+    bool all = strcmp(parts, "all") == 0;
+    catalogue->qty = catalogue->qty || all || strcmp(parts, "qty") == 0;
+    catalogue->location = catalogue->location || all || strcmp(parts, "location") == 0;
+    if (batch->rows > BULK_ROWS || catalogue->whole) {
+        catalogue->whole = true;
+        return 0;
+    }
+    char sql[160];
+    snprintf(sql, sizeof(sql), "INSERT INTO pg_temp.catalogue_skus SELECT sku FROM %s", source);
+    int rc = wl_db_exec(batch->conn, sql, 0, NULL, NULL, err);
+    if (rc == 0)
+        catalogue->skus_staged = true;
+    return rc;
+}
+
+/*
  * A direct batch (wl_inventory_batch_begin_first) ends here: its rows are written, and the
  * kind's checks, refresh and commit run on them through a view named like the staging table
  * (the organization had none of the kind's rows, so its rows are the batch's). Any problem,
@@ -1261,22 +1370,27 @@ static int finish_direct(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *
         rc = restore_scans(batch, &saved, err);
     bool staged = kind->affected_are_staged, overflow = false, refresh = true;
     if (!refused && rc == 0 && kind->first_refresh != NULL)
-        rc = refresh_export(batch, kind->first_refresh, 1, params, &overflow, err);
+        rc = batch->catalogue != NULL
+                 ? defer_refresh(batch, kind->refresh_parts, "pg_temp.import_rows", err)
+                 : refresh_export(batch, kind->first_refresh, 1, params, &overflow, err);
     else if (!refused && rc == 0 && kind->affected_skus != NULL && !staged)
         rc = stage_affected(batch, &refresh, err);
     if (!refused && rc == 0 && kind->first_refresh == NULL && refresh &&
         (kind->affected_skus != NULL || staged)) {
-        const char *refresh_params[] = {batch->org, kind->refresh_parts,
-                                        staged ? "pg_temp.import_rows" : "pg_temp.import_affected"};
-        rc = refresh_export(batch, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)", 3,
-                            refresh_params, &overflow, err);
+        const char *source = staged ? "pg_temp.import_rows" : "pg_temp.import_affected";
+        const char *refresh_params[] = {batch->org, kind->refresh_parts, source};
+        rc =
+            batch->catalogue != NULL
+                ? defer_refresh(batch, kind->refresh_parts, source, err)
+                : refresh_export(batch, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)",
+                                 3, refresh_params, &overflow, err);
     }
     /* The staged batch that follows names the rows. */
     refused = refused || overflow;
     if (!refused && rc == 0)
         rc = wl_db_exec(batch->conn, "DROP VIEW import_rows", 0, NULL, NULL, err);
     if (!refused && rc == 0)
-        rc = wl_db_commit(batch->conn, err);
+        rc = commit_batch(batch, err);
     if (refused) {
         batch->direct_refused = true;
         rc = WL_EINVAL;
@@ -1319,19 +1433,120 @@ int wl_inventory_batch_finish(wl_inventory_batch_t *batch, size_t *rows, wl_erro
     if (rc == 0 && kind->analyze != NULL && batch->rows > BULK_ROWS)
         rc = wl_db_exec(batch->conn, kind->analyze, 0, NULL, NULL, err);
     if (rc == 0 && refresh && (kind->affected_skus != NULL || kind->affected_are_staged)) {
-        const char *refresh_params[] = {batch->org, kind->refresh_parts,
-                                        kind->affected_are_staged ? "pg_temp.import_rows"
-                                                                  : "pg_temp.import_affected"};
+        const char *source =
+            kind->affected_are_staged ? "pg_temp.import_rows" : "pg_temp.import_affected";
+        const char *refresh_params[] = {batch->org, kind->refresh_parts, source};
         bool overflow = false;
-        rc = refresh_export(batch, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)", 3,
-                            refresh_params, &overflow, err);
+        if (batch->catalogue != NULL)
+            rc = defer_refresh(batch, kind->refresh_parts, source, err);
+        else
+            rc = refresh_export(batch, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)",
+                                3, refresh_params, &overflow, err);
         if (rc == 0 && overflow)
             rc = report_overflow(batch, err);
     }
     if (rc == 0)
-        rc = wl_db_commit(batch->conn, err);
+        rc = commit_batch(batch, err);
     if (rc == 0)
         *rows = batch->rows;
     release(batch);
     return rc;
+}
+
+int wl_inventory_catalogue_begin(wl_inventory_catalogue_t *catalogue, PGconn *conn, int64_t org_id,
+                                 wl_error_t *err)
+{
+    memset(catalogue, 0, sizeof(*catalogue));
+    catalogue->conn = conn;
+    catalogue->org_id = org_id;
+    snprintf(catalogue->org, sizeof(catalogue->org), "%" PRId64, org_id);
+    int rc = wl_db_begin(conn, err);
+    if (rc == 0)
+        rc = lock_org(conn, catalogue->org, err);
+    if (rc == 0)
+        rc = wl_db_exec(conn,
+                        "CREATE TEMP TABLE catalogue_skus (sku text COLLATE \"C\") ON COMMIT DROP",
+                        0, NULL, NULL, err);
+    if (rc != 0)
+        wl_db_rollback(conn);
+    return rc;
+}
+
+/* The first SKU of the organization whose available quantity passes bigint, into err. */
+static int name_overflow(wl_inventory_catalogue_t *catalogue, wl_error_t *err)
+{
+    const char *params[] = {catalogue->org};
+    PGresult *res = NULL;
+    int rc = wl_db_exec(
+        catalogue->conn,
+        "SELECT o.sku, o.n - coalesce(r.n, 0) FROM (SELECT s.sku, sum(s.on_hand) AS n FROM stock s"
+        " JOIN warehouses w ON w.org_id = s.org_id AND w.code = s.warehouse AND w.kind = 'own'"
+        " WHERE s.org_id = $1 GROUP BY s.sku) o LEFT JOIN (SELECT r.sku, sum(r.quantity) AS n"
+        " FROM reservations r JOIN warehouses w ON w.org_id = r.org_id AND w.code = r.warehouse"
+        " AND w.kind = 'own' WHERE r.org_id = $1 AND r.status = 'active' GROUP BY r.sku) r"
+        " ON r.sku = o.sku WHERE o.n - coalesce(r.n, 0) > 9223372036854775807"
+        " ORDER BY o.sku LIMIT 1",
+        1, params, &res, err);
+    if (rc != 0)
+        return rc;
+    if (PQntuples(res) == 1)
+        rc = wl_error_set(err, WL_EINVAL,
+                          "SKU %s would have %s available over own warehouses, more than "
+                          "9223372036854775807; nothing was imported",
+                          PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+    else
+        rc = wl_error_set(err, WL_EINVAL,
+                          "a SKU's available quantity would pass 9223372036854775807; nothing "
+                          "was imported");
+    PQclear(res);
+    return rc;
+}
+
+int wl_inventory_catalogue_commit(wl_inventory_catalogue_t *catalogue, wl_error_t *err)
+{
+    PGconn *conn = catalogue->conn;
+    const char *parts = catalogue->qty && catalogue->location ? "all"
+                        : catalogue->location                 ? "location"
+                                                              : "qty";
+    const char *source = NULL;
+    int rc = 0;
+    if (catalogue->whole) {
+        /* Every product: as many SKUs as the organization's export rows or more, which is what
+         * has the refresh compute the whole organization. */
+        char view[160];
+        snprintf(view, sizeof(view),
+                 "CREATE TEMP VIEW catalogue_products AS SELECT sku FROM products"
+                 " WHERE org_id = %s",
+                 catalogue->org);
+        rc = wl_db_exec(conn, view, 0, NULL, NULL, err);
+        source = "pg_temp.catalogue_products";
+    } else if (catalogue->skus_staged) {
+        source = "pg_temp.catalogue_skus";
+    }
+    if (rc == 0 && source != NULL) {
+        const char *params[] = {catalogue->org, parts, source};
+        rc = wl_db_exec(conn, "SAVEPOINT wl_refresh", 0, NULL, NULL, err);
+        if (rc == 0)
+            rc = wl_db_exec(conn, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)", 3,
+                            params, NULL, err);
+        if (rc == WL_EINVAL) {
+            /* 22003: a quantity past bigint (see refresh_export). */
+            wl_error_init(err);
+            rc = wl_db_exec(conn, "ROLLBACK TO SAVEPOINT wl_refresh", 0, NULL, NULL, err);
+            if (rc == 0)
+                rc = name_overflow(catalogue, err);
+        }
+    }
+    if (rc == 0 && catalogue->whole)
+        rc = wl_db_exec(conn, "DROP VIEW pg_temp.catalogue_products", 0, NULL, NULL, err);
+    if (rc == 0)
+        rc = wl_db_commit(conn, err);
+    if (rc != 0)
+        wl_db_rollback(conn);
+    return rc;
+}
+
+void wl_inventory_catalogue_abort(wl_inventory_catalogue_t *catalogue)
+{
+    wl_db_rollback(catalogue->conn);
 }

@@ -83,9 +83,46 @@ typedef struct {
     void *data;
 } wl_inventory_reporter_t;
 
+/**
+ * Several batches of one organization in one transaction, a whole catalogue: each batch's
+ * checks see the batches before it, any problem and none is written, and the export rows are
+ * refreshed once, at the commit, for everything the batches changed (each file of a catalogue
+ * imported alone refreshes them after it, so the stock file's rows are written again by the
+ * rack assignments' file). Caller-allocated, fields private.
+ */
+typedef struct {
+    PGconn *conn;
+    int64_t org_id;
+    char org[24];
+    /* A bulk batch was written: the commit recomputes the organization's export rows. */
+    bool whole;
+    /* The SKUs of the smaller batches are in pg_temp.catalogue_skus. */
+    bool skus_staged;
+    /* The parts of the export rows the batches can change (wl_refresh_availability_from). */
+    bool qty, location;
+} wl_inventory_catalogue_t;
+
+/** Opens the catalogue's transaction on conn, under the organization's inventory lock. */
+int wl_inventory_catalogue_begin(wl_inventory_catalogue_t *catalogue, PGconn *conn, int64_t org_id,
+                                 wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * Refreshes the export rows and commits. WL_EINVAL when a SKU's available quantity would pass
+ * bigint (err names it; nothing is written). The connection is out of the transaction after.
+ */
+int wl_inventory_catalogue_commit(wl_inventory_catalogue_t *catalogue,
+                                  wl_error_t *err) WL_CHECK_RESULT;
+
+/** Gives the catalogue up: nothing of it is written. */
+void wl_inventory_catalogue_abort(wl_inventory_catalogue_t *catalogue);
+
 /** One batch in progress; caller-allocated, fields private. */
 typedef struct {
     PGconn *conn;
+    /* The catalogue the batch is part of, or NULL: a transaction of its own. */
+    wl_inventory_catalogue_t *catalogue;
+    /* Written and released into its catalogue: nothing to roll back. */
+    bool done;
     const void *kind;
     wl_inventory_reporter_t reporter;
     char org[24];
@@ -137,6 +174,20 @@ int wl_inventory_batch_begin_first(wl_inventory_batch_t *batch, PGconn *conn, in
                                    wl_inventory_kind_t kind,
                                    const wl_inventory_reporter_t *reporter,
                                    wl_error_t *err) WL_CHECK_RESULT;
+
+/**
+ * wl_inventory_batch_begin and wl_inventory_batch_begin_first for a batch of the catalogue
+ * (its organization's): the batch runs in the catalogue's transaction, and its finish writes
+ * without committing or refreshing export rows (the catalogue's commit does both); a batch
+ * that fails or is aborted leaves the catalogue as it was before the batch.
+ */
+int wl_inventory_batch_begin_in(wl_inventory_batch_t *batch, wl_inventory_catalogue_t *catalogue,
+                                wl_inventory_kind_t kind, const wl_inventory_reporter_t *reporter,
+                                wl_error_t *err) WL_CHECK_RESULT;
+int wl_inventory_batch_begin_first_in(wl_inventory_batch_t *batch,
+                                      wl_inventory_catalogue_t *catalogue, wl_inventory_kind_t kind,
+                                      const wl_inventory_reporter_t *reporter,
+                                      wl_error_t *err) WL_CHECK_RESULT;
 
 /**
  * Checks one row (wl_inventory_column_count values, read during the call

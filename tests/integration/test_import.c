@@ -1133,6 +1133,230 @@ static void test_small_write_reads_by_key(void)
               1);
 }
 
+/* --- A whole catalogue in one transaction (wl_import_catalogue) ---------------------------- */
+
+enum { KINDS = 6 };
+
+typedef struct {
+    problems_t problems;
+    size_t kinds[MAX_PROBLEMS]; /* the kind of the file of each problem kept */
+} catalogue_problems_t;
+
+static void collect_in_file(size_t kind, size_t line, const char *column, const char *description,
+                            void *data)
+{
+    catalogue_problems_t *c = data;
+    if (c->problems.count < MAX_PROBLEMS)
+        c->kinds[c->problems.count] = kind;
+    collect(line, column, description, &c->problems);
+}
+
+/* Imports texts[i] as the file of kind i (NULL: none) in one catalogue; rows may be NULL. */
+static int import_catalogue(int64_t org, const char *const texts[KINDS],
+                            catalogue_problems_t *problems, size_t rows[KINDS], wl_error_t *err)
+{
+    FILE *files[KINDS] = {0};
+    size_t ignored[KINDS];
+    memset(problems, 0, sizeof(*problems));
+    for (size_t i = 0; i < KINDS; i++)
+        if (texts[i] != NULL &&
+            (files[i] = fmemopen((void *)texts[i], strlen(texts[i]), "rb")) == NULL)
+            FAIL("cannot open the CSV text of %s", wl_import_kind_name(i));
+    wl_error_init(err);
+    int rc = wl_import_catalogue(conn, org, files, collect_in_file, problems,
+                                 rows != NULL ? rows : ignored, err);
+    for (size_t i = 0; i < KINDS; i++)
+        if (files[i] != NULL)
+            fclose(files[i]);
+    return rc;
+}
+
+/* The same texts imported file by file, each in its own transaction. */
+static void import_each(int64_t org, const char *const texts[KINDS])
+{
+    for (size_t i = 0; i < KINDS; i++) {
+        if (texts[i] == NULL)
+            continue;
+        size_t lines = 0;
+        for (const char *c = texts[i]; *c != '\0'; c++)
+            lines += *c == '\n';
+        import_ok(org, wl_import_kind_name(i), texts[i], lines - 1);
+    }
+}
+
+/* The organization's export rows in one text (an md5 of them when long). */
+static const char *export_rows(int64_t org, char *buf, size_t size)
+{
+    return query_value(org,
+                       "SELECT CASE WHEN count(*) > 20 THEN md5(string_agg(r, ' ' ORDER BY r))"
+                       " ELSE coalesce(string_agg(r, ' ' ORDER BY r), '') END FROM"
+                       " (SELECT sku || ':' || qty || '@' || coalesce(location, '-') AS r"
+                       " FROM stock_availability WHERE org_id = $1) e",
+                       buf, size);
+}
+
+static long long export_version(int64_t org)
+{
+    return query_count(org, "SELECT coalesce((SELECT version FROM export_versions"
+                            " WHERE org_id = $1), 0)");
+}
+
+/* A catalogue, then a second version of some of its files: SKU-1 12@A-2 (W1 10 + W2 5 - R1 3),
+ * SKU-2 20@(null) (30 - R4 10, rack at the supplier), SKU-3 0@B-1, SKU-4 2@(null). */
+static const char *const catalogue_v1[KINDS] = {
+    "code,name,kind\nW1,Main,own\nW2,Second,own\nSUP,Supplier,supplier\n",
+    "warehouse,code,staging\nW1,A-1,false\nW1,A-2,false\nW1,A-10,false\nW1,DOCK,true\n"
+    "W2,B-1,false\nSUP,S-1,false\n",
+    "sku,name,eans\nSKU-1,Drill,4006381333931\nSKU-2,Bits,\nSKU-3,Gloves,5901234123457\n"
+    "SKU-4,Tape,\n",
+    "sku,warehouse,on_hand\nSKU-1,W1,10\nSKU-1,W2,5\nSKU-1,SUP,100\nSKU-2,W1,30\nSKU-4,W2,2\n",
+    "sku,warehouse,location,quantity\nSKU-1,W1,A-10,4\nSKU-1,W1,A-2,4\nSKU-1,W1,DOCK,50\n"
+    "SKU-2,SUP,S-1,9\nSKU-3,W2,B-1,0\n",
+    "ref,sku,warehouse,quantity,status\nR1,SKU-1,W1,3,active\nR2,SKU-1,W2,1,released\n"
+    "R4,SKU-2,W1,10,active\n",
+};
+/* W2 becomes a supplier (SKU-3 and SKU-4 leave the export, SKU-1 loses its 5), A-2 becomes
+ * staging (SKU-1 moves to A-10), SKU-2 gets a bin and more stock and reserved. */
+static const char *const catalogue_v2[KINDS] = {
+    "code,name,kind\nW2,Second,supplier\n",
+    "warehouse,code,staging\nW1,A-2,true\n",
+    NULL,
+    "sku,warehouse,on_hand\nSKU-2,W1,31\n",
+    "sku,warehouse,location,quantity\nSKU-2,W1,A-1,1\n",
+    "ref,sku,warehouse,quantity,status\nR4,SKU-2,W1,11,active\n",
+};
+
+static void test_catalogue(void)
+{
+    char a_rows[256], b_rows[256], buf[256];
+    catalogue_problems_t problems;
+    wl_error_t err;
+    size_t rows[KINDS];
+
+    /* The catalogue in one transaction gives what its files give one by one. */
+    int64_t a = fixture_org(conn, "catalogue-a"), b = fixture_org(conn, "catalogue-b");
+    CHECK_INT(import_catalogue(a, catalogue_v1, &problems, rows, &err), 0);
+    CHECK_INT(problems.problems.count, 0);
+    CHECK_INT(rows[0], 3);
+    CHECK_INT(rows[4], 5);
+    import_each(b, catalogue_v1);
+    CHECK_STR(export_rows(a, a_rows, sizeof(a_rows)),
+              "SKU-1:12@A-2 SKU-2:20@- SKU-3:0@B-1 SKU-4:2@-");
+    CHECK_STR(export_rows(b, b_rows, sizeof(b_rows)), a_rows);
+    CHECK_INT(query_count(a, "SELECT count(*) FROM product_eans WHERE org_id = $1"), 2);
+
+    /* A second version of some files: the export changes once, to what the files give, and
+     * the changed SKUs are recorded for the delta export under that one version. */
+    const char *versions = "SELECT count(DISTINCT version) FROM export_changes WHERE org_id = $1";
+    long long version = export_version(a), changes_versions = query_count(a, versions);
+    CHECK_INT(import_catalogue(a, catalogue_v2, &problems, rows, &err), 0);
+    CHECK_INT(rows[2], 0);
+    CHECK(export_version(a) != version);
+    CHECK_INT(query_count(a, versions), changes_versions + 1);
+    import_each(b, catalogue_v2);
+    CHECK_STR(export_rows(a, a_rows, sizeof(a_rows)), "SKU-1:7@A-10 SKU-2:20@A-1");
+    CHECK_STR(export_rows(b, b_rows, sizeof(b_rows)), a_rows);
+    /* Recorded for the delta export, as a file's refresh records them. */
+    CHECK_INT(query_count(a, "SELECT count(DISTINCT sku) FROM export_changes WHERE org_id = $1"
+                             " AND version = (SELECT version FROM export_versions"
+                             " WHERE org_id = $1)"),
+              4);
+
+    /* A bad row in the last file: it is named with its file, and nothing of any file is
+     * written. */
+    char before[33], after[33];
+    inventory_digest(before);
+    long long rows_before = total_rows();
+    const char *bad_last[KINDS] = {
+        "code,name,kind\nW3,Third,own\n",
+        NULL,
+        "sku,name,eans\nSKU-5,Saw,\n",
+        "sku,warehouse,on_hand\nSKU-5,W3,4\n",
+        NULL,
+        "ref,sku,warehouse,quantity,status\nR5,SKU-5,W3,1,active\nR6,SKU-9,W3,1,active\n"};
+    CHECK_INT(import_catalogue(a, bad_last, &problems, rows, &err), WL_EINVAL);
+    CHECK_INT(problems.problems.count, 1);
+    CHECK_INT(problems.kinds[0], 5);
+    CHECK_INT(problems.problems.items[0].line, 3);
+    CHECK_STR(problems.problems.items[0].description, "unknown product SKU-9");
+    CHECK(strstr(err.message, "reservations file has 1 problem(s); nothing was imported") != NULL);
+    CHECK_INT(rows[0], 0);
+    inventory_digest(after);
+    CHECK_STR(after, before);
+    CHECK_INT(total_rows(), rows_before);
+
+    /* A later file may name what an earlier one of the same catalogue brings; the import stops
+     * at the first file with problems (here the stock file's duplicate key, found on the
+     * organization's first stock rows, which go straight into the table). */
+    int64_t c = fixture_org(conn, "catalogue-c");
+    const char *bad_first[KINDS] = {
+        catalogue_v1[0], catalogue_v1[1],
+        catalogue_v1[2], "sku,warehouse,on_hand\nSKU-1,W1,1\nSKU-1,W1,2\n",
+        catalogue_v1[4], "ref,sku,warehouse,quantity,status\nR1,X,W1,1,active\n"};
+    CHECK_INT(import_catalogue(c, bad_first, &problems, rows, &err), WL_EINVAL);
+    CHECK_INT(problems.problems.count, 1);
+    CHECK_INT(problems.kinds[0], 3);
+    CHECK_INT(problems.problems.items[0].line, 3);
+    CHECK(strstr(problems.problems.items[0].description, "first on line 2") != NULL);
+    CHECK_INT(total_rows(), rows_before);
+
+    /* A SKU whose available quantity the files together would pass bigint is named: ten own
+     * warehouses of 18 nines each. */
+    char halls[512] = "code,name,kind\n", big[1024] = "sku,warehouse,on_hand\n";
+    for (int i = 1; i <= 10; i++) {
+        size_t w = strlen(halls), st = strlen(big);
+        snprintf(halls + w, sizeof(halls) - w, "H%d,Hall %d,own\n", i, i);
+        snprintf(big + st, sizeof(big) - st, "BIG,H%d,999999999999999999\n", i);
+    }
+    const char *overflow[KINDS] = {halls, NULL, "sku,name,eans\nBIG,Big,\n", big, NULL, NULL};
+    CHECK_INT(import_catalogue(c, overflow, &problems, rows, &err), WL_EINVAL);
+    CHECK(strstr(err.message, "SKU BIG would have 9999999999999999990 available") != NULL);
+    CHECK(strstr(err.message, "nothing was imported") != NULL);
+    CHECK_INT(total_rows(), rows_before);
+
+    /* No file at all is refused. */
+    const char *none[KINDS] = {0};
+    CHECK_INT(import_catalogue(c, none, &problems, rows, &err), WL_EINVAL);
+    CHECK(strstr(err.message, "no file") != NULL);
+
+    /* A bulk catalogue (its first files go straight into the tables) has its whole export
+     * computed once, as its files one by one compute it. */
+    enum { N = 6000 };
+    size_t len = 0, cap = 0;
+    char *products = generated_csv("products", N, 0, &len, &cap);
+    char *stock = generated_csv("stock", N, 0, &len, &cap);
+    char *racks = NULL;
+    size_t racks_len = 0, racks_cap = 0;
+    racks = append_text(racks, &racks_len, &racks_cap, "sku,warehouse,location,quantity\n");
+    for (int i = 0; i < N; i += 3) {
+        char row[96];
+        snprintf(row, sizeof(row), "SKU-%06d,W1,A-%d,%d\n", i, 1 + i % 2 * 9, i % 13);
+        racks = append_text(racks, &racks_len, &racks_cap, row);
+    }
+    const char *bulk[KINDS] = {
+        catalogue_v1[0], catalogue_v1[1],
+        products,        stock,
+        racks,           "ref,sku,warehouse,quantity,status\nR1,SKU-000003,W2,1,active\n"};
+    int64_t d = fixture_org(conn, "catalogue-d"), e = fixture_org(conn, "catalogue-e");
+    CHECK_INT(import_catalogue(d, bulk, &problems, rows, &err), 0);
+    CHECK_INT(rows[2], N);
+    import_each(e, bulk);
+    CHECK_STR(export_rows(d, a_rows, sizeof(a_rows)), export_rows(e, b_rows, sizeof(b_rows)));
+    CHECK_INT(query_count(d, "SELECT count(*) FROM stock_availability WHERE org_id = $1"), N);
+    CHECK_AVAILABILITY(d, "SKU-000003", "2@A-10");
+    /* And a second bulk version of the same files, over the first. */
+    free(stock);
+    stock = generated_csv("stock", N, 5, &len, &cap);
+    const char *bulk_again[KINDS] = {NULL, NULL, NULL, stock, NULL, NULL};
+    CHECK_INT(import_catalogue(d, bulk_again, &problems, rows, &err), 0);
+    import_each(e, bulk_again);
+    CHECK_STR(export_rows(d, a_rows, sizeof(a_rows)), export_rows(e, b_rows, sizeof(b_rows)));
+    CHECK_STR(availability(d, "SKU-000003", buf, sizeof(buf)), "7@A-10");
+    free(products);
+    free(stock);
+    free(racks);
+}
+
 int main(void)
 {
     conn = testdb_connect(testdb_create("wl_test_import"));
@@ -1145,6 +1369,7 @@ int main(void)
     test_large_import();
     test_small_write_reads_by_key();
     test_bins_read_by_key();
+    test_catalogue();
     PQfinish(conn);
     return test_exit();
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -785,6 +786,79 @@ static void test_import(void)
     CHECK_STR(after, before);
 }
 
+/* `import catalogue DIR`: DIR's files of every kind in one transaction; a bad line is named with
+ * its file, and nothing of any file is written. */
+static void test_import_catalogue(void)
+{
+    run_t r;
+    char dir[128], path[160], expected[256], buf[64];
+    run(&r, "--database-url", db_url, "org", "create", "whole", NULL);
+    CHECK_INT(r.status, 0);
+    run_free(&r);
+    snprintf(dir, sizeof(dir), "%s/catalogue", tmp_dir);
+    CHECK_INT(mkdir(dir, 0700), 0);
+
+    /* No catalogue file in DIR. */
+    char before[33], after[33];
+    inventory_digest(before);
+    run(&r, "--database-url", db_url, "import", "catalogue", dir, "--org", "whole", NULL);
+    CHECK_INT(r.status, 1);
+    CHECK_CONTAINS(r.err, "holds no catalogue file");
+    run_free(&r);
+
+    static const struct {
+        const char *kind, *csv;
+    } files[] = {
+        {"warehouses", "code,name,kind\nW1,Main,own\n"},
+        {"locations", "warehouse,code,staging\nW1,A-2,false\nW1,A-10,false\n"},
+        {"products", "sku,name,eans\nP1,Drill,\nP2,Bits,\n"},
+        {"stock", "sku,warehouse,on_hand\nP1,W1,10\nP2,W1,4\n"},
+        {"location-stock", "sku,warehouse,location,quantity\nP1,W1,A-10,6\nP9,W1,A-2,4\n"},
+    };
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s.csv", dir, files[i].kind);
+        write_file(path, files[i].csv);
+    }
+    /* A bad line in the last file: named FILE:LINE, and not even the first file is written. */
+    run(&r, "--database-url", db_url, "import", "catalogue", dir, "--org", "whole", NULL);
+    CHECK_INT(r.status, 1);
+    snprintf(expected, sizeof(expected), "%s/location-stock.csv:3: sku: unknown product P9", dir);
+    CHECK_CONTAINS(r.err, expected);
+    CHECK_CONTAINS(r.err, "location-stock file has 1 problem(s); nothing was imported");
+    CHECK_LACKS(r.err, "row(s) imported");
+    run_free(&r);
+    inventory_digest(after);
+    CHECK_STR(after, before);
+
+    /* Fixed, it imports: each file's rows, then the catalogue. */
+    snprintf(path, sizeof(path), "%s/location-stock.csv", dir);
+    write_file(path, "sku,warehouse,location,quantity\nP1,W1,A-10,6\nP2,W1,A-2,4\n");
+    run(&r, "--database-url", db_url, "import", "catalogue", dir, "--org", "whole", NULL);
+    int failures = test_failures;
+    CHECK_INT(r.status, 0);
+    CHECK_STR(r.out, "");
+    snprintf(expected, sizeof(expected), "%s/stock.csv: 2 stock row(s) imported", dir);
+    CHECK_CONTAINS(r.err, expected);
+    CHECK_CONTAINS(r.err, "catalogue imported in one transaction");
+    if (test_failures != failures)
+        show("catalogue", &r);
+    run_free(&r);
+    CHECK_STR(sql_text("SELECT string_agg(sku || ' ' || qty || '@' || location, ', ' ORDER BY sku)"
+                       " FROM stock_availability JOIN organizations o USING (org_id)"
+                       " WHERE o.slug = $1",
+                       "whole", buf, sizeof(buf)),
+              "P1 10@A-10, P2 4@A-2");
+
+    /* Its --help says so; a kind that is neither a file kind nor catalogue names both. */
+    run(&r, "import", "--help", NULL);
+    CHECK_CONTAINS(r.out, "walklistctl import catalogue DIR --org SLUG");
+    run_free(&r);
+    run(&r, "--database-url", db_url, "import", "catalogs", dir, "--org", "whole", NULL);
+    CHECK(r.status != 0 && r.status != -1);
+    CHECK_CONTAINS(r.err, "or catalogue DIR");
+    run_free(&r);
+}
+
 static void test_demo(void)
 {
     run_t r;
@@ -1149,6 +1223,7 @@ int main(void)
     test_orgs();
     test_keys();
     test_import();
+    test_import_catalogue();
     test_demo();
     test_command_help();
     test_org_list();
