@@ -1537,8 +1537,9 @@ int wl_inventory_catalogue_commit(wl_inventory_catalogue_t *catalogue, wl_error_
                 rc = name_overflow(catalogue, err);
         }
     }
+    /* Unqualified: Citus's hook for DROP VIEW takes pg_temp for a schema of that name. */
     if (rc == 0 && catalogue->whole)
-        rc = wl_db_exec(conn, "DROP VIEW pg_temp.catalogue_products", 0, NULL, NULL, err);
+        rc = wl_db_exec(conn, "DROP VIEW catalogue_products", 0, NULL, NULL, err);
     if (rc == 0)
         rc = wl_db_commit(conn, err);
     if (rc != 0)
