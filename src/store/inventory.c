@@ -93,18 +93,27 @@ typedef struct {
     "SELECT i.label, 'warehouse', 'unknown warehouse ' || i.warehouse FROM import_rows i"          \
     " LEFT JOIN (SELECT code FROM warehouses WHERE org_id = $1) w ON w.code = i.warehouse"         \
     " WHERE w.code IS NULL"
-/* The rows of SKUs whose available quantity (on_hand over own warehouses minus their active
- * reservations) would pass bigint once the batch is written, computed in numeric. */
+/* The available quantity (on_hand over own warehouses minus their active reservations) of the
+ * organization's SKUs with stock, computed in numeric, as rows (sku, qty): AVAILABLE_FROM, then
+ * a condition on s.sku or nothing, then AVAILABLE_TO. */
+#define AVAILABLE_FROM                                                                             \
+    "(SELECT o.sku, o.n - coalesce(r.n, 0) AS qty FROM (SELECT s.sku, sum(s.on_hand) AS n"         \
+    " FROM stock s JOIN warehouses w ON w.org_id = s.org_id AND w.code = s.warehouse"              \
+    " AND w.kind = 'own' WHERE s.org_id = $1"
+#define AVAILABLE_TO                                                                               \
+    " GROUP BY s.sku) o LEFT JOIN (SELECT r.sku, sum(r.quantity) AS n FROM reservations r"         \
+    " JOIN warehouses w ON w.org_id = r.org_id AND w.code = r.warehouse AND w.kind = 'own'"        \
+    " WHERE r.org_id = $1 AND r.status = 'active' GROUP BY r.sku) r ON r.sku = o.sku)"
+/* The rows of SKUs whose available quantity would pass bigint once the batch is written. */
 #define OVERFLOW_CHECK(column)                                                                     \
     "SELECT i.label, '" column "', 'SKU ' || i.sku || ' would have ' || t.qty || ' available over" \
-    " own warehouses, more than 9223372036854775807' FROM import_rows i JOIN (SELECT o.sku,"       \
-    " o.n - coalesce(r.n, 0) AS qty FROM (SELECT s.sku, sum(s.on_hand) AS n FROM stock s"          \
-    " JOIN warehouses w ON w.org_id = s.org_id AND w.code = s.warehouse AND w.kind = 'own'"        \
-    " WHERE s.org_id = $1 AND s.sku IN (SELECT sku FROM import_rows) GROUP BY s.sku) o"            \
-    " LEFT JOIN (SELECT r.sku, sum(r.quantity) AS n FROM reservations r JOIN warehouses w"         \
-    " ON w.org_id = r.org_id AND w.code = r.warehouse AND w.kind = 'own' WHERE r.org_id = $1"      \
-    " AND r.status = 'active' GROUP BY r.sku) r ON r.sku = o.sku) t ON t.sku = i.sku"              \
-    " WHERE t.qty > 9223372036854775807"
+    " own warehouses, more than 9223372036854775807' FROM import_rows i"                           \
+    " JOIN " AVAILABLE_FROM " AND s.sku IN (SELECT sku FROM import_rows)" AVAILABLE_TO " t"        \
+    " ON t.sku = i.sku WHERE t.qty > 9223372036854775807"
+/* The organization's first SKU whose available quantity passes bigint, and that quantity. */
+#define FIRST_OVERFLOW                                                                             \
+    "SELECT t.sku, t.qty FROM " AVAILABLE_FROM AVAILABLE_TO " t"                                   \
+    " WHERE t.qty > 9223372036854775807 ORDER BY t.sku LIMIT 1"
 #define RESERVATION_STAGING                                                                        \
     "ref text COLLATE \"C\", sku text COLLATE \"C\", warehouse text COLLATE \"C\","                \
     " quantity bigint"
@@ -1477,16 +1486,7 @@ static int name_overflow(wl_inventory_catalogue_t *catalogue, wl_error_t *err)
 {
     const char *params[] = {catalogue->org};
     PGresult *res = NULL;
-    int rc = wl_db_exec(
-        catalogue->conn,
-        "SELECT o.sku, o.n - coalesce(r.n, 0) FROM (SELECT s.sku, sum(s.on_hand) AS n FROM stock s"
-        " JOIN warehouses w ON w.org_id = s.org_id AND w.code = s.warehouse AND w.kind = 'own'"
-        " WHERE s.org_id = $1 GROUP BY s.sku) o LEFT JOIN (SELECT r.sku, sum(r.quantity) AS n"
-        " FROM reservations r JOIN warehouses w ON w.org_id = r.org_id AND w.code = r.warehouse"
-        " AND w.kind = 'own' WHERE r.org_id = $1 AND r.status = 'active' GROUP BY r.sku) r"
-        " ON r.sku = o.sku WHERE o.n - coalesce(r.n, 0) > 9223372036854775807"
-        " ORDER BY o.sku LIMIT 1",
-        1, params, &res, err);
+    int rc = wl_db_exec(catalogue->conn, FIRST_OVERFLOW, 1, params, &res, err);
     if (rc != 0)
         return rc;
     if (PQntuples(res) == 1)
