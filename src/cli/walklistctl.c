@@ -510,9 +510,11 @@ static int import_catalogue(wl_admin_t *admin, int64_t org_id, const char *dir, 
     size_t rows[WL_ADMIN_KIND_COUNT] = {0};
     problems_t *problems = calloc(WL_ADMIN_KIND_COUNT, sizeof(*problems));
     int rc = problems == NULL ? wl_error_set(err, WL_ENOMEM, NULL) : 0;
-    size_t found = 0;
+    size_t found = 0, dir_len = strlen(dir);
+    while (dir_len > 1 && dir[dir_len - 1] == '/')
+        dir_len--; /* "DIR/" names its files DIR/stock.csv, not DIR//stock.csv */
     for (size_t i = 0; rc == 0 && i < WL_ADMIN_KIND_COUNT; i++) {
-        if (asprintf(&paths[i], "%s/%s.csv", dir, wl_admin_kind_name(i)) < 0) {
+        if (asprintf(&paths[i], "%.*s/%s.csv", (int)dir_len, dir, wl_admin_kind_name(i)) < 0) {
             paths[i] = NULL;
             rc = wl_error_set(err, WL_ENOMEM, NULL);
             break;

@@ -833,7 +833,9 @@ static void test_import_catalogue(void)
     /* Fixed, it imports: each file's rows, then the catalogue. */
     snprintf(path, sizeof(path), "%s/location-stock.csv", dir);
     write_file(path, "sku,warehouse,location,quantity\nP1,W1,A-10,6\nP2,W1,A-2,4\n");
-    run(&r, "--database-url", db_url, "import", "catalogue", dir, "--org", "whole", NULL);
+    char dir_slash[160];
+    snprintf(dir_slash, sizeof(dir_slash), "%s/", dir);
+    run(&r, "--database-url", db_url, "import", "catalogue", dir_slash, "--org", "whole", NULL);
     int failures = test_failures;
     CHECK_INT(r.status, 0);
     CHECK_STR(r.out, "");
