@@ -1,5 +1,6 @@
 /* walklistctl: migrations, organizations, API keys, webhooks, CSV imports and demo data from the
  * command line happen here. */
+#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -502,9 +503,44 @@ static void keep_catalogue_problem(size_t kind, size_t line, const char *column,
     keep_problem(line, column, description, &problems[kind]);
 }
 
+/*
+ * DIR must be a directory whose .csv files are all named after a kind: a misspelt one
+ * (location_stock.csv) would otherwise be left out in silence, and the catalogue imported
+ * without it. Other files (a README) are no concern of the import.
+ */
+static int check_catalogue_dir(const char *dir, wl_error_t *err)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return wl_error_set(err, WL_EINVAL, "cannot read %s: %s", dir, strerror(errno));
+    int rc = 0;
+    struct dirent *entry;
+    while (rc == 0 && (entry = readdir(d)) != NULL) {
+        size_t len = strlen(entry->d_name);
+        if (len < 4 || strcmp(entry->d_name + len - 4, ".csv") != 0)
+            continue;
+        bool known = false;
+        for (size_t i = 0; !known && i < WL_ADMIN_KIND_COUNT; i++) {
+            const char *kind = wl_admin_kind_name(i);
+            known = len == strlen(kind) + 4 && strncmp(entry->d_name, kind, len - 4) == 0;
+        }
+        if (!known)
+            rc = wl_error_set(err, WL_EINVAL,
+                              "%s holds %s, which names no kind (warehouses.csv, locations.csv, "
+                              "products.csv, stock.csv, location-stock.csv, reservations.csv): "
+                              "rename or remove it; nothing was imported",
+                              dir, entry->d_name);
+    }
+    closedir(d);
+    return rc;
+}
+
 /* DIR/<kind>.csv of each kind that has one, in one transaction. */
 static int import_catalogue(wl_admin_t *admin, int64_t org_id, const char *dir, wl_error_t *err)
 {
+    int checked = check_catalogue_dir(dir, err);
+    if (checked != 0)
+        return checked;
     FILE *files[WL_ADMIN_KIND_COUNT] = {0};
     char *paths[WL_ADMIN_KIND_COUNT] = {0};
     size_t rows[WL_ADMIN_KIND_COUNT] = {0};
@@ -794,7 +830,8 @@ static const command_t commands[] = {
      "  walklistctl import catalogue DIR --org SLUG imports DIR/KIND.csv of every kind DIR\n"
      "  has, in that order, in one transaction: any problem in any file and nothing is\n"
      "  imported (it stops at the first file with problems); the stock export changes once,\n"
-     "  from the old catalogue to the new, and is computed once instead of after each file.\n",
+     "  from the old catalogue to the new, and is computed once instead of after each file.\n"
+     "  A .csv file of DIR named after no kind is refused.\n",
      true,
      cmd_import},
     {{"formats", NULL},

@@ -819,6 +819,25 @@ static void test_import_catalogue(void)
         snprintf(path, sizeof(path), "%s/%s.csv", dir, files[i].kind);
         write_file(path, files[i].csv);
     }
+    /* A .csv named after no kind is refused rather than left out; a DIR that is not there is
+     * named. */
+    snprintf(path, sizeof(path), "%s/location_stock.csv", dir);
+    write_file(path, "sku,warehouse,location,quantity\nP1,W1,A-10,6\n");
+    run(&r, "--database-url", db_url, "import", "catalogue", dir, "--org", "whole", NULL);
+    CHECK_INT(r.status, 1);
+    CHECK_CONTAINS(r.err, "holds location_stock.csv, which names no kind");
+    CHECK_CONTAINS(r.err, "nothing was imported");
+    run_free(&r);
+    CHECK_INT(unlink(path), 0);
+    snprintf(path, sizeof(path), "%s/no-such-dir", tmp_dir);
+    run(&r, "--database-url", db_url, "import", "catalogue", path, "--org", "whole", NULL);
+    CHECK_INT(r.status, 1);
+    CHECK_CONTAINS(r.err, "cannot read");
+    CHECK_CONTAINS(r.err, "no-such-dir");
+    run_free(&r);
+    inventory_digest(after);
+    CHECK_STR(after, before);
+
     /* A bad line in the last file: named FILE:LINE, and not even the first file is written. */
     run(&r, "--database-url", db_url, "import", "catalogue", dir, "--org", "whole", NULL);
     CHECK_INT(r.status, 1);
