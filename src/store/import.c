@@ -134,6 +134,19 @@ static int read_rows(wl_inventory_batch_t *batch, wl_inventory_kind_t kind, FILE
     return rc;
 }
 
+/* A batch of its own transaction, or of the catalogue when not NULL; first: its rows may go
+ * straight into the kind's table (wl_inventory_batch_begin_first). */
+static int begin(wl_inventory_batch_t *batch, PGconn *conn, int64_t org_id,
+                 wl_inventory_catalogue_t *catalogue, wl_inventory_kind_t kind,
+                 const wl_inventory_reporter_t *reporter, bool first, wl_error_t *err)
+{
+    if (catalogue != NULL)
+        return first ? wl_inventory_batch_begin_first_in(batch, catalogue, kind, reporter, err)
+                     : wl_inventory_batch_begin_in(batch, catalogue, kind, reporter, err);
+    return first ? wl_inventory_batch_begin_first(batch, conn, org_id, kind, reporter, err)
+                 : wl_inventory_batch_begin(batch, conn, org_id, kind, reporter, err);
+}
+
 /* One file, in a transaction of its own or as a batch of the catalogue (not NULL). */
 static int import_file(PGconn *conn, int64_t org_id, wl_inventory_catalogue_t *catalogue,
                        const char *kind_name, FILE *in, wl_import_report_fn report,
@@ -149,13 +162,7 @@ static int import_file(PGconn *conn, int64_t org_id, wl_inventory_catalogue_t *c
      * first import of the kind; when that batch finds a problem, the file is read again into
      * a staged batch, which reports each one with its line. */
     long start = ftell(in);
-    int rc;
-    if (catalogue != NULL)
-        rc = start >= 0 ? wl_inventory_batch_begin_first_in(&batch, catalogue, kind, &reporter, err)
-                        : wl_inventory_batch_begin_in(&batch, catalogue, kind, &reporter, err);
-    else
-        rc = start >= 0 ? wl_inventory_batch_begin_first(&batch, conn, org_id, kind, &reporter, err)
-                        : wl_inventory_batch_begin(&batch, conn, org_id, kind, &reporter, err);
+    int rc = begin(&batch, conn, org_id, catalogue, kind, &reporter, start >= 0, err);
     for (int attempt = 0; rc == 0 && attempt < 2; attempt++) {
         rc = read_rows(&batch, kind, in, err);
         if (rc != 0) {
@@ -169,9 +176,7 @@ static int import_file(PGconn *conn, int64_t org_id, wl_inventory_catalogue_t *c
         if (fseek(in, start, SEEK_SET) != 0)
             return wl_error_set(err, WL_EINTERNAL, "cannot read the file again: %s",
                                 strerror(errno));
-        rc = catalogue != NULL
-                 ? wl_inventory_batch_begin_in(&batch, catalogue, kind, &reporter, err)
-                 : wl_inventory_batch_begin(&batch, conn, org_id, kind, &reporter, err);
+        rc = begin(&batch, conn, org_id, catalogue, kind, &reporter, false, err);
     }
     if (rc == WL_EINVAL && err->code == 0 && catalogue != NULL)
         wl_error_set(err, WL_EINVAL, "the %s file has %zu problem(s); nothing was imported",

@@ -1340,6 +1340,27 @@ static int defer_refresh(wl_inventory_batch_t *batch, const char *parts, const c
 }
 
 /*
+ * The export rows of the SKUs in source (a table or view with a column sku): refreshed now, by
+ * the kind's first refresh when first (the organization's first rows of the kind) or else by
+ * wl_refresh_availability_from; in a catalogue, left to its commit.
+ */
+static int refresh_affected(wl_inventory_batch_t *batch, const char *source, bool first,
+                            bool *overflow, wl_error_t *err)
+{
+    const kind_t *kind = KIND(batch);
+    *overflow = false;
+    if (batch->catalogue != NULL)
+        return defer_refresh(batch, kind->refresh_parts, source, err);
+    if (first) {
+        const char *params[] = {batch->org};
+        return refresh_export(batch, kind->first_refresh, 1, params, overflow, err);
+    }
+    const char *params[] = {batch->org, kind->refresh_parts, source};
+    return refresh_export(batch, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)", 3,
+                          params, overflow, err);
+}
+
+/*
  * A direct batch (wl_inventory_batch_begin_first) ends here: its rows are written, and the
  * kind's checks, refresh and commit run on them through a view named like the staging table
  * (the organization had none of the kind's rows, so its rows are the batch's). Any problem,
@@ -1348,7 +1369,6 @@ static int defer_refresh(wl_inventory_batch_t *batch, const char *parts, const c
 static int finish_direct(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *err)
 {
     const kind_t *kind = KIND(batch);
-    const char *params[] = {batch->org};
     wl_error_t write_err;
     wl_error_init(&write_err);
     bool refused = batch->direct_refused;
@@ -1379,21 +1399,13 @@ static int finish_direct(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *
         rc = restore_scans(batch, &saved, err);
     bool staged = kind->affected_are_staged, overflow = false, refresh = true;
     if (!refused && rc == 0 && kind->first_refresh != NULL)
-        rc = batch->catalogue != NULL
-                 ? defer_refresh(batch, kind->refresh_parts, "pg_temp.import_rows", err)
-                 : refresh_export(batch, kind->first_refresh, 1, params, &overflow, err);
+        rc = refresh_affected(batch, "pg_temp.import_rows", true, &overflow, err);
     else if (!refused && rc == 0 && kind->affected_skus != NULL && !staged)
         rc = stage_affected(batch, &refresh, err);
     if (!refused && rc == 0 && kind->first_refresh == NULL && refresh &&
-        (kind->affected_skus != NULL || staged)) {
-        const char *source = staged ? "pg_temp.import_rows" : "pg_temp.import_affected";
-        const char *refresh_params[] = {batch->org, kind->refresh_parts, source};
-        rc =
-            batch->catalogue != NULL
-                ? defer_refresh(batch, kind->refresh_parts, source, err)
-                : refresh_export(batch, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)",
-                                 3, refresh_params, &overflow, err);
-    }
+        (kind->affected_skus != NULL || staged))
+        rc = refresh_affected(batch, staged ? "pg_temp.import_rows" : "pg_temp.import_affected",
+                              false, &overflow, err);
     /* The staged batch that follows names the rows. */
     refused = refused || overflow;
     if (!refused && rc == 0)
@@ -1442,15 +1454,10 @@ int wl_inventory_batch_finish(wl_inventory_batch_t *batch, size_t *rows, wl_erro
     if (rc == 0 && kind->analyze != NULL && batch->rows > BULK_ROWS)
         rc = wl_db_exec(batch->conn, kind->analyze, 0, NULL, NULL, err);
     if (rc == 0 && refresh && (kind->affected_skus != NULL || kind->affected_are_staged)) {
-        const char *source =
-            kind->affected_are_staged ? "pg_temp.import_rows" : "pg_temp.import_affected";
-        const char *refresh_params[] = {batch->org, kind->refresh_parts, source};
         bool overflow = false;
-        if (batch->catalogue != NULL)
-            rc = defer_refresh(batch, kind->refresh_parts, source, err);
-        else
-            rc = refresh_export(batch, "SELECT wl_refresh_availability_from($1, $3::regclass, $2)",
-                                3, refresh_params, &overflow, err);
+        rc = refresh_affected(
+            batch, kind->affected_are_staged ? "pg_temp.import_rows" : "pg_temp.import_affected",
+            false, &overflow, err);
         if (rc == 0 && overflow)
             rc = report_overflow(batch, err);
     }
