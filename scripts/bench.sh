@@ -550,24 +550,18 @@ bench_export() {
   NOT_MODIFIED[$size]=$rps
 }
 
-# GET /api/v1/stock-export with KEY into FILE, waiting out a 429's Retry-After (up to twice);
-# prints the last status.
+# GET /api/v1/stock-export?QUERY with KEY into FILE, waiting out a 429's Retry-After (up to
+# twice); prints curl's -w FORMAT of the last answer (FORMAT starts with %{http_code}).
 export_waiting() {
-  local key=$1 file=$2 code
-  for _ in 1 2 3; do
-    code=$(curl -sS -o "$file" -D "$WORK/export-headers" -w '%{http_code}' \
-      -H "Authorization: Bearer $key" "http://127.0.0.1:$PORT/api/v1/stock-export")
-    [[ $code == 429 ]] || break
-    sleep "$(retry_after)"
+  local key=$1 query=$2 file=$3 format=$4 out wait attempt
+  for attempt in 1 2 3; do
+    out=$(curl -sS -o "$file" -D "$WORK/export-headers" -w "$format" \
+      -H "Authorization: Bearer $key" "http://127.0.0.1:$PORT/api/v1/stock-export$query")
+    [[ ${out%% *} == 429 && $attempt -lt 3 ]] || break
+    wait=$(sed -n 's/^Retry-After: *\([0-9]*\).*/\1/Ip' "$WORK/export-headers")
+    sleep "$((${wait:-1} + 1))"
   done
-  printf '%s\n' "$code"
-}
-
-# Seconds to wait after the 429 whose headers are in $WORK/export-headers: its Retry-After, and one.
-retry_after() {
-  local wait
-  wait=$(sed -n 's/^Retry-After: *\([0-9]*\).*/\1/Ip' "$WORK/export-headers")
-  printf '%s\n' "$((${wait:-1} + 1))"
+  printf '%s\n' "$out"
 }
 
 # The delta export: 1,000 SKUs changed by one stock file after a full export, then
@@ -578,7 +572,7 @@ bench_delta() {
   org_id=$(sql -c "SELECT org_id FROM organizations WHERE slug = 'cat-$size'")
   # The one-organization 304 row before may have spent this organization's raised limit (a
   # fast machine answers over 1,000,000 in its 15 s): wait as a client told 429 would.
-  code=$(export_waiting "$key" "$WORK/delta-base-$size.json")
+  code=$(export_waiting "$key" "" "$WORK/delta-base-$size.json" '%{http_code}')
   cursor=$(sed -n 's/.*"cursor":"\([^"]*\)".*/\1/p' "$WORK/delta-base-$size.json")
   [[ -n $cursor ]] ||
     die "no cursor in the export of $size SKUs (HTTP $code): $(head -c 300 "$WORK/delta-base-$size.json")"
@@ -591,15 +585,9 @@ bench_delta() {
   "$BUILD/bin/walklistctl" import stock "$csv" --org "cat-$size" --database-url "$DB" \
     >/dev/null 2>>"$WORK/generate.log"
   COMMANDS+=("curl -sS -o /dev/null -w '%{http_code} %{time_total} %{size_download}' -H 'Authorization: Bearer KEY' 'http://127.0.0.1:PORT/api/v1/stock-export?since=CURSOR'")
-  code=429
-  for _ in 1 2 3; do
-    [[ $code == 429 ]] || break
-    [[ -n ${curl_out:-} ]] && sleep "$(retry_after)"
-    curl_out=$(curl -sS -o /dev/null -D "$WORK/export-headers" \
-      -w '%{http_code} %{time_total} %{size_download}' \
-      -H "Authorization: Bearer $key" "http://127.0.0.1:$PORT/api/v1/stock-export?since=$cursor")
-    read -r code seconds bytes <<<"$curl_out"
-  done
+  curl_out=$(export_waiting "$key" "?since=$cursor" /dev/null \
+    '%{http_code} %{time_total} %{size_download}')
+  read -r code seconds bytes <<<"$curl_out"
   [[ $code == 200 ]] || die "delta export answered $code"
   row "delta export, 1,000 changed SKUs in $size SKUs" "$seconds s, $bytes bytes" "-" "-" "-"
 }
