@@ -11,7 +11,7 @@
 // WALKLIST_DB_CONNINFO (the catch-up's imports), WALKLIST_PROTO_DIR (proto/, for proto-loader).
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, test } from "node:test";
@@ -227,11 +227,16 @@ describe("WatchStock", () => {
     // Two writes, each changing a little under half of the export (a write changing more
     // would replace the export and start its history again).
     const half = Math.floor(skus.length / 2) - 1;
-    for (const [part, chunk] of [skus.slice(0, half), skus.slice(half, 2 * half)].entries()) {
-      const file = path.join(tmpdir(), `walklist-catch-up-${process.pid}-${part}.csv`);
-      writeFileSync(file, `sku,warehouse,on_hand\n${chunk.map((s) => `${s},${warehouse},${700000 + part}\n`).join("")}`);
-      execFileSync(required("WALKLISTCTL"), ["--database-url", required("WALKLIST_DB_CONNINFO"), "import", "stock",
-        file, "--org", "connect-stream"], { stdio: "ignore" });
+    const dir = mkdtempSync(path.join(tmpdir(), "walklist-catch-up-"));
+    try {
+      for (const [part, chunk] of [skus.slice(0, half), skus.slice(half, 2 * half)].entries()) {
+        const file = path.join(dir, `stock-${part}.csv`);
+        writeFileSync(file, `sku,warehouse,on_hand\n${chunk.map((s) => `${s},${warehouse},${700000 + part}\n`).join("")}`);
+        execFileSync(required("WALKLISTCTL"), ["--database-url", required("WALKLIST_DB_CONNINFO"), "import", "stock",
+          file, "--org", "connect-stream"], { stdio: "ignore" });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
     const expected = await rest(before.cursor);
     assert.equal(expected.items.length, 2 * half);
