@@ -750,19 +750,30 @@ static void undo_batch(wl_inventory_batch_t *batch)
 }
 
 /*
- * A batch's transaction (in a catalogue: a savepoint of the catalogue's). Its statements join
- * the staged rows, a temporary table without indexes that only a sequential scan can read, and
- * each is planned for its batch (none is prepared): the planner chooses freely here, whatever a
- * request-serving session says (wl_db_connect_t.plan_by_key). The functions the batch calls
- * keep their own setting.
+ * A batch's transaction (in a catalogue: a savepoint of the catalogue's). Its statements read
+ * the organization's rows through the keys that lead with it (index probes for a few rows, a
+ * bitmap scan of the key for many), never by a sequential scan of a table that every
+ * organization shares, whatever the session says (wl_db_connect_t.plan_by_key) and whatever
+ * the statistics say: such a scan reads every organization's rows, so a batch would cost what
+ * the database holds, not what it writes. The statistics need not know the organization (its
+ * first rows were just written): a 2,000-SKU catalogue beside one of 1,000,000 SKUs took 1.2 s,
+ * each check of a few thousand rows scanning the other's million, and takes 0.1 s this way.
+ * The staged rows, a temporary table without indexes, are read by a sequential scan, the one
+ * way there is. The functions the batch calls keep their own setting.
  */
 static int begin_batch(wl_inventory_batch_t *batch, wl_error_t *err)
 {
     int rc = batch->catalogue != NULL
                  ? wl_db_exec(batch->conn, "SAVEPOINT wl_batch", 0, NULL, NULL, err)
                  : wl_db_begin(batch->conn, err);
-    if (rc == 0 &&
-        (rc = wl_db_exec(batch->conn, "SET LOCAL enable_seqscan = on", 0, NULL, NULL, err)) != 0)
+    if (rc == 0)
+        rc = wl_db_exec(batch->conn, "SET LOCAL enable_seqscan = off", 0, NULL, NULL, err);
+    /* Sequential scans off add a fixed cost to a plan that still has one (the staged rows),
+     * which passes JIT's thresholds: compiling costs tens of milliseconds for statements that
+     * run once (60 ms for the duplicate check of a 4-row file). */
+    if (rc == 0)
+        rc = wl_db_exec(batch->conn, "SET LOCAL jit = off", 0, NULL, NULL, err);
+    if (rc != 0)
         undo_batch(batch);
     return rc;
 }
@@ -862,22 +873,19 @@ static int begin_first(wl_inventory_batch_t *batch, wl_error_t *err)
     const kind_t *k = KIND(batch);
     if (k->table == NULL)
         return begin_staged(batch, err);
-    PGconn *conn = batch->conn;
     int rc = begin_batch(batch, err);
     if (rc != 0)
         return rc;
     /* Looked for once without the organization's inventory lock, so that a re-import does not
      * hold it while its file is read, then again under it, so that none of the organization's
      * rows can come between the look and the commit. Each look probes the table's index,
-     * whatever the planner would estimate: it expects a scan to meet one of an organization's
-     * rows at once, as if they were spread over the table, but an organization's rows lie
-     * together, and a scan first reads every row stored before them (15-30 ms per table of a
-     * 5-row file at 1,000,000 SKUs behind two other such catalogues, more with every
-     * organization in the database). The batch's statements after the looks may scan again
-     * (begin_batch). */
+     * whatever the planner would estimate (begin_batch): it expects a scan to meet one of an
+     * organization's rows at once, as if they were spread over the table, but an
+     * organization's rows lie together, and a scan first reads every row stored before them
+     * (15-30 ms per table of a 5-row file at 1,000,000 SKUs behind two other such catalogues,
+     * more with every organization in the database). */
     bool products = strcmp(k->table, "products") == 0;
     int has = 0;
-    rc = wl_db_exec(conn, "SET LOCAL enable_seqscan = off", 0, NULL, NULL, err);
     for (int pass = 0; rc == 0 && has == 0 && pass < 2; pass++) {
         if (pass == 1)
             rc = lock_organization(batch, err);
@@ -885,8 +893,6 @@ static int begin_first(wl_inventory_batch_t *batch, wl_error_t *err)
         if (has == 0 && products)
             has = organization_has_rows(batch, "product_eans", err);
     }
-    if (rc == 0 && has >= 0)
-        rc = wl_db_exec(conn, "SET LOCAL enable_seqscan = on", 0, NULL, NULL, err);
     if (rc == 0 && has < 0)
         rc = err->code != 0 ? err->code : WL_EINTERNAL;
     else if (rc == 0 && has == 1)
@@ -1189,44 +1195,58 @@ static int copy_direct_eans(wl_inventory_batch_t *batch, wl_error_t *err)
 }
 
 /*
- * A direct batch's rows were written by its own transaction, so the visibility map covers none
- * of them: an index-only scan visits the heap for every row, in the index's order (the bin
- * index's is about random), and the planner, which costs such a scan on the map of the table
- * before the batch, still prefers it. The checks of a bulk batch read the rows in heap order
- * instead, by a bitmap or a sequential scan (the unknown-location check of 2,000,000 rack
- * assignments: 0.61 s instead of 1.24 s, BENCHMARKS.md "The import and its floor");
- * restore_scans puts the settings back.
+ * The checks of a direct batch join the organization's first rows of the kind with the rows
+ * they name (its products, warehouses or bins), both read whole: in heap order and joined by
+ * hashing, whatever the statistics say, so that they cost what the organization holds.
+ * - No index scans: the batch's rows were written by its own transaction, so the visibility map
+ *   covers none of them: an index-only scan visits the heap for every row, in the index's order
+ *   (the bin index's is about random), and the planner, which costs such a scan on the map of
+ *   the table before the batch, still prefers it. A bitmap scan reads them in heap order (the
+ *   unknown-location check of 2,000,000 rack assignments: 0.61 s instead of 1.24 s,
+ *   BENCHMARKS.md "The import and its floor").
+ * - No nested loops, for a batch of any size (a bulk one has none already): the statistics
+ *   need not know the rows named either, when a batch of 5,000 rows or fewer wrote them (no
+ *   ANALYZE follows such a batch), and a nested loop planned on an estimate of one row compared
+ *   each of 3,292 stock rows with each of 985 products (0.4 s, beside a catalogue of 1,000,000
+ *   SKUs).
+ * restore_planner puts the settings back.
  */
 typedef struct {
-    char indexscan[8], indexonlyscan[8];
-} scan_settings_t;
+    char indexscan[8], indexonlyscan[8], nestloop[8];
+} planner_settings_t;
 
-static int read_in_heap_order(wl_inventory_batch_t *batch, scan_settings_t *saved, wl_error_t *err)
+static int plan_direct_checks(wl_inventory_batch_t *batch, planner_settings_t *saved,
+                              wl_error_t *err)
 {
     PGresult *res = NULL;
     int rc = wl_db_exec(batch->conn,
                         "SELECT current_setting('enable_indexscan'),"
-                        " current_setting('enable_indexonlyscan')",
+                        " current_setting('enable_indexonlyscan'),"
+                        " current_setting('enable_nestloop')",
                         0, NULL, &res, err);
     if (rc == 0) {
         snprintf(saved->indexscan, sizeof(saved->indexscan), "%s", PQgetvalue(res, 0, 0));
         snprintf(saved->indexonlyscan, sizeof(saved->indexonlyscan), "%s", PQgetvalue(res, 0, 1));
+        snprintf(saved->nestloop, sizeof(saved->nestloop), "%s", PQgetvalue(res, 0, 2));
         rc = wl_db_exec(batch->conn,
                         "SELECT set_config('enable_indexscan', 'off', true),"
-                        " set_config('enable_indexonlyscan', 'off', true)",
+                        " set_config('enable_indexonlyscan', 'off', true),"
+                        " set_config('enable_nestloop', 'off', true)",
                         0, NULL, NULL, err);
     }
     PQclear(res);
     return rc;
 }
 
-static int restore_scans(wl_inventory_batch_t *batch, const scan_settings_t *saved, wl_error_t *err)
+static int restore_planner(wl_inventory_batch_t *batch, const planner_settings_t *saved,
+                           wl_error_t *err)
 {
-    const char *params[] = {saved->indexscan, saved->indexonlyscan};
+    const char *params[] = {saved->indexscan, saved->indexonlyscan, saved->nestloop};
     return wl_db_exec(batch->conn,
                       "SELECT set_config('enable_indexscan', $1, true),"
-                      " set_config('enable_indexonlyscan', $2, true)",
-                      2, params, NULL, err);
+                      " set_config('enable_indexonlyscan', $2, true),"
+                      " set_config('enable_nestloop', $3, true)",
+                      3, params, NULL, err);
 }
 
 /* Runs a check on a direct batch's written rows; sets *failed when a row fails it. */
@@ -1389,17 +1409,20 @@ static int finish_direct(wl_inventory_batch_t *batch, size_t *rows, wl_error_t *
     }
     if (!refused && rc == 0)
         rc = plan_for_bulk(batch, err);
-    bool bulk = batch->rows > BULK_ROWS;
-    scan_settings_t saved;
-    if (!refused && rc == 0 && bulk)
-        rc = read_in_heap_order(batch, &saved, err);
+    planner_settings_t saved;
+    if (!refused && rc == 0)
+        rc = plan_direct_checks(batch, &saved, err);
     for (size_t i = 0; !refused && rc == 0 && i < MAX_CHECKS && kind->checks[i] != NULL; i++)
         rc = direct_check(batch, kind->checks[i], &refused, err);
-    if (!refused && rc == 0 && bulk)
-        rc = restore_scans(batch, &saved, err);
+    if (!refused && rc == 0)
+        rc = restore_planner(batch, &saved, err);
     bool staged = kind->affected_are_staged, overflow = false, refresh = true;
     if (!refused && rc == 0 && kind->first_refresh != NULL)
         rc = refresh_affected(batch, "pg_temp.import_rows", true, &overflow, err);
+    else if (!refused && rc == 0 && kind->affected_keys != NULL)
+        /* The keys whose change moves export rows (a warehouse's kind, a bin's staging flag)
+         * did not exist before this batch: a new warehouse or bin holds nothing yet. */
+        refresh = false;
     else if (!refused && rc == 0 && kind->affected_skus != NULL && !staged)
         rc = stage_affected(batch, &refresh, err);
     if (!refused && rc == 0 && kind->first_refresh == NULL && refresh &&

@@ -1133,6 +1133,59 @@ static void test_small_write_reads_by_key(void)
               1);
 }
 
+/* Index tuples read through index so far (bitmap scans included). */
+static long long index_tuples_read(const char *index)
+{
+    return stat_counter(
+        "SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelid = $1::regclass", index);
+}
+
+/*
+ * An organization's first files cost what it holds, not what the database holds: beside an
+ * organization of 20,000 SKUs, no table is read by a sequential scan, which would read every
+ * organization's rows, and a check of a file joins it with the rows it names once, never each
+ * of its rows with all of them. Both files of 3,000 rows, written with no ANALYZE after them
+ * (the statistics, which know only the other organization, estimate the new one's products at
+ * one row when its stock is checked against them), and files of 6,000 (bulk batches, whose
+ * export rows are computed for the whole organization). A database of its own, so that the
+ * statistics know exactly the organizations made here.
+ */
+static void test_first_imports_read_own_rows(void)
+{
+    static const char *const tables[] = {"warehouses",     "products",           "product_eans",
+                                         "stock",          "stock_availability", "locations",
+                                         "location_stock", "reservations"};
+    enum { TABLES = sizeof(tables) / sizeof(tables[0]) };
+    static const int sizes[] = {3000, 6000};
+    PGconn *shared = conn;
+    conn = testdb_connect(testdb_create("wl_test_import_first"));
+    generated_organization("first-other", 20000);
+    for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+        PQclear(PQexec(conn, "ANALYZE"));
+        long long scans[TABLES];
+        for (size_t i = 0; i < TABLES; i++)
+            scans[i] = seq_scans(tables[i]);
+        long long products_read = index_tuples_read("products_pkey");
+        char slug[32];
+        snprintf(slug, sizeof(slug), "first-%d", sizes[s]);
+        int64_t org = generated_organization(slug, sizes[s]);
+        CHECK_INT(query_count(org, "SELECT count(*) FROM stock_availability WHERE org_id = $1"),
+                  sizes[s]);
+        CHECK_AVAILABILITY(org, "SKU-000042", "42@(null)");
+        for (size_t i = 0; i < TABLES; i++) {
+            CHECK(scans[i] >= 0);
+            if (seq_scans(tables[i]) != scans[i])
+                FAIL("a first import of %d rows read %s by a sequential scan", sizes[s], tables[i]);
+        }
+        long long read = index_tuples_read("products_pkey") - products_read;
+        CHECK(products_read >= 0);
+        if (read > 20LL * sizes[s])
+            FAIL("a first import of %d rows read %lld entries of products_pkey", sizes[s], read);
+    }
+    PQfinish(conn);
+    conn = shared;
+}
+
 /* --- A whole catalogue in one transaction (wl_import_catalogue) ---------------------------- */
 
 enum { KINDS = 6 };
@@ -1369,6 +1422,7 @@ int main(void)
     test_large_import();
     test_small_write_reads_by_key();
     test_bins_read_by_key();
+    test_first_imports_read_own_rows();
     test_catalogue();
     PQfinish(conn);
     return test_exit();
