@@ -71,10 +71,11 @@ static int still_due(wl_admit_t *const *requests, int count, int default_ms, wl_
     return kept;
 }
 
-/* node: the pool of the node holding the group's rows, or NULL (the pool's server). Whether
+/* node: the pool of the node holding the group's rows, or NULL (the pool's server); node_org:
+ * one of the group's organizations, by which the coordinator finds that node (0: none). Whether
  * the group went to that node. */
-static bool commit_group(wl_admissions_t *commits, wl_pool_t *node, wl_admit_t *const *requests,
-                         int count)
+static bool commit_group(wl_admissions_t *commits, wl_pool_t *node, int64_t node_org,
+                         wl_admit_t *const *requests, int count)
 {
     if (count < 1) /* a queue with a head gives at least one; said for the optimizer */
         return false;
@@ -93,6 +94,12 @@ static bool commit_group(wl_admissions_t *commits, wl_pool_t *node, wl_admit_t *
             return false;
         }
     }
+    /* On the node's own connection the group calls wl_admit there: wl_admit_at only carries
+     * the call from the coordinator to the node, and on the node itself Citus plans that call
+     * again for every group and runs a second PL/pgSQL frame around it (4-9% of the workers'
+     * CPU per request, BENCHMARKS.md). */
+    for (int i = 0; i < count; i++)
+        requests[i]->node_org = pool == node ? 0 : node_org;
     /* An admission is short by design: a server silent for 4/5 of the request budget is given
      * up on (503) rather than waited for up to its statement timeout, and a request that waited
      * for a group (behind one the server is silent on) is given only what is left of its
@@ -119,7 +126,6 @@ int wl_admissions_budget_ms(const wl_admissions_t *commits)
 /* A request's budget starts when it is queued. */
 static void set_deadline(wl_admissions_t *commits, wl_admit_t *request)
 {
-    request->node_org = 0; /* where the connection is, unless its group is placed (committer) */
     if (request->deadline_ms == 0)
         request->deadline_ms = wl_db_clock_ms() + wl_admissions_budget_ms(commits);
 }
@@ -198,8 +204,7 @@ static void *committer(void *arg)
             continue;
         }
         pthread_mutex_unlock(&commits->lock);
-        /* A group of one node runs on that node (wl_admit_at), found by one of its organizations.
-         */
+        /* A group of one node runs on that node, found by one of its organizations. */
         int64_t node_org = group[0]->placement != WL_PLACEMENT_ALONE && distributed(commits)
                                ? group[0]->placement_org
                                : 0;
@@ -208,11 +213,9 @@ static void *committer(void *arg)
                               ? placement->pool_of(group[0]->placement, placement->data)
                               : NULL;
         wl_admit_t *requests[WL_ADMIT_BATCH_MAX];
-        for (int i = 0; i < count; i++) {
+        for (int i = 0; i < count; i++)
             requests[i] = group[i]->request;
-            requests[i]->node_org = node_org;
-        }
-        bool on_node = commit_group(commits, node, requests, count);
+        bool on_node = commit_group(commits, node, node_org, requests, count);
         pthread_mutex_lock(&commits->lock);
         commits->commits++;
         commits->on_nodes += on_node;
@@ -292,7 +295,7 @@ void wl_admissions_queue(wl_admissions_t *commits, waiter_t *waiter)
 {
     set_deadline(commits, waiter->request);
     if (commits->groups < 1) {
-        (void)commit_group(commits, NULL, &waiter->request, 1);
+        (void)commit_group(commits, NULL, 0, &waiter->request, 1);
         count_alone(commits);
         waiter->done(waiter);
         return;
@@ -316,7 +319,7 @@ int wl_admissions_run(wl_admissions_t *commits, wl_admit_t *request)
 {
     set_deadline(commits, request);
     if (commits->groups < 1) {
-        (void)commit_group(commits, NULL, &request, 1);
+        (void)commit_group(commits, NULL, 0, &request, 1);
         count_alone(commits);
         return request->rc;
     }

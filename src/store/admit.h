@@ -54,9 +54,10 @@ typedef struct {
     int limit;
     const wl_rate_ask_t *ask; /* NULL: the process decided the rate limit already */
     wl_admit_work_t *work;    /* NULL: the decision only */
-    /* On a distributed database, an organization whose node the group's rows are on: the group
-     * runs there (wl_admit_at). 0: the statement runs where the connection is. The same for
-     * every request of a group (the first one's is used). */
+    /* On a distributed database reached through its coordinator, an organization whose node
+     * the group's rows are on: the group runs there (wl_admit_at). 0: the statement runs where
+     * the connection is (one server, or the node itself). The same for every request of a
+     * group (the first one's is used). */
     int64_t node_org;
     /* When the request's answer is due (wl_db_clock_ms; 0: none): a request whose group would
      * start too late for it is answered WL_ETIMEDOUT without running (services/admissions.c). */

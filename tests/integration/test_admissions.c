@@ -589,23 +589,39 @@ static uint64_t borrows(wl_pool_t *pool)
     return stats.borrows;
 }
 
+/* The backends of a pool's connections (by application name) whose last statement called
+ * function: what a group ran there. */
+static long long last_called(const char *application, const char *function)
+{
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM pg_stat_activity WHERE application_name = '%s'"
+             " AND query LIKE '%% FROM %s(%%'",
+             application, function);
+    return testdb_count(db, sql);
+}
+
 /*
  * On a distributed database a group goes straight to the node holding its organizations
- * (the placement's pool for it); a node that cannot be reached that way leaves its group to
- * the coordinator's pool, which answers as before there were node pools: every list lands
- * once either way, and the commits that went to their node are counted.
+ * (the placement's pool for it) and calls wl_admit there; a node that cannot be reached that
+ * way leaves its group to the coordinator's pool, which hands the call to the node
+ * (wl_admit_at) as before there were node pools: every list lands once either way, and the
+ * commits that went to their node are counted.
  */
 static void test_groups_go_to_their_node(void)
 {
     int64_t first = fixture_org(db, "node-a"), second = fixture_org(db, "node-b");
     int64_t odd = first % 2 != 0 ? first : second, even = first % 2 != 0 ? second : first;
     CHECK(odd % 2 != 0 && even % 2 == 0);
-    wl_pool_t *coordinator = pool_new(2);
+    wl_pool_config_t coordinator_config = {
+        .conninfo = conninfo, .size = 2, .timeout_ms = 5000, .application = "walklist-coordinator"};
     wl_pool_config_t node_config = {
         .conninfo = conninfo, .size = 1, .timeout_ms = 5000, .application = "walklist-node"};
+    wl_pool_t *coordinator = NULL;
     two_nodes_t nodes = {0};
     wl_error_t err;
     wl_error_init(&err);
+    CHECK_INT(wl_pool_create(&coordinator_config, &coordinator, &err), 0);
     CHECK_INT(wl_pool_create(&node_config, &nodes.reachable, &err), 0);
     node_config.conninfo = "host=127.0.0.1 port=1 dbname=nowhere connect_timeout=2";
     CHECK_INT(wl_pool_create(&node_config, &nodes.unreachable, &err), 0);
@@ -627,6 +643,8 @@ static void test_groups_go_to_their_node(void)
     wl_admissions_stats_t stats;
     wl_admissions_stats(commits, &stats);
     CHECK_INT(stats.on_nodes, 1);
+    CHECK_INT(last_called("walklist-node", "wl_admit"), 1);
+    CHECK_INT(last_called("walklist-node", "wl_admit_at"), 0);
 
     uint64_t coordinator_before = borrows(coordinator);
     pending_init(&fallback, even, "on-node-2", "SKU-N");
@@ -638,6 +656,7 @@ static void test_groups_go_to_their_node(void)
     wl_admissions_stats(commits, &stats);
     CHECK_INT(stats.commits, 2);
     CHECK_INT(stats.on_nodes, 1);
+    CHECK_INT(last_called("walklist-coordinator", "wl_admit_at"), 1);
 
     /* A key the process does not know is checked by the lookup that places it, and its group
      * goes to its node with the organization known: the answer is the statement's own (valid,
