@@ -256,6 +256,9 @@ pg_cluster_init() {
       printf '# every statement, with its application, for tests/sql_scan.sh (no parameters)\n'
       printf "log_statement = 'all'\nlog_line_prefix = '%%m [%%p] app=%%a '\n"
       printf 'log_parameter_max_length = 0\n'
+      printf '# how often each statement, nested ones too, is planned (tests of plans)\n'
+      printf "shared_preload_libraries = 'pg_stat_statements'\n"
+      printf 'pg_stat_statements.track = all\npg_stat_statements.track_planning = on\n'
     fi
   } >>"$dir/data/postgresql.conf"
   pg_cluster_conninfo "$state" >"$state/conninfo"
