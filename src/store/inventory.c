@@ -767,13 +767,15 @@ static int begin_batch(wl_inventory_batch_t *batch, wl_error_t *err)
     int rc = batch->catalogue != NULL
                  ? wl_db_exec(batch->conn, "SAVEPOINT wl_batch", 0, NULL, NULL, err)
                  : wl_db_begin(batch->conn, err);
+    /* JIT off too: sequential scans off add a fixed cost to a plan that still has one (the
+     * staged rows), which passes JIT's thresholds, and compiling costs tens of milliseconds for
+     * statements that run once (60 ms for the duplicate check of a 4-row file). One round trip
+     * for both: a small InventoryService write is a batch too. */
     if (rc == 0)
-        rc = wl_db_exec(batch->conn, "SET LOCAL enable_seqscan = off", 0, NULL, NULL, err);
-    /* Sequential scans off add a fixed cost to a plan that still has one (the staged rows),
-     * which passes JIT's thresholds: compiling costs tens of milliseconds for statements that
-     * run once (60 ms for the duplicate check of a 4-row file). */
-    if (rc == 0)
-        rc = wl_db_exec(batch->conn, "SET LOCAL jit = off", 0, NULL, NULL, err);
+        rc = wl_db_exec(batch->conn,
+                        "SELECT set_config('enable_seqscan', 'off', true),"
+                        " set_config('jit', 'off', true)",
+                        0, NULL, NULL, err);
     if (rc != 0)
         undo_batch(batch);
     return rc;
