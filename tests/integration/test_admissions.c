@@ -115,15 +115,17 @@ static long long earlier_lists_named(const char *id)
     return testdb_count(db, sql);
 }
 
-/* Runs count requests as one batch on a pooled connection, which must be clean afterwards (no
- * transaction open) and so reusable. */
-static void run_batch(pending_t *p, int count)
+/* Runs count requests as one batch on a pooled connection (after setup, when given), which
+ * must be clean afterwards (no transaction open) and so reusable. */
+static void run_batch_after(const char *setup, pending_t *p, int count)
 {
     wl_pool_t *pool = pool_new(1);
     PGconn *conn = NULL;
     wl_error_t err;
     wl_error_init(&err);
     CHECK_INT(wl_pool_acquire(pool, &conn, &err), 0);
+    if (setup != NULL)
+        testdb_exec(conn, setup);
     wl_admit_t *requests[16];
     for (int i = 0; i < count; i++)
         requests[i] = &p[i].request;
@@ -131,6 +133,11 @@ static void run_batch(pending_t *p, int count)
     CHECK_INT(PQtransactionStatus(conn), PQTRANS_IDLE);
     wl_pool_release(pool, conn);
     wl_pool_destroy(pool);
+}
+
+static void run_batch(pending_t *p, int count)
+{
+    run_batch_after(NULL, p, count);
 }
 
 static void dispose(pending_t *p, int count)
@@ -876,6 +883,85 @@ static void test_group_query_planned_once(int64_t org)
               1);
 }
 
+/* Calls and rows so far of this database's statements whose text holds piece (nested ones
+ * too: the test cluster's pg_stat_statements tracks all). */
+static void statement_counts(const char *piece, long long counts[2])
+{
+    const char *params[] = {piece};
+    PGresult *res = PQexecParams(db,
+                                 "SELECT coalesce(sum(calls), 0), coalesce(sum(rows), 0)"
+                                 " FROM pg_stat_statements WHERE dbid = (SELECT oid FROM"
+                                 " pg_database WHERE datname = current_database())"
+                                 " AND strpos(query, $1) > 0",
+                                 1, NULL, params, NULL, NULL, 0);
+    CHECK_INT(PQresultStatus(res), PGRES_TUPLES_OK);
+    counts[0] = PQntuples(res) == 1 ? atoll(PQgetvalue(res, 0, 0)) : -1;
+    counts[1] = PQntuples(res) == 1 ? atoll(PQgetvalue(res, 0, 1)) : -1;
+    PQclear(res);
+}
+
+/*
+ * A group's writes are one statement per table, made once its requests are decided: the
+ * buckets its asks changed (a bucket asked twice is written once) and the lists it created.
+ * Where Citus is loaded (its citus.version setting, given here by hand) each row is written
+ * by a statement of its own instead, with the same answers and the same rows.
+ */
+static void test_group_writes_once_per_table(void)
+{
+    testdb_exec(db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    static const char *const updates[] = {"FROM unnest(w_org, w_bucket", "w_bucket[v_k]"};
+    static const char *const inserts[] = {"FROM unnest(l_org, l_id", "l_org[v_k]"};
+    for (int per_row = 0; per_row < 2; per_row++) {
+        const char *setup = per_row ? "SET citus.version = 'per-row'" : NULL;
+        int64_t orgs[3];
+        char keys[3][WL_KEY_TOKEN_SIZE];
+        pending_t first[3];
+        for (int k = 0; k < 3; k++) {
+            char name[48];
+            snprintf(name, sizeof(name), "admit-writes-%d-%d", per_row, k);
+            orgs[k] = fixture_org(db, name);
+            fixture_key(db, orgs[k], "lists:write", keys[k]);
+            /* The bucket's row, made by its first request. */
+            snprintf(name, sizeof(name), "writes-first-%d-%d", per_row, k);
+            pending_init(&first[k], 0, name, "SKU-W");
+            pending_key(&first[k], keys[k], 30);
+        }
+        run_batch_after(setup, first, 3);
+        dispose(first, 3);
+
+        long long updated[2], inserted[2], updated_after[2], inserted_after[2];
+        statement_counts(updates[per_row], updated);
+        statement_counts(inserts[per_row], inserted);
+        static const int org_of[] = {1, 0, 2, 0}; /* the first organization asks twice */
+        pending_t p[4];
+        char ids[4][32];
+        for (int i = 0; i < 4; i++) {
+            snprintf(ids[i], sizeof(ids[i]), "writes-%d-%d", per_row, i);
+            pending_init(&p[i], 0, ids[i], "SKU-W");
+            pending_key(&p[i], keys[org_of[i]], 30);
+        }
+        run_batch_after(setup, p, 4);
+        statement_counts(updates[per_row], updated_after);
+        statement_counts(inserts[per_row], inserted_after);
+        for (int i = 0; i < 4; i++) {
+            CHECK_INT(p[i].request.rc, 0);
+            CHECK(p[i].request.asked && p[i].work.work.done);
+            CHECK_INT(p[i].request.principal.org_id, orgs[org_of[i]]);
+            CHECK_INT(p[i].request.grant.granted, 1);
+            CHECK_INT(p[i].request.grant.used, i == 3 ? 3 : 2); /* request order in a bucket */
+            CHECK_INT(lists_named(ids[i]), 1);
+        }
+        CHECK_INT(fixture_counted(db, orgs[0], "locate-lists"), 3);
+        CHECK_INT(fixture_counted(db, orgs[1], "locate-lists"), 2);
+        CHECK_INT(fixture_counted(db, orgs[2], "locate-lists"), 2);
+        CHECK_INT(updated_after[0] - updated[0], per_row ? 3 : 1);
+        CHECK_INT(updated_after[1] - updated[1], 3);
+        CHECK_INT(inserted_after[0] - inserted[0], per_row ? 4 : 1);
+        CHECK_INT(inserted_after[1] - inserted[1], 4);
+        dispose(p, 4);
+    }
+}
+
 int main(void)
 {
     conninfo = testdb_create("walklist_test_admissions");
@@ -894,6 +980,7 @@ int main(void)
     test_groups_go_to_their_node();
     test_worker_pools();
     test_group_query_planned_once(org);
+    test_group_writes_once_per_table();
     PQfinish(db);
     return test_exit();
 }
