@@ -194,11 +194,17 @@ int main(void)
     CHECK_INT(answer.status, 201);
     CHECK(!answer.close);
 
-    /* A creation held at the database: organization B's row is locked, so its INSERT waits. */
+    /* A creation held at the database: organization B's rate-limit bucket is locked, so its
+     * admission waits for the row. */
+    char sql[160];
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO rate_limits (org_id, bucket) VALUES (%lld, 'locate-lists')",
+             (long long)org_b);
+    testdb_exec(db, sql);
     PGconn *holder = testdb_connect(conninfo);
     testdb_exec(holder, "BEGIN");
-    char sql[128];
-    snprintf(sql, sizeof(sql), "SELECT 1 FROM organizations WHERE org_id = %lld FOR UPDATE",
+    snprintf(sql, sizeof(sql),
+             "SELECT 1 FROM rate_limits WHERE org_id = %lld AND bucket = 'locate-lists' FOR UPDATE",
              (long long)org_b);
     PGresult *locked = PQexec(holder, sql);
     CHECK_INT(PQresultStatus(locked), PGRES_TUPLES_OK);
@@ -304,7 +310,7 @@ int main(void)
         CHECK_INT(c->served_after, 0);
         CHECK(c->created > 0);
     }
-    /* Held with organization B's lock, creator 0's request was answered after SIGTERM. */
+    /* Held with organization B's bucket, creator 0's request was answered after SIGTERM. */
     CHECK_INT(creators[0].created, 1);
     CHECK(creators[0].answers_after > 0);
     PQfinish(db);

@@ -904,7 +904,8 @@ static void statement_counts(const char *piece, long long counts[2])
  * A group's writes are one statement per table, made once its requests are decided: the
  * buckets its asks changed (a bucket asked twice is written once) and the lists it created.
  * Where Citus is loaded (its citus.version setting, given here by hand) each row is written
- * by a statement of its own instead, with the same answers and the same rows.
+ * by a statement of its own instead, with the same answers and the same rows. A bucket's first
+ * request makes its row without a foreign key's check (migration 0008).
  */
 static void test_group_writes_once_per_table(void)
 {
@@ -926,8 +927,13 @@ static void test_group_writes_once_per_table(void)
             pending_init(&first[k], 0, name, "SKU-W");
             pending_key(&first[k], keys[k], 30);
         }
+        long long key_checks[2], key_checks_after[2];
+        statement_counts("FOR KEY SHARE", key_checks);
         run_batch_after(setup, first, 3);
         dispose(first, 3);
+        /* A bucket's first request checks no foreign key: nothing locks its organization. */
+        statement_counts("FOR KEY SHARE", key_checks_after);
+        CHECK_INT(key_checks_after[0] - key_checks[0], 0);
 
         long long updated[2], inserted[2], updated_after[2], inserted_after[2];
         statement_counts(updates[per_row], updated);
