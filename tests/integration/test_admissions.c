@@ -965,6 +965,22 @@ static void test_group_writes_once_per_table(void)
         CHECK_INT(inserted_after[0] - inserted[0], per_row ? 4 : 1);
         CHECK_INT(inserted_after[1] - inserted[1], 4);
         dispose(p, 4);
+
+        /* A group that creates nothing inserts nothing: two asks only. */
+        pending_t takes[2];
+        for (int i = 0; i < 2; i++) {
+            pending_init(&takes[i], 0, "", "");
+            pending_key(&takes[i], keys[i + 1], 30);
+            pending_take(&takes[i]);
+        }
+        run_batch_after(setup, takes, 2);
+        statement_counts(updates[per_row], updated);
+        statement_counts(inserts[per_row], inserted);
+        for (int i = 0; i < 2; i++)
+            CHECK_INT(takes[i].request.grant.granted, 1);
+        CHECK_INT(updated[0] - updated_after[0], per_row ? 2 : 1);
+        CHECK_INT(inserted[0] - inserted_after[0], 0);
+        dispose(takes, 2);
     }
 }
 

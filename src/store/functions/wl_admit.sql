@@ -255,14 +255,18 @@ BEGIN
     -- an INSERT .. SELECT's rows through the executing node: where it is loaded, each row is
     -- written by a statement of its own, which goes to its one shard.
     IF current_setting('citus.version', true) IS NULL THEN
-        UPDATE rate_limits rl
-           SET hits = w_hits[w.first + 1 : w.first + w.len],
-               counts = w_counts[w.first + 1 : w.first + w.len]
-          FROM unnest(w_org, w_bucket, w_first, w_len) AS w(org, bucket, first, len)
-         WHERE rl.org_id = w.org AND rl.bucket = w.bucket;
-        INSERT INTO locate_lists (org_id, id, name, codes, created_at)
-        SELECT l.org, l.id, l.name, p_codes[l.first + 1 : l.first + l.len], now()
-          FROM unnest(l_org, l_id, l_name, l_first, l_len) AS l(org, id, name, first, len);
+        IF cardinality(w_org) > 0 THEN
+            UPDATE rate_limits rl
+               SET hits = w_hits[w.first + 1 : w.first + w.len],
+                   counts = w_counts[w.first + 1 : w.first + w.len]
+              FROM unnest(w_org, w_bucket, w_first, w_len) AS w(org, bucket, first, len)
+             WHERE rl.org_id = w.org AND rl.bucket = w.bucket;
+        END IF;
+        IF cardinality(l_org) > 0 THEN
+            INSERT INTO locate_lists (org_id, id, name, codes, created_at)
+            SELECT l.org, l.id, l.name, p_codes[l.first + 1 : l.first + l.len], now()
+              FROM unnest(l_org, l_id, l_name, l_first, l_len) AS l(org, id, name, first, len);
+        END IF;
     ELSE
         FOR v_k IN 1 .. cardinality(w_org) LOOP
             UPDATE rate_limits rl
