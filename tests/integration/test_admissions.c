@@ -974,12 +974,13 @@ static void test_group_writes_once_per_table(void)
             pending_take(&takes[i]);
         }
         run_batch_after(setup, takes, 2);
-        statement_counts(updates[per_row], updated);
-        statement_counts(inserts[per_row], inserted);
+        long long updated_by_takes[2], inserted_by_takes[2];
+        statement_counts(updates[per_row], updated_by_takes);
+        statement_counts(inserts[per_row], inserted_by_takes);
         for (int i = 0; i < 2; i++)
             CHECK_INT(takes[i].request.grant.granted, 1);
-        CHECK_INT(updated[0] - updated_after[0], per_row ? 2 : 1);
-        CHECK_INT(inserted[0] - inserted_after[0], 0);
+        CHECK_INT(updated_by_takes[0] - updated_after[0], per_row ? 2 : 1);
+        CHECK_INT(inserted_by_takes[0] - inserted_after[0], 0);
         dispose(takes, 2);
     }
 }
