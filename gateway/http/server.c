@@ -849,7 +849,7 @@ static bool refuse_head(request_t *req)
     }
     if (header_fields_too_large(ex->connection)) {
         wl_exchange_error(ex, 431, WL_GRPC_INVALID_ARGUMENT, WL_REASON_HEADERS_TOO_LARGE,
-                          "request header fields are too large (16 KiB a field line, 64 KiB "
+                          "request header fields are too large (16 KiB a field line, 32 KiB "
                           "in all)",
                           NULL);
         return true;
@@ -1212,13 +1212,12 @@ int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server
          * room for connections handed over before a worker has let a closed one go. */
         MHD_OPTION_CONNECTION_LIMIT, connection_limit + 64 * threads, MHD_OPTION_NOTIFY_CONNECTION,
         on_connection, server, MHD_OPTION_PER_IP_CONNECTION_LIMIT, config->per_ip_connection_limit,
-        /* Room for a 64 KiB header block, or a GET-form target of 200 codes of 64
-         * characters, every one percent-encoded (docs/api.md, "Walk lists"). libmicrohttpd zeroes
-         * the whole of it after every request on a connection: at 256 KiB that was a fifth of
-         * walklistd's CPU per walk list (BENCHMARKS.md). */
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_URI_LOG_CALLBACK,
-        on_uri, server, MHD_OPTION_NOTIFY_COMPLETED, on_completed, server, MHD_OPTION_ARRAY,
-        tls ? tls_options : &tls_options[3], MHD_OPTION_END);
+        /* libmicrohttpd zeroes the whole of it after every request on a connection, and the
+         * unused half of its read buffer once a request is read: at 256 KiB that was a fifth of
+         * walklistd's CPU per walk list, at 128 KiB still a sixth (BENCHMARKS.md). */
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)WL_SERVER_CONNECTION_MEMORY,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, server, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+        server, MHD_OPTION_ARRAY, tls ? tls_options : &tls_options[3], MHD_OPTION_END);
     if (server->daemon == NULL) {
         rc = tls ? wl_error_set(err, WL_EINVAL,
                                 "cannot start the HTTPS server: the TLS certificate and key must "

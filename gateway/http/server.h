@@ -62,10 +62,15 @@ typedef struct {
     "%SERVER_PRECEDENCE"
 
 /* Request header fields answered 431 (Google error JSON) by walklistd itself. Header blocks
- * too large for libmicrohttpd's per-connection memory (128 KiB with the request line) are
- * answered by libmicrohttpd before walklistd sees them: 431 with its own HTML body. */
+ * too large for libmicrohttpd's per-connection memory (WL_SERVER_CONNECTION_MEMORY with the
+ * request line) are answered by libmicrohttpd before walklistd sees them: 431 with its own HTML
+ * body. */
 #define WL_SERVER_HEADER_LINE_LIMIT  (16u * 1024) /* one field line, "Name: value" */
-#define WL_SERVER_HEADER_BLOCK_LIMIT (64u * 1024) /* every field line together */
+#define WL_SERVER_HEADER_BLOCK_LIMIT (32u * 1024) /* every field line together */
+/* Each connection's memory for its request line, header fields and the head of its answer:
+ * room for a 32 KiB header block, or for the GET form's longest target (200 codes of 64
+ * characters, every one percent-encoded, about 38 KB; docs/api.md, "Walk lists"). */
+#define WL_SERVER_CONNECTION_MEMORY (64u * 1024)
 
 int wl_server_start(wl_core_t *core, const wl_server_config_t *config, wl_server_t **out,
                     wl_error_t *err) WL_CHECK_RESULT;
