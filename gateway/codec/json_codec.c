@@ -1,5 +1,6 @@
 /* Messages become proto3 JSON and JSON becomes messages here, led by protobuf-c descriptors. */
 #include "codec/json_codec.h"
+#include "codec/json_plain.h"
 
 #include <errno.h>
 #include <float.h>
@@ -1029,7 +1030,9 @@ int wl_json_decode(const ProtobufCMessageDescriptor *desc, const char *text, siz
 {
     *out = NULL;
     json_error_t jerr;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    json_t *root = wl_json_read_plain(text, len);
+    if (root == NULL)
+        root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (root == NULL) {
         if (json_error_code(&jerr) == json_error_out_of_memory)
             return wl_error_set(err, WL_ENOMEM, NULL);

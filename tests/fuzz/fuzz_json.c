@@ -1,12 +1,17 @@
 /*
  * The proto3 JSON codec (gateway/codec/json_codec.c): the first byte picks a message type, the rest
  * is the JSON text. What decodes must be a valid message, encode, and read back to the same text.
+ * And the plain reader (codec/json_plain.h) reads nothing jansson would read otherwise: what it
+ * reads, jansson reads to the same value with its keys in the same order.
  */
+#include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codec_test.pb-c.h"
 #include "fuzz.h"
 #include "codec/json_codec.h"
+#include "codec/json_plain.h"
 #include "walklist/v1/inventory.pb-c.h"
 #include "walklist/v1/locate_list.pb-c.h"
 #include "walklist/v1/stock.pb-c.h"
@@ -23,10 +28,28 @@ static const ProtobufCMessageDescriptor *const types[] = {
     &walklist__test__maps__descriptor,
 };
 
+static void check_plain_reader(const char *text, size_t len)
+{
+    json_t *plain = wl_json_read_plain(text, len);
+    if (plain == NULL)
+        return;
+    json_error_t jerr;
+    json_t *jansson = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    FUZZ_CHECK(jansson != NULL && json_equal(plain, jansson));
+    size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY;
+    char *a = json_dumps(plain, flags), *b = json_dumps(jansson, flags);
+    FUZZ_CHECK(a != NULL && b != NULL && strcmp(a, b) == 0);
+    free(a);
+    free(b);
+    json_decref(plain);
+    json_decref(jansson);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size == 0)
         return 0;
+    check_plain_reader((const char *)data + 1, size - 1);
     const ProtobufCMessageDescriptor *desc = types[data[0] % (sizeof(types) / sizeof(types[0]))];
     wl_arena_t arena;
     wl_arena_init(&arena, 16u << 20);
