@@ -16,7 +16,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/** The value of text[0..len) (a new reference), or NULL when it is not plain (or memory ran out). */
+/** The value of text[0..len) (a new reference); NULL when it is not plain or memory ran out. */
 json_t *wl_json_read_plain(const char *text, size_t len);
 
 #endif

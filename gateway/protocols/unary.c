@@ -40,7 +40,8 @@ void wl_unary_call(const wl_unary_transport_t *transport, wl_core_t *core, wl_ex
     bool (*expired)(void *) = transport->expired != NULL ? transport->expired : never_expired;
     wl_unary_pending_t *pending = ex->unary;
     if (pending == NULL) {
-        pending = wl_arena_alloc(&ex->arena, sizeof(*pending));
+        /* Each member is set below (the error record's head only: wl_error_init). */
+        pending = wl_arena_alloc_unzeroed(&ex->arena, sizeof(*pending));
         if (pending == NULL) {
             access->answer(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
             return;

@@ -31,6 +31,10 @@ void wl_arena_dispose(wl_arena_t *arena);
 /** Zeroed, 16-byte aligned memory valid until wl_arena_dispose; NULL when out of memory. */
 void *wl_arena_alloc(wl_arena_t *arena, size_t size);
 
+/** As wl_arena_alloc, not zeroed: for a block its caller fills at once (one holding a
+ * wl_error_t, whose several KiB of violations wl_error_init leaves alone). */
+void *wl_arena_alloc_unzeroed(wl_arena_t *arena, size_t size);
+
 /** NUL-terminated copy of a span; NULL when out of memory. */
 char *wl_arena_strndup(wl_arena_t *arena, const char *s, size_t len);
 

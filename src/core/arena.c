@@ -50,7 +50,7 @@ void wl_arena_dispose(wl_arena_t *arena)
     arena->bytes_allocated = 0;
 }
 
-void *wl_arena_alloc(wl_arena_t *arena, size_t size)
+void *wl_arena_alloc_unzeroed(wl_arena_t *arena, size_t size)
 {
     if (size > SIZE_MAX - ARENA_ALIGN)
         return NULL;
@@ -86,7 +86,14 @@ void *wl_arena_alloc(wl_arena_t *arena, size_t size)
     }
     void *p = chunk->bytes + chunk->used;
     chunk->used += rounded;
-    memset(p, 0, rounded);
+    return p;
+}
+
+void *wl_arena_alloc(wl_arena_t *arena, size_t size)
+{
+    void *p = wl_arena_alloc_unzeroed(arena, size);
+    if (p != NULL)
+        memset(p, 0, size);
     return p;
 }
 

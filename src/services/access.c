@@ -218,7 +218,8 @@ static int answered(wl_core_t *core, wl_admission_t *admission, admit_slot_t *sl
  * arena until the call runs again (answer_prepared). */
 static int prepare(wl_admission_t *admission, const admit_slot_t *local, wl_error_t *err)
 {
-    admit_slot_t *slot = wl_arena_alloc(admission->arena, sizeof(*slot));
+    /* Every byte is written below: the request up to its error record, and that record's head. */
+    admit_slot_t *slot = wl_arena_alloc_unzeroed(admission->arena, sizeof(*slot));
     if (slot == NULL)
         return wl_error_set(err, WL_ENOMEM, NULL);
     memcpy(slot, local, offsetof(admit_slot_t, err));

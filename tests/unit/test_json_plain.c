@@ -55,12 +55,13 @@ static void check_left_to_jansson(const char *text, size_t len)
     json_decref(plain);
 }
 
-#define PLAIN(text)        check_plain(text, sizeof(text) - 1)
-#define NOT_PLAIN(text)    check_left_to_jansson(text, sizeof(text) - 1)
+#define PLAIN(text)     check_plain(text, sizeof(text) - 1)
+#define NOT_PLAIN(text) check_left_to_jansson(text, sizeof(text) - 1)
 
 static void test_plain_texts(void)
 {
-    PLAIN("{\"name\":\"Bench walk\",\"codes\":[\"SKU-0000037\",\"SKU-0000074\",\"4006381333931\"]}");
+    PLAIN(
+        "{\"name\":\"Bench walk\",\"codes\":[\"SKU-0000037\",\"SKU-0000074\",\"4006381333931\"]}");
     PLAIN(" \t\r\n{ \"b\" : 1 , \"a\" : [ ] , \"c\" : { } } \n");
     PLAIN("{\"z\":1,\"a\":2,\"m\":3}"); /* keys keep their order */
     PLAIN("[true,false,null,0,-0,7,-42,123456789012345678,-123456789012345678]");
@@ -99,10 +100,10 @@ static void test_other_texts(void)
     NOT_PLAIN("[nul]");
     NOT_PLAIN("\"tab\there\"");
     NOT_PLAIN("\"unterminated");
-    NOT_PLAIN("{\"a\":\"\xC3\"}");           /* cut UTF-8 sequence */
-    NOT_PLAIN("{\"\xED\xA0\x80\":1}");        /* a surrogate in UTF-8 as a key */
-    NOT_PLAIN("[\"\xC0\xAF\"]");              /* overlong */
-    NOT_PLAIN("\xEF\xBB\xBF{}");              /* byte order mark */
+    NOT_PLAIN("{\"a\":\"\xC3\"}");                 /* cut UTF-8 sequence */
+    NOT_PLAIN("{\"\xED\xA0\x80\":1}");             /* a surrogate in UTF-8 as a key */
+    NOT_PLAIN("[\"\xC0\xAF\"]");                   /* overlong */
+    NOT_PLAIN("\xEF\xBB\xBF{}");                   /* byte order mark */
     check_left_to_jansson("{\"a\":\"x\0y\"}", 11); /* a NUL byte */
     check_left_to_jansson("{\"a\":1}\0", 8);
 }
@@ -131,10 +132,10 @@ static void test_codec_answers(void)
         wl_error_t err2;
         wl_error_init(&err2);
         ProtobufCMessage *msg2 = NULL;
-        int rc2 = value == NULL ? -1
-                                : wl_json_decode_value(
-                                      &walklist__v1__create_locate_list_request__descriptor, value,
-                                      &arena, &msg2, &err2);
+        int rc2 = value == NULL
+                      ? -1
+                      : wl_json_decode_value(&walklist__v1__create_locate_list_request__descriptor,
+                                             value, &arena, &msg2, &err2);
         if (value != NULL) {
             CHECK_INT(rc, rc2);
             CHECK_STR(err.message, err2.message);
