@@ -80,78 +80,53 @@ static json_t *read_literal(reader_t *r, const char *word, size_t len, json_t *v
     return value;
 }
 
-static json_t *read_array(reader_t *r)
+/* Whitespace, then c taken with the whitespace after it; false (c not taken) when c is not next. */
+static bool take(reader_t *r, char c)
 {
-    json_t *array = json_array();
-    if (array == NULL)
-        return NULL;
+    skip_whitespace(r);
+    if (r->at >= r->end || *r->at != c)
+        return false;
     r->at++;
     skip_whitespace(r);
-    if (r->at < r->end && *r->at == ']') {
-        r->at++;
-        return array;
-    }
-    for (;;) {
-        json_t *item = read_value(r);
-        if (item == NULL || json_array_append_new(array, item) != 0)
-            break;
-        skip_whitespace(r);
-        if (r->at >= r->end)
-            break;
-        if (*r->at == ']') {
-            r->at++;
-            return array;
-        }
-        if (*r->at != ',')
-            break;
-        r->at++;
-        skip_whitespace(r);
-    }
-    json_decref(array);
-    return NULL;
+    return true;
 }
 
-static json_t *read_object(reader_t *r)
+static bool read_element(reader_t *r, json_t *array)
 {
-    json_t *object = json_object();
-    if (object == NULL)
+    json_t *item = read_value(r);
+    return item != NULL && json_array_append_new(array, item) == 0;
+}
+
+static bool read_member(reader_t *r, json_t *object)
+{
+    const char *key;
+    size_t key_len;
+    if (r->at >= r->end || *r->at != '"' || !read_string_bytes(r, &key, &key_len))
+        return false;
+    /* A repeated key is jansson's error to word (JSON_REJECT_DUPLICATES). */
+    if (json_object_getn(object, key, key_len) != NULL || !take(r, ':'))
+        return false;
+    json_t *item = read_value(r);
+    /* json_object_setn_new checks the key as UTF-8 (and takes the item in any case). */
+    return item != NULL && json_object_setn_new(object, key, key_len, item) == 0;
+}
+
+/* An array or object (its opening bracket at r->at) whose items read_item reads into it. */
+static json_t *read_container(reader_t *r, json_t *container, char close,
+                              bool (*read_item)(reader_t *, json_t *))
+{
+    if (container == NULL)
         return NULL;
     r->at++;
-    skip_whitespace(r);
-    if (r->at < r->end && *r->at == '}') {
-        r->at++;
-        return object;
-    }
-    for (;;) {
-        const char *key;
-        size_t key_len;
-        if (r->at >= r->end || *r->at != '"' || !read_string_bytes(r, &key, &key_len))
+    if (take(r, close))
+        return container;
+    do {
+        if (!read_item(r, container))
             break;
-        /* A repeated key is jansson's error to word (JSON_REJECT_DUPLICATES). */
-        if (json_object_getn(object, key, key_len) != NULL)
-            break;
-        skip_whitespace(r);
-        if (r->at >= r->end || *r->at != ':')
-            break;
-        r->at++;
-        skip_whitespace(r);
-        json_t *item = read_value(r);
-        /* json_object_setn_new checks the key as UTF-8 (and takes the item in any case). */
-        if (item == NULL || json_object_setn_new(object, key, key_len, item) != 0)
-            break;
-        skip_whitespace(r);
-        if (r->at >= r->end)
-            break;
-        if (*r->at == '}') {
-            r->at++;
-            return object;
-        }
-        if (*r->at != ',')
-            break;
-        r->at++;
-        skip_whitespace(r);
-    }
-    json_decref(object);
+        if (take(r, close))
+            return container;
+    } while (take(r, ','));
+    json_decref(container);
     return NULL;
 }
 
@@ -172,7 +147,8 @@ static json_t *read_value(reader_t *r)
         if (r->depth >= PLAIN_MAX_DEPTH)
             return NULL;
         r->depth++;
-        json_t *value = *r->at == '{' ? read_object(r) : read_array(r);
+        json_t *value = *r->at == '{' ? read_container(r, json_object(), '}', read_member)
+                                      : read_container(r, json_array(), ']', read_element);
         r->depth--;
         return value;
     }
