@@ -50,13 +50,18 @@ void wl_arena_dispose(wl_arena_t *arena)
     arena->bytes_allocated = 0;
 }
 
+/* What an allocation of size takes of its chunk: aligned, never nothing. */
+static size_t rounded_size(size_t size)
+{
+    size_t rounded = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+    return rounded == 0 ? ARENA_ALIGN : rounded;
+}
+
 void *wl_arena_alloc_unzeroed(wl_arena_t *arena, size_t size)
 {
     if (size > SIZE_MAX - ARENA_ALIGN)
         return NULL;
-    size_t rounded = (size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-    if (rounded == 0)
-        rounded = ARENA_ALIGN;
+    size_t rounded = rounded_size(size);
     wl_arena_chunk_t *chunk = arena->chunks;
     if (chunk == NULL || chunk->size - chunk->used < rounded) {
         size_t chunk_size = rounded > ARENA_CHUNK_SIZE / 2 ? rounded : ARENA_CHUNK_SIZE;
@@ -92,8 +97,9 @@ void *wl_arena_alloc_unzeroed(wl_arena_t *arena, size_t size)
 void *wl_arena_alloc(wl_arena_t *arena, size_t size)
 {
     void *p = wl_arena_alloc_unzeroed(arena, size);
+    /* The padding too, as always: a caller may have come to count on it. */
     if (p != NULL)
-        memset(p, 0, size);
+        memset(p, 0, rounded_size(size));
     return p;
 }
 
