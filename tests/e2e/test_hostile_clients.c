@@ -533,7 +533,7 @@ static char *repeated(char c, size_t n)
     return s;
 }
 
-static void test_header_and_body_limits(void)
+static void test_header_and_body_limits(const char *conninfo)
 {
     size_t len;
     /* One field line of 20 KiB. */
@@ -561,6 +561,22 @@ static void test_header_and_body_limits(void)
     request = with_fields("GET /healthz HTTP/1.1\r\n", fields, &len);
     check_431_json(request, len);
     free(request);
+    /* The same fields on a creation whose key and body are fine: 431, and no list written. */
+    const char *body = "{\"name\":\"over the header limit\",\"codes\":[\"A\"]}";
+    size_t cap = strlen(fields) + 512;
+    request = malloc(cap);
+    len = (size_t)snprintf(request, cap,
+                           "POST /api/v1/locate-lists HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: "
+                           "close\r\nAuthorization: Bearer %s\r\nContent-Type: "
+                           "application/json\r\nContent-Length: %zu\r\n%s\r\n%s",
+                           key, strlen(body), fields, body);
+    check_431_json(request, len);
+    free(request);
+    PGconn *db = testdb_connect(conninfo);
+    CHECK_INT(testdb_count(db, "SELECT count(*) FROM locate_lists WHERE name = 'over the header "
+                               "limit'"),
+              0);
+    PQfinish(db);
     free(fields);
     free(value);
 
@@ -781,7 +797,7 @@ int main(void)
     test_connection_limits(conninfo);
     test_database_waits_hold_no_connection(conninfo);
     test_client_gone_while_admitted(conninfo);
-    test_header_and_body_limits();
+    test_header_and_body_limits(conninfo);
     test_pipelining();
     test_malformed();
     fprintf(stderr, "took %.1f s\n", now_s() - started);
