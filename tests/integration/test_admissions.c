@@ -41,7 +41,7 @@ typedef struct {
     wl_list_work_t work;
     wl_error_t err;
     wl_arena_t arena;
-    char id[32];
+    char id[64];
     wl_span_t codes[2];
     wl_rate_ask_t ask;
 } pending_t;
