@@ -4,7 +4,10 @@
  * (on a distributed database, the node group that holds the organization's rows), so that a
  * group's one transaction touches one node: it commits without two-phase commit and fails alone
  * when another node is down. One server: every request has the same placement, and a group is
- * simply the oldest requests. Not thread-safe: its owner holds a lock.
+ * simply the oldest requests. While groups of a placement commit, its next group is taken only
+ * once it holds at least half as many requests as they do, or once they have been committing
+ * for WL_ADMISSION_HOLD_MS (admission_queue.c says why). Not thread-safe: its owner holds a
+ * lock.
  */
 #ifndef WALKLIST_SERVICES_ADMISSION_QUEUE_H
 #define WALKLIST_SERVICES_ADMISSION_QUEUE_H
@@ -19,10 +22,25 @@
  * process has not checked), so where its rows live is not known either. */
 #define WL_PLACEMENT_ALONE INT64_MIN
 
+/* How long a group in flight holds back the next one of its placement at most: longer than a
+ * commit under load takes (1-12 ms on a 2-core machine), so that a group stuck at the database
+ * (a row lock, a slow node) delays the others by no more than this. */
+#define WL_ADMISSION_HOLD_MS 10
+
+/* A group taken and not yet landed: its placement, how many requests it holds, and when it was
+ * taken (ms of any monotonic clock: the one take is given). */
+typedef struct {
+    int64_t placement;
+    int requests;
+    int64_t taken_ms;
+} wl_admission_flight_t;
+
 typedef struct {
     wl_admission_waiter_t *head;
     wl_admission_waiter_t **tail;
     int waiting;
+    wl_admission_flight_t flights[WL_ADMIT_GROUPS_MAX]; /* groups committing now */
+    int flying;
 } wl_admission_queue_t;
 
 void wl_admission_queue_init(wl_admission_queue_t *queue);
@@ -33,13 +51,26 @@ void wl_admission_queue_push(wl_admission_queue_t *queue, wl_admission_waiter_t 
 /**
  * Takes the next group into group (at most max): the oldest waiter and the later ones of its
  * placement, in arrival order; a WL_PLACEMENT_ALONE waiter alone. The others keep their order.
+ * A placement whose groups taken in the last WL_ADMISSION_HOLD_MS before now_ms hold more than
+ * twice as many requests as wait for it is skipped: its waiters wait for those groups to land,
+ * for more of their own, or for wl_admission_queue_hold_ends_ms. The group is in flight from
+ * now_ms until wl_admission_queue_landed; at most WL_ADMIT_GROUPS_MAX groups at once.
  * While a lookup of prefixes is in flight (lookup_in_flight), waiters of keys not known here
  * are left for their placement (alone, each would commit on a node that does not hold its
  * organization's rows, reaching them from there): the group starts at the oldest other one.
  * Returns how many were taken (0: none to take).
  */
 int wl_admission_queue_take(wl_admission_queue_t *queue, wl_admission_waiter_t **group, int max,
-                            bool lookup_in_flight);
+                            bool lookup_in_flight, int64_t now_ms);
+
+/** The next moment after now_ms when a group in flight stops holding its placement back (0:
+ * none will). */
+int64_t wl_admission_queue_hold_ends_ms(const wl_admission_queue_t *queue, int64_t now_ms);
+
+/** The group taken at taken_ms with this placement and this many requests has committed (or
+ * failed). */
+void wl_admission_queue_landed(wl_admission_queue_t *queue, int64_t placement, int requests,
+                               int64_t taken_ms);
 
 /**
  * The waiters placed alone only because this process has not checked their keys (org_id 0),

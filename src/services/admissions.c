@@ -5,10 +5,12 @@
 #include <semaphore.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "services/admission_queue.h"
 #include "store/db.h"
 #include "store/keys.h"
+#include "walklist/monotonic.h"
 
 typedef wl_admission_waiter_t waiter_t;
 
@@ -175,6 +177,19 @@ static void prepare_placement(wl_admissions_t *commits)
     pthread_cond_broadcast(&commits->work);
 }
 
+/* Under the lock: waits for work to be signalled, or until until_ms (wl_db_clock_ms; 0: no
+ * limit). */
+static void wait_for_work(wl_admissions_t *commits, int64_t until_ms)
+{
+    if (until_ms == 0) {
+        pthread_cond_wait(&commits->work, &commits->lock);
+        return;
+    }
+    struct timespec until = {.tv_sec = (time_t)(until_ms / 1000),
+                             .tv_nsec = (long)(until_ms % 1000) * 1000000L};
+    pthread_cond_timedwait(&commits->work, &commits->lock, &until);
+}
+
 /* A committer: takes whatever queued up meanwhile (at least one request), commits it as one
  * group, answers every request of it, and goes again; at stop, once the queue is empty. */
 static void *committer(void *arg)
@@ -194,12 +209,14 @@ static void *committer(void *arg)
             continue;
         }
         waiter_t *group[WL_ADMIT_BATCH_MAX];
-        int count =
-            wl_admission_queue_take(&commits->queue, group, WL_ADMIT_BATCH_MAX, commits->placing);
+        int64_t now_ms = wl_db_clock_ms();
+        int count = wl_admission_queue_take(&commits->queue, group, WL_ADMIT_BATCH_MAX,
+                                            commits->placing, now_ms);
         if (count == 0) {
-            /* Every waiter's key is being placed by another committer: wait for its answer. */
+            /* Every waiter's key is being placed by another committer, or its placement waits
+             * for more waiters, a group in flight to land or its hold to end: wait for any. */
             commits->idle++;
-            pthread_cond_wait(&commits->work, &commits->lock);
+            wait_for_work(commits, wl_admission_queue_hold_ends_ms(&commits->queue, now_ms));
             commits->idle--;
             continue;
         }
@@ -215,11 +232,17 @@ static void *committer(void *arg)
         wl_admit_t *requests[WL_ADMIT_BATCH_MAX];
         for (int i = 0; i < count; i++)
             requests[i] = group[i]->request;
+        int64_t group_placement = group[0]->placement;
         bool on_node = commit_group(commits, node, node_org, requests, count);
         pthread_mutex_lock(&commits->lock);
         commits->commits++;
         commits->on_nodes += on_node;
         commits->requests += (uint64_t)count;
+        wl_admission_queue_landed(&commits->queue, group_placement, count, now_ms);
+        /* Committers waiting for this group to land (their placement held back) go now; at
+         * stop, the ones waiting for it go on to see the queue empty. */
+        if (commits->idle > 0 && (commits->queue.head != NULL || commits->stop))
+            pthread_cond_broadcast(&commits->work);
         pthread_mutex_unlock(&commits->lock);
         for (int i = 0; i < count; i++)
             group[i]->done(group[i]); /* the waiter may be gone right after */
@@ -240,7 +263,7 @@ int wl_admissions_create(wl_pool_t *pool, int groups, int window_ms, wl_admissio
         free(commits);
         return wl_error_set(err, WL_EINTERNAL, "cannot create a lock");
     }
-    if (pthread_cond_init(&commits->work, NULL) != 0) {
+    if (wl_cond_init_monotonic(&commits->work) != 0) {
         pthread_mutex_destroy(&commits->lock);
         free(commits);
         return wl_error_set(err, WL_EINTERNAL, "cannot create a condition variable");

@@ -5,9 +5,11 @@
  * commit, and each is answered after that commit. Nobody waits for a group to
  * fill: `groups` committer threads each take whatever is queued (at least one
  * request), commit it as one group and answer its requests, so at most
- * `groups` commits are in flight. At low load every request therefore commits
- * alone; under a burst, PostgreSQL does one commit (and one round trip) for
- * many requests, and a request costs its thread one wake-up.
+ * `groups` commits are in flight; only while other groups commit does a
+ * committer wait for the queue to hold half as many requests as they do
+ * (admission_queue.h). At low load every request therefore commits alone;
+ * under a burst, PostgreSQL does one commit (and one round trip) for many
+ * requests, and a request costs its thread one wake-up.
  */
 #ifndef WALKLIST_SERVICES_ADMISSIONS_H
 #define WALKLIST_SERVICES_ADMISSIONS_H
