@@ -87,6 +87,9 @@ DECLARE
     l_name text[] := '{}';
     l_first integer[] := '{}';
     l_len integer[] := '{}';
+    -- The row written last, where Citus is loaded.
+    v_write_org bigint;
+    v_write_bucket text;
 BEGIN
     FOR r IN
         WITH req AS (
@@ -268,15 +271,22 @@ BEGIN
               FROM unnest(l_org, l_id, l_name, l_first, l_len) AS l(org, id, name, first, len);
         END IF;
     ELSE
+        -- Each row's organization goes in a plain variable, not as an array's element: Citus
+        -- routes an UPDATE to its one shard only by a plain value of the distribution column,
+        -- and sent one that said w_org[v_k] to every shard of every worker, in a two-phase
+        -- commit (a bucket's second request on, creation fell to a sixth).
         FOR v_k IN 1 .. cardinality(w_org) LOOP
+            v_write_org := w_org[v_k];
+            v_write_bucket := w_bucket[v_k];
             UPDATE rate_limits rl
                SET hits = w_hits[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]],
                    counts = w_counts[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]]
-             WHERE rl.org_id = w_org[v_k] AND rl.bucket = w_bucket[v_k];
+             WHERE rl.org_id = v_write_org AND rl.bucket = v_write_bucket;
         END LOOP;
         FOR v_k IN 1 .. cardinality(l_org) LOOP
+            v_write_org := l_org[v_k];
             INSERT INTO locate_lists (org_id, id, name, codes, created_at)
-            VALUES (l_org[v_k], l_id[v_k], l_name[v_k],
+            VALUES (v_write_org, l_id[v_k], l_name[v_k],
                     p_codes[l_first[v_k] + 1 : l_first[v_k] + l_len[v_k]], now());
         END LOOP;
     END IF;
