@@ -36,8 +36,8 @@ static bool awaits_placement(const wl_admission_waiter_t *waiter)
  * its commit and WAL flush: about 0.9 ms of CPU per commit on the 2026-12-02 machine), so the
  * fewer the commits the less a request costs. A committer that took whatever waited while
  * another group of the placement was committing took the few requests that arrived meanwhile
- * (groups of 15 at 64 connections, half of them under 10); one that waits until the waiters
- * are half as many as the requests committing keeps groups about a third larger, and still
+ * (groups of 15 on average at 64 connections); one that waits until the waiters are half as
+ * many as the requests committing keeps groups about a third larger, and still
  * overlaps one group's flush with the next one's statement, which a single committer cannot
  * (BENCHMARKS.md, "A group waits to be half the size of the ones committing"). Nobody waits
  * longer than the groups in flight take, nor longer than WL_ADMISSION_HOLD_MS: a group stuck at
