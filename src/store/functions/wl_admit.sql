@@ -90,6 +90,11 @@ DECLARE
     -- The row written last, where Citus is loaded.
     v_write_org bigint;
     v_write_bucket text;
+    v_write_hits timestamptz[];
+    v_write_counts integer[];
+    v_write_id text;
+    v_write_name text;
+    v_write_codes text[];
 BEGIN
     FOR r IN
         WITH req AS (
@@ -271,23 +276,28 @@ BEGIN
               FROM unnest(l_org, l_id, l_name, l_first, l_len) AS l(org, id, name, first, len);
         END IF;
     ELSE
-        -- Each row's organization goes in a plain variable, not as an array's element: Citus
+        -- Each value of a row goes in a plain variable, not as an array's element: Citus
         -- routes an UPDATE to its one shard only by a plain value of the distribution column,
         -- and sent one that said w_org[v_k] to every shard of every worker, in a two-phase
-        -- commit (a bucket's second request on, creation fell to a sixth).
+        -- commit (a bucket's second request on, creation fell to a sixth). And it turns each
+        -- parameter of a statement into text: given the group's whole arrays to slice, every
+        -- row's statement wrote out all of the group's codes and hits again.
         FOR v_k IN 1 .. cardinality(w_org) LOOP
             v_write_org := w_org[v_k];
             v_write_bucket := w_bucket[v_k];
+            v_write_hits := w_hits[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]];
+            v_write_counts := w_counts[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]];
             UPDATE rate_limits rl
-               SET hits = w_hits[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]],
-                   counts = w_counts[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]]
+               SET hits = v_write_hits, counts = v_write_counts
              WHERE rl.org_id = v_write_org AND rl.bucket = v_write_bucket;
         END LOOP;
         FOR v_k IN 1 .. cardinality(l_org) LOOP
             v_write_org := l_org[v_k];
+            v_write_id := l_id[v_k];
+            v_write_name := l_name[v_k];
+            v_write_codes := p_codes[l_first[v_k] + 1 : l_first[v_k] + l_len[v_k]];
             INSERT INTO locate_lists (org_id, id, name, codes, created_at)
-            VALUES (v_write_org, l_id[v_k], l_name[v_k],
-                    p_codes[l_first[v_k] + 1 : l_first[v_k] + l_len[v_k]], now());
+            VALUES (v_write_org, v_write_id, v_write_name, v_write_codes, now());
         END LOOP;
     END IF;
 END;
