@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "walklist/base64.h"
+#include "walklist/json_writer.h"
 #include "walklist/utf8.h"
 
 #define TIMESTAMP_MIN_SECONDS INT64_C(-62135596800) /* 0001-01-01T00:00:00Z */
@@ -229,57 +230,6 @@ static size_t utf8_sequence_length(const unsigned char *s, size_t len)
     uint32_t cp;
     int n = wl_utf8_decode((const char *)s, len, &cp);
     return n > 0 ? (size_t)n : 0;
-}
-
-static bool utf8_valid(const char *s, size_t len)
-{
-    return wl_utf8_count(wl_span(s, len)) >= 0;
-}
-
-/*
- * A JSON string of s; a string from the store or a service that is not valid
- * UTF-8 still goes out, with each invalid byte replaced by U+FFFD, rather than
- * failing the whole reply.
- */
-static json_t *string_value(const char *s, size_t len)
-{
-    if (utf8_valid(s, len))
-        return json_stringn_nocheck(s, len);
-    if (len > SIZE_MAX / 3)
-        return NULL;
-    char *fixed = malloc(len * 3);
-    if (fixed == NULL)
-        return NULL;
-    const unsigned char *p = (const unsigned char *)s;
-    size_t n = 0;
-    for (size_t i = 0; i < len;) {
-        size_t seq = utf8_sequence_length(p + i, len - i);
-        if (seq == 0) {
-            memcpy(fixed + n, "\xEF\xBF\xBD", 3);
-            n += 3;
-            i++;
-        } else {
-            memcpy(fixed + n, s + i, seq);
-            n += seq;
-            i += seq;
-        }
-    }
-    json_t *value = json_stringn_nocheck(fixed, n);
-    free(fixed);
-    return value;
-}
-
-static json_t *bytes_value(const ProtobufCBinaryData *bytes)
-{
-    if (bytes->len > SIZE_MAX / 4 - 3)
-        return NULL;
-    char *text = malloc(wl_base64_encoded_len(bytes->len, true) + 1);
-    if (text == NULL)
-        return NULL;
-    size_t n = wl_base64_encode(bytes->data, bytes->len, WL_BASE64_STANDARD, true, text);
-    json_t *value = json_stringn_nocheck(text, n);
-    free(text);
-    return value;
 }
 
 static size_t element_size(ProtobufCType type)
@@ -1070,21 +1020,72 @@ int wl_json_decode(const ProtobufCMessageDescriptor *desc, const char *text, siz
 
 /* ---- Encoding ---------------------------------------------------------------------------- */
 
-static json_t *uint64_value(uint64_t x)
+/*
+ * Messages are written as text straight into a buffer, value by value, the text jansson's
+ * compact dump of the same object made (strings escaped alike, reals as jansson writes them),
+ * without a tree of allocated values in between: a walk list's answer was a fifth of its
+ * malloc calls.
+ */
+
+static void encode_fields(wl_json_writer_t *w, const ProtobufCMessage *msg);
+static void encode_value(wl_json_writer_t *w, const ProtobufCFieldDescriptor *field,
+                         const void *slot);
+
+static void encode_uint64(wl_json_writer_t *w, uint64_t x)
 {
-    if (x <= INT64_MAX)
-        return json_integer((json_int_t)x);
+    if (x <= INT64_MAX) {
+        wl_json_int(w, (int64_t)x);
+        return;
+    }
     char text[24];
-    snprintf(text, sizeof(text), "%" PRIu64, x);
-    return json_string(text);
+    int n = snprintf(text, sizeof(text), "\"%" PRIu64 "\"", x);
+    wl_json_raw(w, text, (size_t)n);
 }
 
-static json_t *floating_value(double x, bool is_float)
+/* A finite double as jansson writes a real: "%.17g", ".0" added when that reads as an
+ * integer, the exponent without '+' or leading zeros. */
+static void encode_real(wl_json_writer_t *w, double x)
 {
-    if (isnan(x))
-        return json_string("NaN");
-    if (isinf(x))
-        return json_string(x > 0 ? "Infinity" : "-Infinity");
+    char text[40];
+    int n = snprintf(text, sizeof(text), "%.17g", x);
+    if (n <= 0 || (size_t)n + 3 > sizeof(text)) {
+        wl_json_null(w);
+        return;
+    }
+    size_t len = (size_t)n;
+    if (strchr(text, '.') == NULL && strchr(text, 'e') == NULL) {
+        memcpy(text + len, ".0", 3);
+        len += 2;
+    }
+    char *exponent = strchr(text, 'e');
+    if (exponent != NULL) {
+        char *start = exponent + 1;
+        char *end = start + 1;
+        if (*start == '-')
+            start++;
+        while (*end == '0')
+            end++;
+        if (end != start) {
+            memmove(start, end, len - (size_t)(end - text) + 1);
+            len -= (size_t)(end - start);
+        }
+    }
+    wl_json_raw(w, text, len);
+}
+
+static void encode_floating(wl_json_writer_t *w, double x, bool is_float)
+{
+    if (isnan(x)) {
+        wl_json_raw(w, "\"NaN\"", 5);
+        return;
+    }
+    if (isinf(x)) {
+        if (x > 0)
+            wl_json_raw(w, "\"Infinity\"", 10);
+        else
+            wl_json_raw(w, "\"-Infinity\"", 11);
+        return;
+    }
     if (is_float) {
         /* The shortest decimal that reads back as the same float, so that 0.1f is 0.1
          * rather than 0.10000000149011612. */
@@ -1096,17 +1097,19 @@ static json_t *floating_value(double x, bool is_float)
         }
         x = strtod(text, NULL);
     }
-    return json_real(x);
+    encode_real(w, x);
 }
 
-static json_t *timestamp_value(const ProtobufCMessage *msg)
+static void encode_timestamp(wl_json_writer_t *w, const ProtobufCMessage *msg)
 {
     const ProtobufCMessageDescriptor *desc = msg->descriptor;
     int64_t seconds = *(const int64_t *)((const char *)msg + desc->fields[0].offset);
     int32_t nanos = *(const int32_t *)((const char *)msg + desc->fields[1].offset);
     if (seconds < TIMESTAMP_MIN_SECONDS || seconds > TIMESTAMP_MAX_SECONDS || nanos < 0 ||
-        nanos > 999999999)
-        return json_null();
+        nanos > 999999999) {
+        wl_json_null(w);
+        return;
+    }
     int64_t days = seconds / SECONDS_PER_DAY;
     int64_t second_of_day = seconds % SECONDS_PER_DAY;
     if (second_of_day < 0) {
@@ -1117,90 +1120,123 @@ static json_t *timestamp_value(const ProtobufCMessage *msg)
     unsigned month, day;
     civil_from_days(days, &year, &month, &day);
     char text[48];
-    int n = snprintf(text, sizeof(text), "%04" PRId64 "-%02u-%02uT%02d:%02d:%02d", year, month, day,
-                     (int)(second_of_day / 3600), (int)(second_of_day / 60 % 60),
+    int n = snprintf(text, sizeof(text), "\"%04" PRId64 "-%02u-%02uT%02d:%02d:%02d", year, month,
+                     day, (int)(second_of_day / 3600), (int)(second_of_day / 60 % 60),
                      (int)(second_of_day % 60));
     if (nanos % 1000000 == 0)
-        snprintf(text + n, sizeof(text) - (size_t)n, ".%03dZ", (int)(nanos / 1000000));
+        n += snprintf(text + n, sizeof(text) - (size_t)n, ".%03dZ\"", (int)(nanos / 1000000));
     else if (nanos % 1000 == 0)
-        snprintf(text + n, sizeof(text) - (size_t)n, ".%06dZ", (int)(nanos / 1000));
+        n += snprintf(text + n, sizeof(text) - (size_t)n, ".%06dZ\"", (int)(nanos / 1000));
     else
-        snprintf(text + n, sizeof(text) - (size_t)n, ".%09dZ", (int)nanos);
-    return json_string(text);
+        n += snprintf(text + n, sizeof(text) - (size_t)n, ".%09dZ\"", (int)nanos);
+    wl_json_raw(w, text, (size_t)n);
 }
 
-static json_t *encode_value(const ProtobufCFieldDescriptor *field, const void *slot);
-
-static json_t *encode_fields(const ProtobufCMessage *msg);
-
-static json_t *message_value(const ProtobufCMessage *msg)
+static void encode_bytes(wl_json_writer_t *w, const ProtobufCBinaryData *bytes)
 {
-    if (msg == NULL)
-        return json_null();
+    if (bytes->len > SIZE_MAX / 4 - 3) {
+        w->failed = true;
+        return;
+    }
+    size_t n = wl_base64_encoded_len(bytes->len, true);
+    char *at = wl_json_value_space(w, n + 2);
+    if (at == NULL)
+        return;
+    at[0] = '"';
+    wl_base64_encode(bytes->data, bytes->len, WL_BASE64_STANDARD, true, at + 1);
+    at[n + 1] = '"';
+}
+
+static void encode_message(wl_json_writer_t *w, const ProtobufCMessage *msg)
+{
+    if (msg == NULL) {
+        wl_json_null(w);
+        return;
+    }
     const ProtobufCMessageDescriptor *desc = msg->descriptor;
     switch (wkt_kind(desc)) {
     case WKT_WRAPPER:
-        return encode_value(&desc->fields[0], (const char *)msg + desc->fields[0].offset);
+        encode_value(w, &desc->fields[0], (const char *)msg + desc->fields[0].offset);
+        return;
     case WKT_TIMESTAMP:
-        return timestamp_value(msg);
+        encode_timestamp(w, msg);
+        return;
     case WKT_NONE:
         break;
     }
-    return encode_fields(msg);
+    encode_fields(w, msg);
 }
 
-static json_t *encode_value(const ProtobufCFieldDescriptor *field, const void *slot)
+static void encode_value(wl_json_writer_t *w, const ProtobufCFieldDescriptor *field,
+                         const void *slot)
 {
     switch (field->type) {
     case PROTOBUF_C_TYPE_INT32:
     case PROTOBUF_C_TYPE_SINT32:
     case PROTOBUF_C_TYPE_SFIXED32:
-        return json_integer(*(const int32_t *)slot);
+        wl_json_int(w, *(const int32_t *)slot);
+        return;
     case PROTOBUF_C_TYPE_UINT32:
     case PROTOBUF_C_TYPE_FIXED32:
-        return json_integer(*(const uint32_t *)slot);
+        wl_json_int(w, *(const uint32_t *)slot);
+        return;
     case PROTOBUF_C_TYPE_INT64:
     case PROTOBUF_C_TYPE_SINT64:
     case PROTOBUF_C_TYPE_SFIXED64:
-        return json_integer(*(const int64_t *)slot);
+        wl_json_int(w, *(const int64_t *)slot);
+        return;
     case PROTOBUF_C_TYPE_UINT64:
     case PROTOBUF_C_TYPE_FIXED64:
-        return uint64_value(*(const uint64_t *)slot);
+        encode_uint64(w, *(const uint64_t *)slot);
+        return;
     case PROTOBUF_C_TYPE_FLOAT:
-        return floating_value(*(const float *)slot, true);
+        encode_floating(w, *(const float *)slot, true);
+        return;
     case PROTOBUF_C_TYPE_DOUBLE:
-        return floating_value(*(const double *)slot, false);
+        encode_floating(w, *(const double *)slot, false);
+        return;
     case PROTOBUF_C_TYPE_BOOL:
-        return json_boolean(*(const protobuf_c_boolean *)slot);
+        wl_json_bool(w, *(const protobuf_c_boolean *)slot);
+        return;
     case PROTOBUF_C_TYPE_ENUM: {
         int32_t number = *(const int32_t *)slot;
         const ProtobufCEnumValue *ev =
             protobuf_c_enum_descriptor_get_value(field->descriptor, number);
-        return ev != NULL ? json_string(ev->name) : json_integer(number);
+        if (ev != NULL)
+            wl_json_cstring(w, ev->name);
+        else
+            wl_json_int(w, number);
+        return;
     }
     case PROTOBUF_C_TYPE_STRING: {
         const char *s = *(char *const *)slot;
-        return s != NULL ? string_value(s, strlen(s)) : json_string("");
+        wl_json_cstring(w, s != NULL ? s : "");
+        return;
     }
     case PROTOBUF_C_TYPE_BYTES:
-        return bytes_value(slot);
+        encode_bytes(w, slot);
+        return;
     case PROTOBUF_C_TYPE_MESSAGE:
-        return message_value(*(ProtobufCMessage *const *)slot);
+        encode_message(w, *(ProtobufCMessage *const *)slot);
+        return;
     }
-    return json_null();
+    wl_json_null(w);
 }
 
 /* The JSON object key of a map entry's key field. */
-static json_t *map_key_text(const ProtobufCFieldDescriptor *field, const void *slot)
+static void encode_map_key(wl_json_writer_t *w, const ProtobufCFieldDescriptor *field,
+                           const void *slot)
 {
     char text[24];
     switch (field->type) {
     case PROTOBUF_C_TYPE_STRING: {
         const char *s = *(char *const *)slot;
-        return s != NULL ? string_value(s, strlen(s)) : json_string("");
+        wl_json_key(w, s != NULL ? s : "");
+        return;
     }
     case PROTOBUF_C_TYPE_BOOL:
-        return json_string(*(const protobuf_c_boolean *)slot ? "true" : "false");
+        wl_json_key(w, *(const protobuf_c_boolean *)slot ? "true" : "false");
+        return;
     case PROTOBUF_C_TYPE_INT32:
     case PROTOBUF_C_TYPE_SINT32:
     case PROTOBUF_C_TYPE_SFIXED32:
@@ -1223,56 +1259,65 @@ static json_t *map_key_text(const ProtobufCFieldDescriptor *field, const void *s
         snprintf(text, sizeof(text), "?");
         break;
     }
-    return json_string(text);
+    wl_json_key(w, text);
 }
 
-static json_t *map_value(const ProtobufCFieldDescriptor *field, const ProtobufCMessage *msg)
+/* Whether two map entries have the same key (strings compared as they are: two keys that
+ * differ only in bytes that are not UTF-8 are two keys here). */
+static bool same_map_key(const ProtobufCFieldDescriptor *field, const char *a, const char *b)
+{
+    const void *x = a + field->offset, *y = b + field->offset;
+    switch (field->type) {
+    case PROTOBUF_C_TYPE_STRING: {
+        const char *s = *(char *const *)x, *t = *(char *const *)y;
+        return strcmp(s != NULL ? s : "", t != NULL ? t : "") == 0;
+    }
+    case PROTOBUF_C_TYPE_BOOL:
+        return (*(const protobuf_c_boolean *)x != 0) == (*(const protobuf_c_boolean *)y != 0);
+    default:
+        return memcmp(x, y, element_size(field->type)) == 0;
+    }
+}
+
+/* A key repeated among the entries keeps its first place and its last value, as when a map's
+ * binary form is read. */
+static void encode_map(wl_json_writer_t *w, const ProtobufCFieldDescriptor *field,
+                       const ProtobufCMessage *msg)
 {
     const ProtobufCMessageDescriptor *entry_desc = field->descriptor;
     const ProtobufCFieldDescriptor *key_field = &entry_desc->fields[0];
     const ProtobufCFieldDescriptor *value_field = &entry_desc->fields[1];
     size_t count = *(const size_t *)((const char *)msg + field->quantifier_offset);
-    ProtobufCMessage *const *entries =
-        *(ProtobufCMessage *const *const *)((const char *)msg + field->offset);
-    json_t *object = json_object();
-    if (object == NULL)
-        return NULL;
+    const char *const *entries = *(const char *const *const *)((const char *)msg + field->offset);
+    wl_json_open_object(w);
     for (size_t i = 0; i < count; i++) {
-        const char *entry = (const char *)entries[i];
-        if (entry == NULL)
+        if (entries[i] == NULL)
             continue;
-        json_t *key = map_key_text(key_field, entry + key_field->offset);
-        if (key == NULL) {
-            json_decref(object);
-            return NULL;
-        }
-        /* A key repeated in the entries keeps the last value, as in the binary format. */
-        int rc = json_object_set_new_nocheck(
-            object, json_string_value(key), encode_value(value_field, entry + value_field->offset));
-        json_decref(key);
-        if (rc != 0) {
-            json_decref(object);
-            return NULL;
-        }
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = entries[j] != NULL && same_map_key(key_field, entries[j], entries[i]);
+        if (seen)
+            continue;
+        size_t last = i;
+        for (size_t j = i + 1; j < count; j++)
+            if (entries[j] != NULL && same_map_key(key_field, entries[j], entries[i]))
+                last = j;
+        encode_map_key(w, key_field, entries[i] + key_field->offset);
+        encode_value(w, value_field, entries[last] + value_field->offset);
     }
-    return object;
+    wl_json_close_object(w);
 }
 
-static json_t *repeated_value(const ProtobufCFieldDescriptor *field, const ProtobufCMessage *msg)
+static void encode_repeated(wl_json_writer_t *w, const ProtobufCFieldDescriptor *field,
+                            const ProtobufCMessage *msg)
 {
     size_t count = *(const size_t *)((const char *)msg + field->quantifier_offset);
     const char *elements = *(const char *const *)((const char *)msg + field->offset);
     size_t size = element_size(field->type);
-    json_t *array = json_array();
-    if (array == NULL)
-        return NULL;
-    for (size_t i = 0; i < count; i++) {
-        if (json_array_append_new(array, encode_value(field, elements + i * size)) != 0) {
-            json_decref(array);
-            return NULL;
-        }
-    }
-    return array;
+    wl_json_open_array(w);
+    for (size_t i = 0; i < count && wl_json_ok(w); i++)
+        encode_value(w, field, elements + i * size);
+    wl_json_close_array(w);
 }
 
 static bool field_present(const ProtobufCFieldDescriptor *field, const ProtobufCMessage *msg)
@@ -1286,66 +1331,84 @@ static bool field_present(const ProtobufCFieldDescriptor *field, const ProtobufC
     return *(const protobuf_c_boolean *)(base + field->quantifier_offset) != 0;
 }
 
-static json_t *encode_fields(const ProtobufCMessage *msg)
+/* A field's JSON name as an object key: protoc's names take no escaping. */
+static void encode_field_name(wl_json_writer_t *w, const char *proto_name)
+{
+    size_t n = strlen(proto_name);
+    char *at = wl_json_value_space(w, n + 3);
+    if (at == NULL)
+        return;
+    at[0] = '"';
+    wl_json_field_name(proto_name, at + 1, n + 1);
+    size_t k = strlen(at + 1);
+    at[k + 1] = '"';
+    at[k + 2] = ':';
+    w->len -= n - k; /* the underscores dropped */
+    w->comma = false;
+}
+
+/* Fields in number order (protobuf-c lists them so). */
+static void encode_fields(wl_json_writer_t *w, const ProtobufCMessage *msg)
 {
     const ProtobufCMessageDescriptor *desc = msg->descriptor;
-    json_t *object = json_object();
-    if (object == NULL)
-        return NULL;
-    /* protobuf-c lists fields in number order, and jansson keeps insertion order. */
-    for (unsigned i = 0; i < desc->n_fields; i++) {
+    wl_json_open_object(w);
+    for (unsigned i = 0; i < desc->n_fields && wl_json_ok(w); i++) {
         const ProtobufCFieldDescriptor *field = &desc->fields[i];
-        json_t *value;
-        if (field->label == PROTOBUF_C_LABEL_REPEATED)
-            value = is_map_field(desc, field) ? map_value(field, msg) : repeated_value(field, msg);
-        else if ((field->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && !field_present(field, msg))
+        bool repeated = field->label == PROTOBUF_C_LABEL_REPEATED;
+        bool present = repeated || field_present(field, msg);
+        if (!present && (field->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
             continue;
-        else if (!field_present(field, msg))
-            value = json_null();
+        encode_field_name(w, field->name);
+        if (repeated && is_map_field(desc, field))
+            encode_map(w, field, msg);
+        else if (repeated)
+            encode_repeated(w, field, msg);
+        else if (!present)
+            wl_json_null(w);
         else
-            value = encode_value(field, (const char *)msg + field->offset);
-
-        char name_small[64];
-        char *name = name_small;
-        size_t name_size = strlen(field->name) + 1;
-        if (name_size > sizeof(name_small)) {
-            name = malloc(name_size);
-            if (name == NULL) {
-                json_decref(value);
-                json_decref(object);
-                return NULL;
-            }
-        }
-        wl_json_field_name(field->name, name, name_size);
-        int rc = json_object_set_new_nocheck(object, name, value);
-        if (name != name_small)
-            free(name);
-        if (rc != 0) {
-            json_decref(object);
-            return NULL;
-        }
+            encode_value(w, field, (const char *)msg + field->offset);
     }
-    return object;
+    wl_json_close_object(w);
 }
 
 json_t *wl_json_encode(const ProtobufCMessage *msg)
 {
-    return encode_fields(msg);
+    wl_arena_t arena;
+    wl_arena_init(&arena, 0);
+    size_t len = 0;
+    const char *text = wl_json_encode_text(msg, &arena, &len);
+    json_t *value = text != NULL ? json_loadb(text, len, JSON_DECODE_ANY, NULL) : NULL;
+    wl_arena_dispose(&arena);
+    return value;
 }
+
+/* The most a message's text may take (a stock export goes out streamed, not through here). */
+#define ENCODE_TEXT_MAX ((size_t)256 * 1024 * 1024)
 
 char *wl_json_encode_text(const ProtobufCMessage *msg, wl_arena_t *arena, size_t *len)
 {
-    json_t *object = wl_json_encode(msg);
-    if (object == NULL)
-        return NULL;
-    char *text = json_dumps(object, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(object);
-    if (text == NULL)
-        return NULL;
-    size_t text_len = strlen(text);
-    char *copy = wl_arena_strndup(arena, text, text_len);
-    free(text);
+    /* Most answers fit the first buffer; a larger one is written again into one four times
+     * the size, until it fits. */
+    char first[4096];
+    char *buf = first;
+    size_t cap = sizeof(first);
+    wl_json_writer_t w;
+    for (;;) {
+        wl_json_writer_init(&w, buf, cap, 0);
+        encode_fields(&w, msg);
+        if (wl_json_ok(&w) || cap >= ENCODE_TEXT_MAX)
+            break;
+        if (buf != first)
+            free(buf);
+        cap *= 4;
+        buf = malloc(cap);
+        if (buf == NULL)
+            return NULL;
+    }
+    char *copy = wl_json_ok(&w) ? wl_arena_strndup(arena, buf, w.len) : NULL;
+    if (buf != first)
+        free(buf);
     if (copy != NULL && len != NULL)
-        *len = text_len;
+        *len = w.len;
     return copy;
 }

@@ -183,11 +183,9 @@ static void write_fallback(void)
                               "internal error");
 }
 
-void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)
+void wl_exchange_json_text(wl_exchange_t *ex, unsigned status, char *text, size_t len)
 {
     wl_exchange_drop_generator(ex); /* an answer set later replaces a stream set before */
-    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(body);
     ex->content_type = "application/json";
     if (text == NULL) {
         pthread_once(&fallback_once, write_fallback);
@@ -196,16 +194,19 @@ void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)
         ex->response_len = strlen(fallback);
         return;
     }
-    size_t len = strlen(text);
-    ex->response = wl_arena_strndup(&ex->arena, text, len);
+    ex->response = text;
     ex->response_len = len;
     ex->status = status;
+}
+
+void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(body);
+    size_t len = text != NULL ? strlen(text) : 0;
+    char *copy = text != NULL ? wl_arena_strndup(&ex->arena, text, len) : NULL;
     free(text);
-    if (ex->response == NULL) {
-        ex->response = "";
-        ex->response_len = 0;
-        ex->status = 500;
-    }
+    wl_exchange_json_text(ex, status, copy, len);
 }
 
 void wl_exchange_error(wl_exchange_t *ex, unsigned status, wl_grpc_code_t code, wl_reason_t reason,

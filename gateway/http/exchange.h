@@ -164,6 +164,10 @@ void wl_exchange_log_origin(const wl_exchange_t *ex, wl_log_line_t *line);
  * reference to body. */
 void wl_exchange_json(wl_exchange_t *ex, unsigned status, json_t *body);
 
+/** The same with the body as JSON text in the exchange's arena (NULL: out of memory, answered
+ * 500). */
+void wl_exchange_json_text(wl_exchange_t *ex, unsigned status, char *text, size_t len);
+
 /** Sets a response without a body (304 Not Modified). */
 void wl_exchange_empty(wl_exchange_t *ex, unsigned status);
 

@@ -247,7 +247,9 @@ static bool reply_route(wl_exchange_t *ex, const ProtobufCMessage *reply, void *
         if (location != NULL)
             wl_exchange_add_header(ex, "Location", location);
     }
-    wl_exchange_json(ex, route->success_status, wl_json_encode(reply));
+    size_t len = 0;
+    char *text = wl_json_encode_text(reply, &ex->arena, &len);
+    wl_exchange_json_text(ex, route->success_status, text, len);
     if (ex->status == route->success_status)
         wl_gzip_offer(ex, "Accept-Encoding", "Content-Encoding");
     return true;

@@ -1,8 +1,8 @@
 /*
  * Writing JSON text value by value into a buffer the caller owns: the one writer of the JSON
  * the project makes by hand (log lines, the stock export's streamed items, webhook bodies, the
- * answers that must go out when nothing can be allocated). Messages go through the proto3 JSON
- * codec instead.
+ * answers that must go out when nothing can be allocated, and the proto3 JSON codec's text of
+ * every message).
  *
  * The error is sticky: once a value does not fit, the writer has failed, writes nothing more,
  * and wl_json_ok says so; the text written up to the failed value stays valid to that point.
@@ -164,6 +164,17 @@ static inline void wl_json_raw(wl_json_writer_t *w, const char *json, size_t len
         memcpy(w->buf + w->len, json, len);
         w->len += len;
     }
+}
+
+/** Room for a value of exactly n bytes of JSON text the caller writes there itself (after its
+ * comma): where to write them, or NULL when they do not fit (the writer has failed). */
+static inline char *wl_json_value_space(wl_json_writer_t *w, size_t n)
+{
+    if (!wl__json_begin(w, n))
+        return NULL;
+    char *at = w->buf + w->len;
+    w->len += n;
+    return at;
 }
 
 /** key_text is a key already quoted and followed by ':' (what WL_JSON_KEY makes). */

@@ -969,6 +969,66 @@ static void test_encode(void)
     CHECK(wl_json_encode_text(&small.base, &arena, NULL) != NULL);
 }
 
+/* The text is what jansson's compact dump writes for the same values: reals and strings of
+ * every awkward kind, compared with json_dumps of json_real and json_string. */
+static void test_encode_as_jansson(void)
+{
+    static const double reals[] = {0.0,  -0.0,    1.0,     100.0, 2.5,     0.1,     1e20,
+                                   1e21, 1e-7,    -1e-300, 1e300, DBL_MAX, DBL_MIN, 123456789.0,
+                                   0.3,  1.0 / 3, -2.75,   4e16,  5e-324};
+    for (size_t i = 0; i < sizeof(reals) / sizeof(reals[0]); i++) {
+        Small small = WALKLIST__TEST__SMALL__INIT;
+        small.ratio = reals[i];
+        const char *text = encode(&small);
+        json_t *real = json_real(reals[i]);
+        char *want = json_dumps(real, JSON_ENCODE_ANY | JSON_COMPACT);
+        const char *got = text != NULL ? strstr(text, "\"ratio\":") : NULL;
+        CHECK(got != NULL && want != NULL);
+        if (got != NULL && want != NULL) {
+            char expected[64];
+            snprintf(expected, sizeof(expected), "\"ratio\":%s}", want);
+            CHECK_STR(got, expected);
+        }
+        free(want);
+        json_decref(real);
+    }
+    static const char *const strings[] = {"",
+                                          "plain",
+                                          "quote \" and \\ back",
+                                          "\b\f\n\r\t",
+                                          "\x01\x1f\x7f",
+                                          "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x93\xa6",
+                                          "/slash/",
+                                          "\xe2\x80\xa8 line sep"};
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+        Inner inner = WALKLIST__TEST__INNER__INIT;
+        inner.code = (char *)strings[i];
+        const char *text = encode(&inner);
+        json_t *value = json_pack("{s:s, s:i, s:n}", "code", strings[i], "quantity", 0, "child");
+        char *want = json_dumps(value, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        CHECK(want != NULL);
+        if (want != NULL)
+            CHECK_STR(text, want);
+        free(want);
+        json_decref(value);
+    }
+
+    /* A message larger than the first buffer is written whole. */
+    enum { many = 3000 };
+    static char *codes[many];
+    for (size_t i = 0; i < many; i++)
+        codes[i] = "SKU-0000037";
+    Small big = WALKLIST__TEST__SMALL__INIT;
+    big.n_codes = many;
+    big.codes = codes;
+    size_t len = 0;
+    const char *text = wl_json_encode_text(&big.base, &arena, &len);
+    CHECK(text != NULL && len == strlen(text));
+    json_t *parsed = text != NULL ? json_loads(text, 0, NULL) : NULL;
+    CHECK(parsed != NULL && json_array_size(json_object_get(parsed, "codes")) == many);
+    json_decref(parsed);
+}
+
 static void test_walklist_messages(void)
 {
     /* ExportStockResponse: an item without a location has "location":null. */
@@ -1096,6 +1156,7 @@ int main(void)
     test_malformed();
     test_decode_value();
     test_encode();
+    test_encode_as_jansson();
     test_walklist_messages();
     test_out_of_memory();
     wl_arena_dispose(&arena);
