@@ -60,24 +60,38 @@ static bool held_back(const wl_admission_queue_t *queue, int64_t placement, int6
     return waiting < needed;
 }
 
+/* The placements held back now, into held (WL_ADMIT_GROUPS_MAX): only one with a group in
+ * flight can be, so each is judged once per take, whatever the length of the queue. */
+static int held_placements(const wl_admission_queue_t *queue, int64_t now_ms, int64_t *held)
+{
+    int count = 0;
+    for (int i = 0; i < queue->flying; i++) {
+        int64_t placement = queue->flights[i].placement;
+        bool judged = false;
+        for (int j = 0; j < i && !judged; j++)
+            judged = queue->flights[j].placement == placement;
+        if (!judged && held_back(queue, placement, now_ms))
+            held[count++] = placement;
+    }
+    return count;
+}
+
 /* The link to the first waiter a group may start from, or to NULL: the oldest, skipping waiters
  * whose key is being placed (while a lookup is in flight) and placements held back. */
 static wl_admission_waiter_t **group_start(wl_admission_queue_t *queue, bool lookup_in_flight,
                                            int64_t now_ms)
 {
-    int64_t checked = 0;
-    bool checked_any = false, checked_held = false;
+    int64_t held[WL_ADMIT_GROUPS_MAX];
+    int held_count = held_placements(queue, now_ms, held);
     wl_admission_waiter_t **link = &queue->head;
     for (; *link != NULL; link = &(*link)->next) {
         const wl_admission_waiter_t *waiter = *link;
         if (lookup_in_flight && awaits_placement(waiter))
             continue;
-        if (!checked_any || waiter->placement != checked) {
-            checked = waiter->placement;
-            checked_any = true;
-            checked_held = held_back(queue, checked, now_ms);
-        }
-        if (!checked_held)
+        bool is_held = false;
+        for (int i = 0; i < held_count && !is_held; i++)
+            is_held = held[i] == waiter->placement;
+        if (!is_held)
             break;
     }
     return link;
