@@ -854,6 +854,103 @@ static void test_decision_reads_the_clock_after_the_lock(int64_t org)
 }
 
 /*
+ * A bucket's decision over the hits it holds, in each of the shapes it can find them (hits set
+ * by hand, seconds before now; window 60 s, limit 10, one permit asked): every hit is counted
+ * with its count, the oldest one sets the reset whatever its place, hits out of the window
+ * are dropped and returned permits leave their hit's count. wl_admit finds the common shape
+ * (every hit in the window, in the order made, each counting one, nothing returned) without
+ * going through the hits one by one: the same answers either way.
+ */
+typedef struct {
+    const char *name;
+    const char *hits;        /* seconds before now, e.g. "30,20,10" */
+    const char *counts;      /* e.g. "1,1,1" */
+    const char *returned_at; /* seconds before now of the hit permits come back to ("": none) */
+    int returned;
+    int granted, used;
+    int oldest_s; /* seconds before now of the oldest hit counted: the reset is 60 s after */
+    const char *counts_after;
+} stored_case_t;
+
+static void test_decision_over_stored_hits(int64_t org)
+{
+    static const stored_case_t cases[] = {
+        {"in-order", "30,20,10", "1,1,1", "", 0, 1, 4, 30, "1,1,1,1"},
+        {"oldest-not-first", "10,30,20", "1,1,1", "", 0, 1, 4, 30, "1,1,1,1"},
+        {"counts-above-one", "30,20", "3,1", "", 0, 1, 5, 30, "3,1,1"},
+        {"expired-dropped", "90,40,20", "1,1,1", "", 0, 1, 3, 40, "1,1,1"},
+        {"permits-returned", "30,20", "3,1", "30", 2, 1, 3, 30, "1,1,1"},
+        {"all-returned", "30,20", "1,1", "30", 5, 1, 2, 20, "1,1"},
+        {"return-elsewhere", "30,20", "1,1", "5", 2, 1, 3, 30, "1,1,1"},
+        {"at-the-limit", "50,40,30,25,20,15,12,10,5,1", "1,1,1,1,1,1,1,1,1,1", "", 0, 0, 10, 50,
+         "1,1,1,1,1,1,1,1,1,1"},
+        {"empty", "", "", "", 0, 1, 1, 0, "1"},
+    };
+    char org_text[24];
+    snprintf(org_text, sizeof(org_text), "%lld", (long long)org);
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        const stored_case_t *k = &cases[c];
+        const char *set_params[] = {org_text, k->name, k->hits, k->counts};
+        PGresult *res = PQexecParams(
+            db,
+            "INSERT INTO rate_limits (org_id, bucket, hits, counts)"
+            " SELECT $1::bigint, $2, coalesce((SELECT array_agg(now() - make_interval(secs => s)"
+            " ORDER BY o) FROM unnest(string_to_array($3, ',')::int[]) WITH ORDINALITY"
+            " AS h(s, o)), '{}'), coalesce(string_to_array($4, ',')::int[], '{}')"
+            " ON CONFLICT (org_id, bucket) DO UPDATE SET hits = excluded.hits,"
+            " counts = excluded.counts",
+            4, NULL, set_params, NULL, NULL, 0);
+        CHECK_INT(PQresultStatus(res), PGRES_COMMAND_OK);
+        PQclear(res);
+        char returned[16];
+        snprintf(returned, sizeof(returned), "%d", k->returned);
+        const char *take_params[] = {org_text, k->name, k->returned_at, returned};
+        /* The hit permits return to is named by its moment, read back from the row (a
+         * moment no hit has when none is that old). */
+        res =
+            PQexecParams(db,
+                         "SELECT granted, used, reset_ms FROM wl_rate_take($1, $2, 10, 60000, 1, 0,"
+                         " coalesce((SELECT h FROM rate_limits, unnest(hits) h WHERE org_id = $1"
+                         " AND bucket = $2 AND $3 <> ''"
+                         " AND h < now() - make_interval(secs => nullif($3, '')::int - 0.5)"
+                         " AND h > now() - make_interval(secs => nullif($3, '')::int + 0.5)),"
+                         " now() - make_interval(secs => nullif($3, '')::int)), $4::int)",
+                         4, NULL, take_params, NULL, NULL, 0);
+        CHECK_INT(PQresultStatus(res), PGRES_TUPLES_OK);
+        if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+            fprintf(stderr, "case %s: %s\n", k->name, PQresultErrorMessage(res));
+            PQclear(res);
+            continue;
+        }
+        int granted = atoi(PQgetvalue(res, 0, 0));
+        int used = atoi(PQgetvalue(res, 0, 1));
+        long long reset_ms = atoll(PQgetvalue(res, 0, 2));
+        PQclear(res);
+        CHECK_INT(granted, k->granted);
+        CHECK_INT(used, k->used);
+        /* 60 s after the oldest hit, less the time this test took since it set the hits (an
+         * empty bucket: 60 s after the permit just counted). */
+        long long reset_max = k->hits[0] != '\0' ? (60 - k->oldest_s) * 1000LL : 60000;
+        CHECK(reset_ms <= reset_max && reset_ms > reset_max - 5000);
+        if (!(reset_ms <= reset_max && reset_ms > reset_max - 5000))
+            fprintf(stderr, "case %s: reset %lld ms, expected just under %lld\n", k->name, reset_ms,
+                    reset_max);
+        const char *row_params[] = {org_text, k->name};
+        res = PQexecParams(db,
+                           "SELECT array_to_string(counts, ','), cardinality(hits) ="
+                           " cardinality(counts) FROM rate_limits"
+                           " WHERE org_id = $1 AND bucket = $2",
+                           2, NULL, row_params, NULL, NULL, 0);
+        CHECK_INT(PQntuples(res), 1);
+        if (PQntuples(res) == 1) {
+            CHECK_STR(PQgetvalue(res, 0, 0), k->counts_after);
+            CHECK_STR(PQgetvalue(res, 0, 1), "t");
+        }
+        PQclear(res);
+    }
+}
+
+/*
  * wl_admit's statements are planned once per session, whatever the size of the group: left to
  * choose, PostgreSQL planned the query of a small group's requests again at every call (a
  * custom plan counts unnest()'s rows from the arrays and looks cheaper than the generic one),
@@ -1000,6 +1097,7 @@ int main(void)
     test_lists_created_meanwhile_form_one_group(org);
     test_concurrent_inserts_all_land(org);
     test_decision_reads_the_clock_after_the_lock(org);
+    test_decision_over_stored_hits(org);
     test_groups_go_to_their_node();
     test_worker_pools();
     test_group_query_planned_once(org);
