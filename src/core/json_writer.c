@@ -193,6 +193,11 @@ void wl_json_string_cut(wl_json_writer_t *w, const char *s, size_t len, size_t k
         w->failed = true;
         return;
     }
+    if (len <= (SIZE_MAX - 8) / WL_JSON_ESCAPE_GROWTH &&
+        len * WL_JSON_ESCAPE_GROWTH + 2 + keep + w->comma <= w->cap - w->len) {
+        quoted(w, s, len, 0); /* nothing can be cut: escaped whole, not a character at a time */
+        return;
+    }
     size_t cap = w->cap;
     w->cap -= keep + 1; /* the closing quote and what is kept free always fit */
     wl__json_begin(w, 1);

@@ -131,6 +131,35 @@ static void test_string_cut(void)
     CHECK_STR(text_of(&w), "[\"\xC3\xA9t\xC3\xA9\"]");
 }
 
+/* A string that fits whatever its escaping is written whole; one near the end of the buffer a
+ * character at a time: the same text either way, for every kind of character. */
+static void test_string_cut_same_either_way(void)
+{
+    static const char *const texts[] = {
+        "plain text",
+        "quote \" and \\ backslash",
+        "tab\tnew\nline\x01\x7f",
+        "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x93\xA6",
+        "bad \xC3 \xFF \xE2\x82 end",
+        "",
+    };
+    for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
+        size_t len = strlen(texts[t]);
+        char whole[256], tight[256];
+        wl_json_writer_t w;
+        wl_json_writer_init(&w, whole, sizeof(whole) - 1, WL_JSON_ESCAPE_CONTROLS);
+        wl_json_string_cut(&w, texts[t], len, 0);
+        CHECK(wl_json_ok(&w));
+        size_t written = w.len;
+        /* Room for exactly what it escapes to: less than the most it could escape to. */
+        wl_json_writer_init(&w, tight, written, WL_JSON_ESCAPE_CONTROLS);
+        wl_json_string_cut(&w, texts[t], len, 0);
+        CHECK(wl_json_ok(&w));
+        CHECK_INT(w.len, written);
+        CHECK(memcmp(whole, tight, written) == 0);
+    }
+}
+
 static void test_rewind(void)
 {
     char buf[32];
@@ -154,6 +183,7 @@ int main(void)
     test_read_back();
     test_sticky_error();
     test_string_cut();
+    test_string_cut_same_either_way();
     test_rewind();
     return test_exit();
 }
