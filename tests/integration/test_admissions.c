@@ -859,32 +859,34 @@ static void test_decision_reads_the_clock_after_the_lock(int64_t org)
  * with its count, the oldest one sets the reset whatever its place, hits out of the window
  * are dropped and returned permits leave their hit's count. wl_admit finds the common shape
  * (every hit in the window, in the order made, each counting one, nothing returned) without
- * going through the hits one by one: the same answers either way.
+ * going through the hits one by one: the same answers either way. Every live hit is at most
+ * 30 s old, and the reset is checked against the moment the decision says it counted at, so a
+ * slow machine changes nothing.
  */
 typedef struct {
     const char *name;
-    const char *hits;        /* seconds before now, e.g. "30,20,10" */
-    const char *counts;      /* e.g. "1,1,1" */
-    const char *returned_at; /* seconds before now of the hit permits come back to ("": none) */
+    const char *hits;   /* seconds before now, e.g. "30,20,10" */
+    const char *counts; /* e.g. "1,1,1" */
+    int returned_to; /* the hit (from 1) permits come back to; 0: none; -1: a moment no hit has */
     int returned;
     int granted, used;
-    int oldest_s; /* seconds before now of the oldest hit counted: the reset is 60 s after */
+    int oldest_after; /* the oldest hit's place in the row afterwards: the reset is 60 s after it */
     const char *counts_after;
 } stored_case_t;
 
 static void test_decision_over_stored_hits(int64_t org)
 {
     static const stored_case_t cases[] = {
-        {"in-order", "30,20,10", "1,1,1", "", 0, 1, 4, 30, "1,1,1,1"},
-        {"oldest-not-first", "10,30,20", "1,1,1", "", 0, 1, 4, 30, "1,1,1,1"},
-        {"counts-above-one", "30,20", "3,1", "", 0, 1, 5, 30, "3,1,1"},
-        {"expired-dropped", "90,40,20", "1,1,1", "", 0, 1, 3, 40, "1,1,1"},
-        {"permits-returned", "30,20", "3,1", "30", 2, 1, 3, 30, "1,1,1"},
-        {"all-returned", "30,20", "1,1", "30", 5, 1, 2, 20, "1,1"},
-        {"return-elsewhere", "30,20", "1,1", "5", 2, 1, 3, 30, "1,1,1"},
-        {"at-the-limit", "50,40,30,25,20,15,12,10,5,1", "1,1,1,1,1,1,1,1,1,1", "", 0, 0, 10, 50,
+        {"in-order", "30,20,10", "1,1,1", 0, 0, 1, 4, 1, "1,1,1,1"},
+        {"oldest-not-first", "10,30,20", "1,1,1", 0, 0, 1, 4, 2, "1,1,1,1"},
+        {"counts-above-one", "30,20", "3,1", 0, 0, 1, 5, 1, "3,1,1"},
+        {"expired-dropped", "90,30,20", "1,1,1", 0, 0, 1, 3, 1, "1,1,1"},
+        {"permits-returned", "30,20", "3,1", 1, 2, 1, 3, 1, "1,1,1"},
+        {"all-returned", "30,20", "1,1", 1, 5, 1, 2, 1, "1,1"},
+        {"return-elsewhere", "30,20", "1,1", -1, 2, 1, 3, 1, "1,1,1"},
+        {"at-the-limit", "30,27,24,21,18,15,12,9,6,3", "1,1,1,1,1,1,1,1,1,1", 0, 0, 0, 10, 1,
          "1,1,1,1,1,1,1,1,1,1"},
-        {"empty", "", "", "", 0, 1, 1, 0, "1"},
+        {"empty", "", "", 0, 0, 1, 1, 1, "1"},
     };
     char org_text[24];
     snprintf(org_text, sizeof(org_text), "%lld", (long long)org);
@@ -902,49 +904,49 @@ static void test_decision_over_stored_hits(int64_t org)
             4, NULL, set_params, NULL, NULL, 0);
         CHECK_INT(PQresultStatus(res), PGRES_COMMAND_OK);
         PQclear(res);
-        char returned[16];
+        char returned_to[16], returned[16];
+        snprintf(returned_to, sizeof(returned_to), "%d", k->returned_to);
         snprintf(returned, sizeof(returned), "%d", k->returned);
-        const char *take_params[] = {org_text, k->name, k->returned_at, returned};
-        /* The hit permits return to is named by its moment, read back from the row (a
-         * moment no hit has when none is that old). */
-        res =
-            PQexecParams(db,
-                         "SELECT granted, used, reset_ms FROM wl_rate_take($1, $2, 10, 60000, 1, 0,"
-                         " coalesce((SELECT h FROM rate_limits, unnest(hits) h WHERE org_id = $1"
-                         " AND bucket = $2 AND $3 <> ''"
-                         " AND h < now() - make_interval(secs => nullif($3, '')::int - 0.5)"
-                         " AND h > now() - make_interval(secs => nullif($3, '')::int + 0.5)),"
-                         " now() - make_interval(secs => nullif($3, '')::int)), $4::int)",
-                         4, NULL, take_params, NULL, NULL, 0);
+        const char *take_params[] = {org_text, k->name, returned_to, returned};
+        res = PQexecParams(db,
+                           "SELECT granted, used, reset_ms, counted_at FROM wl_rate_take($1, $2,"
+                           " 10, 60000, 1, 0, CASE WHEN $3::int > 0 THEN (SELECT hits[$3::int]"
+                           " FROM rate_limits WHERE org_id = $1 AND bucket = $2)"
+                           " WHEN $3::int < 0 THEN now() - interval '5 seconds' END, $4::int)",
+                           4, NULL, take_params, NULL, NULL, 0);
         CHECK_INT(PQresultStatus(res), PGRES_TUPLES_OK);
         if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
             fprintf(stderr, "case %s: %s\n", k->name, PQresultErrorMessage(res));
             PQclear(res);
             continue;
         }
-        int granted = atoi(PQgetvalue(res, 0, 0));
-        int used = atoi(PQgetvalue(res, 0, 1));
-        long long reset_ms = atoll(PQgetvalue(res, 0, 2));
+        CHECK_INT(atoi(PQgetvalue(res, 0, 0)), k->granted);
+        CHECK_INT(atoi(PQgetvalue(res, 0, 1)), k->used);
+        char reset[24], counted_at[64], oldest[16];
+        snprintf(reset, sizeof(reset), "%s", PQgetvalue(res, 0, 2));
+        snprintf(counted_at, sizeof(counted_at), "%s", PQgetvalue(res, 0, 3));
         PQclear(res);
-        CHECK_INT(granted, k->granted);
-        CHECK_INT(used, k->used);
-        /* 60 s after the oldest hit, less the time this test took since it set the hits (an
-         * empty bucket: 60 s after the permit just counted). */
-        long long reset_max = k->hits[0] != '\0' ? (60 - k->oldest_s) * 1000LL : 60000;
-        CHECK(reset_ms <= reset_max && reset_ms > reset_max - 5000);
-        if (!(reset_ms <= reset_max && reset_ms > reset_max - 5000))
-            fprintf(stderr, "case %s: reset %lld ms, expected just under %lld\n", k->name, reset_ms,
-                    reset_max);
-        const char *row_params[] = {org_text, k->name};
+        /* The row afterwards: the expected hit is its oldest, the reset is 60 s after that hit
+         * from the moment the decision counted at, and counts stay beside their hits. */
+        snprintf(oldest, sizeof(oldest), "%d", k->oldest_after);
+        const char *row_params[] = {org_text, k->name, oldest, counted_at};
         res = PQexecParams(db,
-                           "SELECT array_to_string(counts, ','), cardinality(hits) ="
-                           " cardinality(counts) FROM rate_limits"
-                           " WHERE org_id = $1 AND bucket = $2",
-                           2, NULL, row_params, NULL, NULL, 0);
+                           "SELECT (hits[$3::int] = (SELECT min(h) FROM unnest(hits) h))::int,"
+                           " greatest(0, ceil(extract(epoch FROM (hits[$3::int]"
+                           " + interval '60 seconds' - $4::timestamptz)) * 1000))::bigint,"
+                           " array_to_string(counts, ','),"
+                           " (cardinality(hits) = cardinality(counts))::int"
+                           " FROM rate_limits WHERE org_id = $1 AND bucket = $2",
+                           4, NULL, row_params, NULL, NULL, 0);
         CHECK_INT(PQntuples(res), 1);
         if (PQntuples(res) == 1) {
-            CHECK_STR(PQgetvalue(res, 0, 0), k->counts_after);
-            CHECK_STR(PQgetvalue(res, 0, 1), "t");
+            CHECK_STR(PQgetvalue(res, 0, 0), "1");
+            CHECK_STR(reset, PQgetvalue(res, 0, 1));
+            CHECK_STR(PQgetvalue(res, 0, 2), k->counts_after);
+            CHECK_STR(PQgetvalue(res, 0, 3), "1");
+            if (strcmp(reset, PQgetvalue(res, 0, 1)) != 0)
+                fprintf(stderr, "case %s: reset %s ms, expected %s\n", k->name, reset,
+                        PQgetvalue(res, 0, 1));
         }
         PQclear(res);
     }
