@@ -186,8 +186,8 @@ BEGIN
                         -- each counts one request, the first is the oldest and no permit
                         -- comes back (each request's ask, hits in the order they were made),
                         -- found by array operators instead of a pass of PL/pgSQL statements
-                        -- per hit: that pass cost about 2 µs a hit, a fifth of the
-                        -- admission's time in PostgreSQL at 10 hits, three times it at 30.
+                        -- per hit: that pass cost about 7,000 instructions a hit (callgrind:
+                        -- 38,000 more a creation at 6 hits, 148,000 at 25; BENCHMARKS.md).
                         v_used := cardinality(v_hits);
                         v_oldest := v_hits[1];
                     ELSE
