@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "errors/status_map.h"
+#include "walklist/decimal.h"
 
 const char *wl_exchange_header(const wl_exchange_t *ex, const char *name)
 {
@@ -66,6 +67,31 @@ void wl_exchange_add_header(wl_exchange_t *ex, const char *name, const char *val
         ex->header_count++;
 }
 
+/* A bucket's item of the RateLimit fields, "\"name\";a=1;b=2" (RFC 9651 structured fields),
+ * written without snprintf as the numbers are: every answer with a key carries two. A name too
+ * long for it is cut (bucket names are a few characters). */
+#define RATE_NAME_MAX  64
+#define RATE_ITEM_SIZE (RATE_NAME_MAX + 2 * (WL_DECIMAL_SIZE + 3) + 3)
+
+static const char *rate_item(char out[RATE_ITEM_SIZE], const char *bucket, char a, int a_value,
+                             char b, int b_value)
+{
+    size_t len = strnlen(bucket, RATE_NAME_MAX);
+    out[0] = '"';
+    memcpy(out + 1, bucket, len);
+    char *p = out + 1 + len;
+    *p++ = '"';
+    *p++ = ';';
+    *p++ = a;
+    *p++ = '=';
+    p += wl_decimal(a_value, p);
+    *p++ = ';';
+    *p++ = b;
+    *p++ = '=';
+    wl_decimal(b_value, p);
+    return out;
+}
+
 void wl_exchange_rate_values(const wl_exchange_t *ex,
                              void (*add)(const char *name, const char *value, void *data),
                              void *data)
@@ -73,18 +99,17 @@ void wl_exchange_rate_values(const wl_exchange_t *ex,
     const wl_rate_t *rate = &ex->rate;
     if (!ex->authenticated || rate->bucket == NULL)
         return;
-    char value[128];
-    snprintf(value, sizeof(value), "%d", rate->limit);
+    char value[WL_DECIMAL_SIZE];
+    wl_decimal(rate->limit, value);
     add("RateLimit-Limit", value, data);
-    snprintf(value, sizeof(value), "%d", rate->remaining);
+    wl_decimal(rate->remaining, value);
     add("RateLimit-Remaining", value, data);
-    snprintf(value, sizeof(value), "%d", rate->reset_s);
+    wl_decimal(rate->reset_s, value);
     add("RateLimit-Reset", value, data);
-    snprintf(value, sizeof(value), "\"%s\";q=%d;w=%d", rate->bucket, rate->limit, rate->window_s);
-    add("RateLimit-Policy", value, data);
-    snprintf(value, sizeof(value), "\"%s\";r=%d;t=%d", rate->bucket, rate->remaining,
-             rate->reset_s);
-    add("RateLimit", value, data);
+    char item[RATE_ITEM_SIZE];
+    add("RateLimit-Policy", rate_item(item, rate->bucket, 'q', rate->limit, 'w', rate->window_s),
+        data);
+    add("RateLimit", rate_item(item, rate->bucket, 'r', rate->remaining, 't', rate->reset_s), data);
 }
 
 static void add_response_header(const char *name, const char *value, void *data)

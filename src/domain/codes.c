@@ -1,7 +1,9 @@
 /* Names and codes are validated, and walk-list codes split, trimmed and deduplicated, here. */
 #include "walklist/codes.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "walklist/utf8.h"
 
@@ -23,10 +25,9 @@ static text_scan_t scan_text(wl_span_t s)
             scan.chars = -1;
             return scan;
         }
-        if (wl_utf8_is_control(cp))
-            scan.has_control = true;
-        if (!wl_utf8_is_space(cp))
-            scan.all_space = false;
+        /* Without branches: every character of every code comes through here. */
+        scan.has_control |= wl_utf8_is_control(cp);
+        scan.all_space &= wl_utf8_is_space(cp);
         i += (size_t)n;
         scan.chars++;
     }
@@ -88,6 +89,20 @@ size_t wl_codes_split(wl_span_t value, wl_span_t *out, size_t cap)
     return total;
 }
 
+/* The dedup table's slots: a power of two at least twice WL_CODES_MAX, and the fewest used. */
+#define DEDUPE_SLOTS_MAX 512
+#define DEDUPE_SLOTS_MIN 16
+_Static_assert(DEDUPE_SLOTS_MAX >= 2 * WL_CODES_MAX, "the dedup table holds every code");
+
+/* FNV-1a over the code's bytes. */
+static uint32_t hash_of(wl_span_t code)
+{
+    uint32_t hash = 2166136261u;
+    for (size_t i = 0; i < code.len; i++)
+        hash = (hash ^ (unsigned char)code.base[i]) * 16777619u;
+    return hash;
+}
+
 int wl_codes_normalize(const wl_span_t *codes, size_t count, wl_span_t *unique,
                        size_t *unique_count, wl_error_t *err)
 {
@@ -97,6 +112,15 @@ int wl_codes_normalize(const wl_span_t *codes, size_t count, wl_span_t *unique,
     if (count > WL_CODES_MAX)
         return wl_error_add_violation(err, "codes", "must have at most %d entries, got %zu",
                                       WL_CODES_MAX, count);
+    /* The kept codes by hash (open addressing, at least twice as many slots as codes, 0 for
+     * an empty slot, else the code's index + 1): each code is compared with the few of its
+     * hash, not with every code before it (19,900 comparisons for 200 codes). */
+    uint16_t slots[DEDUPE_SLOTS_MAX];
+    uint32_t hashes[WL_CODES_MAX];
+    size_t mask = DEDUPE_SLOTS_MIN - 1;
+    while (mask + 1 < 2 * count)
+        mask = mask * 2 + 1;
+    memset(slots, 0, (mask + 1) * sizeof(slots[0]));
     bool failed = false;
     size_t kept = 0;
     for (size_t i = 0; i < count; i++) {
@@ -109,12 +133,18 @@ int wl_codes_normalize(const wl_span_t *codes, size_t count, wl_span_t *unique,
             failed = true;
             continue;
         }
-        /* At most 200 entries of at most 256 bytes: a linear scan beats a hash here. */
+        uint32_t hash = hash_of(code);
+        size_t slot = hash & mask;
         bool seen = false;
-        for (size_t j = 0; j < kept && !seen; j++)
-            seen = wl_span_eq(unique[j], code);
-        if (!seen)
-            unique[kept++] = code;
+        for (; slots[slot] != 0 && !seen; slot = (slot + 1) & mask) {
+            size_t j = slots[slot] - 1u;
+            seen = hashes[j] == hash && wl_span_eq(unique[j], code);
+        }
+        if (seen)
+            continue;
+        slots[slot] = (uint16_t)(kept + 1);
+        hashes[kept] = hash;
+        unique[kept++] = code;
     }
     if (failed)
         return WL_EINVAL;

@@ -94,6 +94,10 @@ wl_span_t wl_utf8_trim(wl_span_t s)
 {
     if (s.len == 0)
         return s;
+    /* Both ends ASCII and not space, as almost every code is: nothing to trim, valid or not. */
+    unsigned char first = (unsigned char)s.base[0], last = (unsigned char)s.base[s.len - 1];
+    if (first < 0x80 && last < 0x80 && !is_ascii_space(first) && !is_ascii_space(last))
+        return s;
     if (wl_utf8_count(s) < 0)
         return trim_ascii(s);
     for (;;) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "store/db.h"
+#include "walklist/decimal.h"
 #include "walklist/scopes.h"
 
 /* An array literal being written; failed is sticky and checked once, when it is sent. */
@@ -62,24 +63,14 @@ static void string_element(literal_t *lit, const char *value)
     element(lit, value, value ? strlen(value) : 0);
 }
 
-/* Digits written by hand: a group writes a dozen numbers per request, and snprintf showed. */
 static void int_element(literal_t *lit, bool present, long long value)
 {
     if (!present) {
         string_element(lit, NULL);
         return;
     }
-    char text[24];
-    char *end = text + sizeof(text), *p = end;
-    unsigned long long magnitude =
-        value < 0 ? 0ull - (unsigned long long)value : (unsigned long long)value;
-    do {
-        *--p = (char)('0' + magnitude % 10);
-        magnitude /= 10;
-    } while (magnitude > 0);
-    if (value < 0)
-        *--p = '-';
-    element(lit, p, (size_t)(end - p));
+    char text[WL_DECIMAL_SIZE];
+    element(lit, text, wl_decimal(value, text));
 }
 
 /* Closes the literal; an empty one is "{}". */

@@ -1,9 +1,11 @@
 /* Name and code validation, and the split, trim and dedupe of walk-list codes, are checked here. */
 #include "test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "walklist/codes.h"
+#include "walklist/utf8.h"
 
 #define S(lit) wl_span(lit, sizeof(lit) - 1)
 
@@ -251,6 +253,38 @@ static void test_codes_normalize_dedupe(void)
     CHECK(unique[1].base == codes[2].base);
 }
 
+/* A full list (200 codes, many repeated, some with spaces at the edges) against a plain
+ * comparison with every code kept before it: the same codes, in the same order. */
+static void test_codes_normalize_dedupe_many(void)
+{
+    enum { COUNT = 200 };
+    static char text[COUNT][24];
+    wl_span_t codes[COUNT], unique[COUNT], expected[COUNT];
+    unsigned seed = 12345;
+    for (size_t i = 0; i < COUNT; i++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned value = (seed >> 16) % 120;
+        const char *edge = value % 7 == 0 ? " " : "";
+        int len = snprintf(text[i], sizeof(text[i]), "%sSKU-%u%s", edge, value, edge);
+        codes[i] = wl_span(text[i], (size_t)len);
+    }
+    size_t expected_count = 0;
+    for (size_t i = 0; i < COUNT; i++) {
+        wl_span_t code = wl_utf8_trim(codes[i]);
+        bool seen = false;
+        for (size_t j = 0; j < expected_count && !seen; j++)
+            seen = wl_span_eq(expected[j], code);
+        if (!seen)
+            expected[expected_count++] = code;
+    }
+    size_t unique_count = 0;
+    CHECK_INT(wl_codes_normalize(codes, COUNT, unique, &unique_count, NULL), 0);
+    CHECK_INT(unique_count, expected_count);
+    CHECK(expected_count > 60 && expected_count < COUNT);
+    for (size_t k = 0; k < unique_count && k < expected_count; k++)
+        CHECK(unique[k].base == expected[k].base && unique[k].len == expected[k].len);
+}
+
 typedef struct {
     const char *what;
     size_t count;
@@ -449,6 +483,7 @@ int main(void)
     test_name_validate();
     test_codes_split();
     test_codes_normalize_dedupe();
+    test_codes_normalize_dedupe_many();
     test_codes_normalize_counts();
     test_codes_normalize_entries();
     test_code_validate();
