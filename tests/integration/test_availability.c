@@ -492,8 +492,17 @@ int main(void)
              "COMMIT",
              (long long)org, (long long)org);
     CHECK(PQsendQuery(b, sql) == 1);
-    usleep(300 * 1000); /* let B block on A's lock */
-    CHECK(PQisBusy(b) || PQconsumeInput(b) == 1);
+    /* A commits only once B waits for its lock, however long B takes to get there. */
+    char waiting[160];
+    snprintf(waiting, sizeof(waiting),
+             "SELECT count(*) FROM pg_stat_activity WHERE pid = %d AND wait_event_type = 'Lock'",
+             PQbackendPID(b));
+    PGconn *watcher = testdb_connect(conninfo);
+    int polls = 0;
+    while (testdb_count(watcher, waiting) != 1 && polls++ < 6000)
+        usleep(10 * 1000);
+    CHECK(polls <= 6000);
+    PQfinish(watcher);
     testdb_exec(a, "COMMIT");
     PGresult *res;
     while ((res = PQgetResult(b)) != NULL) {
