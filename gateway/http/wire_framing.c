@@ -132,6 +132,24 @@ static const char *trailer_line(wl_wire_framing_t *w, bool bare)
     return NULL;
 }
 
+/* The bytes of a line up to its LF (or the end of what was read), at least one, taken at once
+ * rather than a byte at a time: kept while the line has room, and a CR with anything after it
+ * remembered as a lone CR. Returns how many were taken. */
+static size_t line_run(wl_wire_framing_t *w, const unsigned char *p, size_t n)
+{
+    const unsigned char *lf = memchr(p, '\n', n);
+    size_t len = lf != NULL ? (size_t)(lf - p) : n;
+    if (w->cr || memchr(p, '\r', len - 1) != NULL)
+        w->lone_cr = true;
+    if (w->line_len < WL_FRAMING_LINE_KEPT) {
+        size_t room = WL_FRAMING_LINE_KEPT - w->line_len;
+        memcpy(w->line + w->line_len, p, len < room ? len : room);
+    }
+    w->line_len += len;
+    w->cr = p[len - 1] == '\r';
+    return len;
+}
+
 const char *wl_wire_framing_feed(wl_wire_framing_t *w, const unsigned char *p, size_t n)
 {
     for (size_t i = 0; i < n;) {
@@ -146,6 +164,10 @@ const char *wl_wire_framing_feed(wl_wire_framing_t *w, const unsigned char *p, s
                     w->phase == WL_FRAMING_LENGTH_BODY ? WL_FRAMING_HEAD : WL_FRAMING_CHUNK_END;
             continue;
         }
+        if (w->phase != WL_FRAMING_CHUNK_END && p[i] != '\n') {
+            i += line_run(w, p + i, n - i);
+            continue;
+        }
         unsigned char c = p[i++];
         if (w->phase == WL_FRAMING_CHUNK_END) {
             if (c != (w->crlf_seen == 0 ? '\r' : '\n'))
@@ -155,15 +177,6 @@ const char *wl_wire_framing_feed(wl_wire_framing_t *w, const unsigned char *p, s
                 w->crlf_seen = 0;
                 w->phase = WL_FRAMING_CHUNK_SIZE;
             }
-            continue;
-        }
-        if (c != '\n') {
-            if (w->cr)
-                w->lone_cr = true;
-            if (w->line_len < WL_FRAMING_LINE_KEPT)
-                w->line[w->line_len] = (char)c;
-            w->line_len++;
-            w->cr = c == '\r';
             continue;
         }
         bool bare = !w->cr;

@@ -20,14 +20,24 @@ static text_scan_t scan_text(wl_span_t s)
     size_t i = 0;
     while (i < s.len) {
         uint32_t cp = (unsigned char)s.base[i];
-        int n = 1; /* ASCII needs no decoding */
-        if (cp >= 0x80 && (n = wl_utf8_decode(s.base + i, s.len - i, &cp)) < 0) {
+        if (cp < 0x80) { /* ASCII needs no decoding, and is almost every code's every byte */
+            if (cp < 0x20 || cp == 0x7F)
+                scan.has_control = true;
+            if (cp != ' ' && (cp < 0x09 || cp > 0x0D))
+                scan.all_space = false;
+            i++;
+            scan.chars++;
+            continue;
+        }
+        int n = wl_utf8_decode(s.base + i, s.len - i, &cp);
+        if (n < 0) {
             scan.chars = -1;
             return scan;
         }
-        /* Without branches: every character of every code comes through here. */
-        scan.has_control |= wl_utf8_is_control(cp);
-        scan.all_space &= wl_utf8_is_space(cp);
+        if (wl_utf8_is_control(cp))
+            scan.has_control = true;
+        if (!wl_utf8_is_space(cp))
+            scan.all_space = false;
         i += (size_t)n;
         scan.chars++;
     }

@@ -1,6 +1,7 @@
 /* Letting a group of requests in with one statement happens here. */
 #include "store/admit.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +17,12 @@ typedef struct {
     bool failed;
 } literal_t;
 
-static void put(literal_t *lit, const char *bytes, size_t n)
+/* Room for n more bytes, a closing brace and a NUL; false (and failed, for good) when there is
+ * no memory for it. */
+static bool reserve(literal_t *lit, size_t n)
 {
     if (lit->failed)
-        return;
+        return false;
     if (lit->len + n + 2 > lit->size) {
         size_t size = lit->size ? lit->size : 256;
         while (lit->len + n + 2 > size)
@@ -27,35 +30,46 @@ static void put(literal_t *lit, const char *bytes, size_t n)
         char *text = realloc(lit->text, size);
         if (text == NULL) {
             lit->failed = true;
-            return;
+            return false;
         }
         lit->text = text;
         lit->size = size;
     }
+    return true;
+}
+
+static void put(literal_t *lit, const char *bytes, size_t n)
+{
+    if (!reserve(lit, n))
+        return;
     memcpy(lit->text + lit->len, bytes, n);
     lit->len += n;
     lit->text[lit->len] = '\0';
 }
 
-/* One element: NULL when value is NULL, else quoted, so that any byte but NUL stays data. */
+/* One element: NULL when value is NULL, else quoted, so that any byte but NUL stays data.
+ * Written in place after one reservation for the worst case (every byte escaped): a group
+ * writes a few dozen elements per request. */
 static void element(literal_t *lit, const char *value, size_t n)
 {
-    put(lit, lit->len == 0 ? "{" : ",", 1);
-    if (value == NULL) {
-        put(lit, "NULL", 4);
+    if (n > (SIZE_MAX - 8) / 2 || !reserve(lit, 2 * n + 4))
         return;
-    }
-    put(lit, "\"", 1);
-    size_t start = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (value[i] == '"' || value[i] == '\\') {
-            put(lit, value + start, i - start);
-            put(lit, "\\", 1);
-            start = i;
+    char *out = lit->text + lit->len;
+    *out++ = lit->len == 0 ? '{' : ',';
+    if (value == NULL) {
+        memcpy(out, "NULL", 4);
+        out += 4;
+    } else {
+        *out++ = '"';
+        for (size_t i = 0; i < n; i++) {
+            if (value[i] == '"' || value[i] == '\\')
+                *out++ = '\\';
+            *out++ = value[i];
         }
+        *out++ = '"';
     }
-    put(lit, value + start, n - start);
-    put(lit, "\"", 1);
+    *out = '\0';
+    lit->len = (size_t)(out - lit->text);
 }
 
 static void string_element(literal_t *lit, const char *value)
