@@ -8,9 +8,9 @@
 
 int main(void)
 {
-    static const int64_t values[] = {0,          7,          -7,         10,         -10,
-                                     99,         100,        123456789,  -987654321, INT32_MAX,
-                                     INT32_MIN,  INT64_MAX,  INT64_MIN,  INT64_MIN + 1};
+    static const int64_t values[] = {0,         7,         -7,        10,           -10,
+                                     99,        100,       123456789, -987654321,   INT32_MAX,
+                                     INT32_MIN, INT64_MAX, INT64_MIN, INT64_MIN + 1};
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
         char expected[32], text[WL_DECIMAL_SIZE];
         int expected_len = snprintf(expected, sizeof(expected), "%" PRId64, values[i]);
