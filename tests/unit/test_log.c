@@ -148,6 +148,34 @@ static void test_overlong_field_is_cut(void)
     json_decref(line);
 }
 
+/* Durations are written by hand: the same text as snprintf's "%.3f" away from a tie, and
+ * negative or huge values through snprintf itself. */
+static const double durations[] = {0,       0.0004,   0.0006,     0.9996,       1.23456, 7.5,
+                                   12.3404, 999.9999, 25000.0001, 86399999.123, 1e13,    -2.5};
+static size_t duration_index;
+
+static void emit_duration(void)
+{
+    wl_log_line_t line;
+    wl_log_line_begin(&line, "info", "request");
+    wl_log_line_ms(&line, "durationMs", durations[duration_index]);
+    wl_log_line_end(&line);
+}
+
+static void test_durations(void)
+{
+    for (duration_index = 0; duration_index < sizeof(durations) / sizeof(durations[0]);
+         duration_index++) {
+        char expected[64];
+        snprintf(expected, sizeof(expected), "\"durationMs\":%.3f}", durations[duration_index]);
+        const char *text = captured(emit_duration);
+        if (strstr(text, expected) == NULL)
+            FAIL("%.6f: expected %s in %s", durations[duration_index], expected, text);
+        else
+            CHECK(1);
+    }
+}
+
 int main(void)
 {
     test_json_line();
@@ -155,5 +183,6 @@ int main(void)
     test_plain_line();
     test_fields();
     test_overlong_field_is_cut();
+    test_durations();
     return test_exit();
 }
