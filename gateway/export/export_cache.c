@@ -34,7 +34,8 @@ struct wl_export_cache {
     void *on_change_data;
     uint64_t epoch; /* moves whenever announcements may have been missed */
     uint64_t generations[GENERATIONS];
-    uint64_t clock; /* for least recently used */
+    uint64_t changes; /* every organization's changes (tickets of no organization) */
+    uint64_t clock;   /* for least recently used */
     uint64_t body_bytes, body_limit;
     bool trust_notify; /* versions known from memory (see the header) */
     entry_t entries[MAX_ENTRIES];
@@ -118,8 +119,9 @@ static bool ticket_holds(wl_export_cache_t *cache, int64_t org_id, wl_export_tic
 {
     if (!cache->trust_notify)
         return true;
+    uint64_t changed = ticket.any_org ? cache->changes : *generation_of(cache, org_id);
     return ticket.valid && cache->listening && ticket.epoch == cache->epoch &&
-           ticket.generation == *generation_of(cache, org_id);
+           ticket.generation == changed;
 }
 
 static void on_changed(int64_t org_id, void *data)
@@ -127,6 +129,7 @@ static void on_changed(int64_t org_id, void *data)
     wl_export_cache_t *cache = data;
     pthread_mutex_lock(&cache->lock);
     (*generation_of(cache, org_id))++;
+    cache->changes++;
     entry_t *entry = find(cache, org_id);
     if (entry != NULL)
         drop_entry(cache, entry);
@@ -207,7 +210,10 @@ void wl_export_cache_destroy(wl_export_cache_t *cache)
 wl_export_ticket_t wl_export_cache_ticket(wl_export_cache_t *cache, int64_t org_id)
 {
     pthread_mutex_lock(&cache->lock);
-    wl_export_ticket_t ticket = {cache->epoch, *generation_of(cache, org_id), cache->listening};
+    bool any_org = org_id == 0;
+    wl_export_ticket_t ticket = {cache->epoch,
+                                 any_org ? cache->changes : *generation_of(cache, org_id),
+                                 cache->listening, any_org};
     pthread_mutex_unlock(&cache->lock);
     return ticket;
 }

@@ -74,9 +74,11 @@ void wl_export_cache_destroy(wl_export_cache_t *cache);
 typedef struct {
     uint64_t epoch;
     uint64_t generation;
-    bool valid; /* announcements were heard */
+    bool valid;   /* announcements were heard */
+    bool any_org; /* of no organization: refused after a change of any */
 } wl_export_ticket_t;
 
+/** org_id 0: the organization is not known yet (a key not checked): any change refuses it. */
 wl_export_ticket_t wl_export_cache_ticket(wl_export_cache_t *cache, int64_t org_id);
 
 /** The organization's current export version, when trusted from memory (see above). */

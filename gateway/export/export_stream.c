@@ -289,15 +289,48 @@ static void stream_cursor(wl_exchange_t *ex, wl_export_cursor_t *cursor, const c
     wl_exchange_generate(ex, 200, "application/json", gen, &first, next);
 }
 
-static void respond_full(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex)
+/* What wl_export_stream_admit asked the admission for: the version, read in its group. */
+typedef struct {
+    wl_export_ticket_t ticket; /* taken before the group */
+} version_asked_t;
+
+void *wl_export_stream_admit(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex)
+{
+    /* What respond_full would read in a statement of its own: the version of a full export
+     * that is conditional, or whose body may be cached, when memory holds none. A key this
+     * process does not know has no organization yet: only its conditional requests ask. */
+    if (cache == NULL || ex->query.len != 0)
+        return NULL;
+    int64_t org_id = wl_admission_principal(ex->admission)->org_id, version = 0;
+    bool conditional = wl_exchange_header(ex, "If-None-Match") != NULL;
+    if (org_id != 0 && (wl_export_cache_version(cache, org_id, &version) ||
+                        (!conditional && !wl_export_cache_has_body(cache, org_id))))
+        return NULL;
+    if (org_id == 0 && !conditional)
+        return NULL;
+    version_asked_t *asked = wl_arena_alloc(&ex->arena, sizeof(*asked));
+    if (asked == NULL)
+        return NULL;
+    asked->ticket = wl_export_cache_ticket(cache, org_id);
+    wl_admission_read_export_version(core, ex->admission);
+    return asked;
+}
+
+static void respond_full(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex,
+                         const version_asked_t *asked)
 {
     wl_error_t err;
     wl_error_init(&err);
     bool gzip = wl_negotiate_gzip(wl_exchange_header_list(ex, "Accept-Encoding"));
     int64_t org_id = ex->principal.org_id, version = 0;
-    /* An unchanged export costs no query: the version (and maybe the body) is known. */
+    /* An unchanged export costs no query: the version (and maybe the body) is known, from
+     * memory or from the admission's group. */
     if (cache != NULL) {
         bool known = wl_export_cache_version(cache, org_id, &version);
+        if (!known && asked != NULL && wl_admission_export_version(ex->admission, &version)) {
+            wl_export_cache_remember(cache, org_id, asked->ticket, version);
+            known = true;
+        }
         if (known && answer_known(ex, cache, version, gzip))
             return;
         if (!wl_exchange_may_wait(ex))
@@ -387,7 +420,8 @@ static void respond_delta(wl_core_t *core, wl_export_cache_t *cache, wl_exchange
     stream_cursor(ex, cursor, etag, gzip, NULL, (wl_export_ticket_t){0});
 }
 
-void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex)
+void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex,
+                              void *admitted)
 {
     wl_error_t err;
     wl_error_init(&err);
@@ -406,5 +440,5 @@ void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exch
     if (since != NULL && since->len > 0)
         respond_delta(core, cache, ex, since->base);
     else
-        respond_full(core, cache, ex);
+        respond_full(core, cache, ex, admitted);
 }

@@ -25,8 +25,19 @@
 #include "export/export_cache.h"
 #include "walklist/core.h"
 
+/**
+ * Before the export's admission is decided (ex->admission pending): when the answer would read
+ * the organization's version in a statement of its own (a conditional request, or a body that
+ * may be cached, and no version in cache), asks the admission to read it in its group
+ * (wl_admission_read_export_version). Returns what wl_export_stream_respond is then given
+ * (arena memory), or NULL.
+ */
+void *wl_export_stream_admit(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex);
+
 /** Answers an authenticated export request (ex->principal is set), from cache when it holds
- * the organization's current export (cache may be NULL: none). */
-void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex);
+ * the organization's current export (cache may be NULL: none); admitted is
+ * wl_export_stream_admit's answer. */
+void wl_export_stream_respond(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex,
+                              void *admitted);
 
 #endif

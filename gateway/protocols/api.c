@@ -36,6 +36,7 @@ typedef struct {
     wl_route_match_t match;
     wl_query_t query;
     ProtobufCMessage *input; /* decoded when the call first ran (it may run again) */
+    void *admitted;          /* a stream route's admit's answer, for its stream */
 } request_state_t;
 
 int wl_api_create(wl_core_t *core, wl_anon_limiter_t *anonymous, wl_export_cache_t *export_cache,
@@ -113,6 +114,11 @@ static bool authenticate(wl_api_t *api, wl_exchange_t *ex, const wl_route_t *rou
                             query_keys == 1 ? wl_query_get(&state->query, "api_key") : NULL,
                             &token))
         return false;
+    if (ex->admission == NULL && route->admit != NULL) {
+        ex->admission = wl_core_admission(api->core, &ex->arena, token, policy);
+        if (ex->admission != NULL)
+            state->admitted = route->admit(api->core, api->export_cache, ex);
+    }
     return wl_access_begin(&api->access, ex, token, policy, route->device == NULL);
 }
 
@@ -266,7 +272,7 @@ void wl_api_finish(wl_api_t *api, wl_exchange_t *ex)
     request_state_t *state = ex->handler_state;
     const wl_route_t *route = state->match.route;
     if (route->stream != NULL) {
-        route->stream(api->core, api->export_cache, ex);
+        route->stream(api->core, api->export_cache, ex, state->admitted);
         return;
     }
     const route_target_t *target = &api->targets[state->match.index];

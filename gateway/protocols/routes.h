@@ -31,7 +31,13 @@ typedef enum { WL_OPS_HEALTHZ, WL_OPS_READYZ, WL_OPS_METRICS, WL_OPS_OPENAPI } w
 
 /* Answers a REST route instead of calling its method, for a body streamed from the core (the
  * row still names the method, for its scope and rate bucket). */
-typedef void (*wl_route_stream_fn)(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex);
+typedef void (*wl_route_stream_fn)(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex,
+                                   void *admitted);
+
+/* Before a stream route's admission is decided (ex->admission started, pending): asks it for
+ * what the stream will need from the database, so that its group reads that too. Returns what
+ * the stream is then given as admitted (arena memory), or NULL. */
+typedef void *(*wl_route_admit_fn)(wl_core_t *core, wl_export_cache_t *cache, wl_exchange_t *ex);
 
 typedef struct {
     wl_route_kind_t kind;
@@ -51,6 +57,7 @@ typedef struct {
     unsigned success_status;
     const char *location; /* Location: this prefix + the reply's id */
     wl_route_stream_fn stream;
+    wl_route_admit_fn admit; /* with stream: may be NULL */
     /* device: nanopb request and response (application/proto) */
     const wl_device_codec_t *device;
     /* operations */

@@ -287,11 +287,26 @@ int wl_admission_result(const wl_admission_t *admission);
 /** True when decided and refused. */
 bool wl_admission_refused(const wl_admission_t *admission);
 
-/** Who the key stands for, once decided and the key is valid (zeroed before). */
+/** Who the key stands for: from the start for a key this process knows, else once decided and
+ * the key is valid (zeroed before). */
 const wl_principal_t *wl_admission_principal(const wl_admission_t *admission);
 
 /** The rate-limit decision, once decided with a valid key and a bucket. */
 const wl_rate_t *wl_admission_rate(const wl_admission_t *admission);
+
+/**
+ * Asks a pending admission of the export (ExportStock) to read the organization's export
+ * version in its group, in the statement that decides it, where exports are read from the
+ * database admissions use (no separate read database): a conditional export of an
+ * organization this process holds no version of then costs one grouped statement, not that
+ * and one of its own. Nothing when the admission is decided, or exports come from a replica
+ * (whose version may lag the primary's).
+ */
+void wl_admission_read_export_version(wl_core_t *core, wl_admission_t *admission);
+
+/** The version wl_admission_read_export_version asked for, once the admission let the request
+ * in: false when it was not read (not asked, refused, or a database without the read). */
+bool wl_admission_export_version(const wl_admission_t *admission, int64_t *version);
 
 /** A method of a core service (its policy: wl_core_method_policy). */
 typedef struct wl_method wl_method_t;

@@ -41,6 +41,7 @@ struct wl_admission {
     unsigned char digest[WL_KEY_DIGEST_SIZE];
     wl_principal_t principal;
     wl_rate_t rate;
+    wl_admit_work_t *work; /* sent with the decision (wl__admission_attach), or NULL */
 };
 
 wl_admission_t *wl_core_admission(wl_core_t *core, wl_arena_t *arena, wl_span_t token,
@@ -110,6 +111,27 @@ static void prepared_done(wl_admission_waiter_t *waiter)
     void (*done)(void *data) = slot->done;
     void *data = slot->done_data;
     done(data); /* the slot may be gone right after */
+}
+
+void wl__admission_attach(wl_admission_t *admission, wl_admit_work_t *work)
+{
+    admission->work = work;
+}
+
+wl_admit_work_t *wl__admission_work(const wl_admission_t *admission)
+{
+    return admission->work;
+}
+
+wl_arena_t *wl__admission_arena(const wl_admission_t *admission)
+{
+    return admission->arena;
+}
+
+/* The work a decision sends: the attached one, while the admission is pending. */
+static wl_admit_work_t *attached(const wl_admission_t *admission)
+{
+    return admission->decided ? NULL : admission->work;
 }
 
 wl_admit_work_t *wl__admit_sent(const wl_admission_t *admission)
@@ -330,7 +352,7 @@ int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_work_t *work,
 
 int wl_admission_decide(wl_core_t *core, wl_admission_t *admission, wl_error_t *err)
 {
-    return wl__admit(core, admission, NULL, err);
+    return wl__admit(core, admission, attached(admission), err);
 }
 
 /* An admission decided asynchronously, from its start to its completion. */
@@ -347,7 +369,7 @@ static void decide_here(wl_core_t *core, wl_admission_t *admission)
 {
     wl_error_t err;
     wl_error_init(&err);
-    int rc = wl__admit(core, admission, NULL, &err);
+    int rc = wl__admit(core, admission, attached(admission), &err);
     (void)rc;
 }
 
@@ -381,7 +403,7 @@ bool wl_admission_decide_async(wl_core_t *core, wl_admission_t *admission,
     }
     *async = (async_admission_t){.core = core, .admission = admission, .completion = *completion};
     admission->defers = true;
-    int rc = wl__admit(core, admission, NULL, &err);
+    int rc = wl__admit(core, admission, attached(admission), &err);
     admission->defers = false;
     if (rc != WL__EWOULDWAIT)
         return true;

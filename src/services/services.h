@@ -88,6 +88,14 @@ extern const wl_service_table_t wl__inventory_service;
 int wl__admit(wl_core_t *core, wl_admission_t *admission, wl_admit_work_t *work,
               wl_error_t *err) WL_CHECK_RESULT;
 
+/** Sends work (caller-owned, alive until the admission is decided) with the admission's
+ * decision, done in its group once the request is let in (wl_admission_read_export_version). */
+void wl__admission_attach(wl_admission_t *admission, wl_admit_work_t *work);
+wl_admit_work_t *wl__admission_work(const wl_admission_t *admission);
+
+/** The arena the admission lives in (the request's). */
+wl_arena_t *wl__admission_arena(const wl_admission_t *admission);
+
 /** The work a call sent with its admission when it stopped there (wl__admission_defer), as it
  * runs again: what it validated and computed then; NULL otherwise. */
 wl_admit_work_t *wl__admit_sent(const wl_admission_t *admission);

@@ -47,6 +47,28 @@ int wl_core_export_version(wl_core_t *core, const wl_principal_t *principal, int
     return rc;
 }
 
+void wl_admission_read_export_version(wl_core_t *core, wl_admission_t *admission)
+{
+    if (admission == NULL || !wl_admission_pending(admission) ||
+        wl__core_read_pool(core) != core->pool)
+        return;
+    wl_stock_version_work_t *work = wl_arena_alloc(wl__admission_arena(admission), sizeof(*work));
+    if (work == NULL)
+        return; /* read on its own later */
+    wl_stock_version_work(work, 0);
+    wl__admission_attach(admission, &work->work);
+}
+
+bool wl_admission_export_version(const wl_admission_t *admission, int64_t *version)
+{
+    wl_stock_version_work_t *work = wl_stock_version_work_of(wl__admission_work(admission));
+    if (work == NULL || !work->work.done || wl_admission_result(admission) != 0 ||
+        wl_admission_pending(admission))
+        return false;
+    *version = work->version;
+    return true;
+}
+
 static int export_open(wl_core_t *core, const wl_principal_t *principal, int64_t since,
                        wl_export_cursor_t **out, wl_error_t *err)
 {

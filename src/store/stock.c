@@ -50,6 +50,29 @@ int wl_stock_export_begin(wl_stock_export_t *export, PGconn *conn, int64_t org_i
     return 0;
 }
 
+/* The version comes in the work's bigint column, list_created_ms (wl_admit.sql says why). */
+#define VERSION_COLUMN 2
+
+static int read_version(wl_admit_work_t *base, const PGresult *res, int row, int column)
+{
+    wl_stock_version_work_t *work = (wl_stock_version_work_t *)base;
+    work->version = wl_db_int64(res, row, column + VERSION_COLUMN);
+    return 0;
+}
+
+void wl_stock_version_work(wl_stock_version_work_t *work, int64_t org_id)
+{
+    memset(work, 0, sizeof(*work));
+    work->work =
+        (wl_admit_work_t){.kind = "version", .org_id = org_id, .read_answer = read_version};
+}
+
+wl_stock_version_work_t *wl_stock_version_work_of(wl_admit_work_t *work)
+{
+    return work != NULL && work->read_answer == read_version ? (wl_stock_version_work_t *)work
+                                                             : NULL;
+}
+
 int wl_stock_export_version(PGconn *conn, int64_t org_id, int64_t *version, wl_error_t *err)
 {
     char org[24];

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "store/admit.h"
 #include "walklist/error.h"
 
 typedef struct {
@@ -68,6 +69,21 @@ int wl_stock_export_next(wl_stock_export_t *export, wl_export_row_t *row,
  * broken, which the pool notices). Calling it again does nothing.
  */
 void wl_stock_export_end(wl_stock_export_t *export);
+
+/**
+ * The organization's export version read in its request's admission group (store/admit.h), so
+ * that a conditional export costs its organization's first request no statement of its own.
+ * Caller-owned until its request is answered; work.done then says it was read.
+ */
+typedef struct {
+    wl_admit_work_t work; /* first: the answer's reader finds the rest from it */
+    int64_t version;      /* 0 when never changed */
+} wl_stock_version_work_t;
+
+void wl_stock_version_work(wl_stock_version_work_t *work, int64_t org_id);
+
+/** The version work work is, or NULL. */
+wl_stock_version_work_t *wl_stock_version_work_of(wl_admit_work_t *work);
 
 /** The organization's current export version (0 when never changed), in one statement. */
 int wl_stock_export_version(PGconn *conn, int64_t org_id, int64_t *version,

@@ -6,7 +6,8 @@
  * generic plan for the session after five runs); then the tables grow tenfold, then a
  * thousandfold, with no ANALYZE and no autovacuum, and after each step the same walklistd
  * serves every request path again, for those and for grown organizations (creation in both forms
- * and with Idempotency-Key, GET by id, the export in full, 304 and delta, WatchStock, the
+ * and with Idempotency-Key, GET by id, the export in full, 304 and delta, a key's first request
+ * a conditional export (its version read in the admission's group), WatchStock, the
  * breakdown, the scanner's queue and load on both transports, an inventory write with its export
  * bump and webhook event, the webhook worker's polls). auto_explain logs the plan of every
  * statement walklistd runs, nested ones included; none may read a grown table by a sequential scan
@@ -561,6 +562,12 @@ int main(void)
         for (int i = 0; i < TOGETHER; i++)
             grown_key(steps[step].first + GROWN_CLIENTS + i, together[i]);
         create_together(together, TOGETHER);
+        for (int i = 0; i < GROWN_CLIENTS; i++) {
+            char key[WL_KEY_TOKEN_SIZE];
+            grown_key(steps[step].first + GROWN_CLIENTS + TOGETHER + i, key);
+            expect(get(key, "/api/v1/stock-export", "If-None-Match: \"0-0\"\r\n"), 200,
+                   "GET /api/v1/stock-export (If-None-Match, the key's first request)");
+        }
     }
     CHECK(testdb_count(db, "SELECT count(*) FROM stock_availability") > GROWN_SKUS / 2);
     CHECK(testdb_count(db, "SELECT count(*) FROM rate_limits") >= 3 * GROWN_ORGS);

@@ -481,6 +481,87 @@ static void test_call_runs_asynchronously(int64_t org)
     wl_core_destroy(core);
 }
 
+/* One export admission asking for the version, decided now; whether the version came, in out. */
+static bool export_version_read(wl_core_t *core, const char *token, int expected_result,
+                                int64_t *out)
+{
+    const wl_method_policy_t policy = {WL_SCOPE_STOCK_READ, "stock-export", false};
+    wl_arena_t arena;
+    wl_arena_init(&arena, 0);
+    wl_admission_t *admission = wl_core_admission(core, &arena, wl_span_str(token), &policy);
+    wl_admission_read_export_version(core, admission);
+    wl_error_t err;
+    wl_error_init(&err);
+    CHECK_INT(wl_admission_decide(core, admission, &err), expected_result);
+    *out = -1;
+    bool read = wl_admission_export_version(admission, out);
+    wl_arena_dispose(&arena);
+    return read;
+}
+
+/*
+ * An export's admission reads the organization's export version in its group when asked (the
+ * conditional export's one statement): 0 before any change, the current one after, decided
+ * here or on a committer, for a key checked by the statement or one the process knows; nothing
+ * for a refused request, and nothing asked where exports are read from a replica, whose
+ * version may lag the primary's.
+ */
+static void test_admission_reads_export_version(int64_t org)
+{
+    char token[WL_KEY_TOKEN_SIZE], lists_only[WL_KEY_TOKEN_SIZE];
+    fixture_key(db, org, "stock:read", token);
+    fixture_key(db, org, "lists:write", lists_only);
+    wl_core_t *core = core_new(60000, 30, 0);
+    wait_listening(core);
+    int64_t version = -1;
+    CHECK(export_version_read(core, token, 0, &version)); /* the key checked by the statement */
+    CHECK_INT(version, 0);
+
+    char sql[192];
+    snprintf(sql, sizeof(sql), "INSERT INTO export_versions (org_id, version) VALUES (%lld, 4242)",
+             (long long)org);
+    testdb_exec(db, sql);
+    CHECK(export_version_read(core, token, 0, &version)); /* the key known by now */
+    CHECK_INT(version, 4242);
+
+    /* On a committer, as libmicrohttpd's threads decide admissions. */
+    const wl_method_policy_t policy = {WL_SCOPE_STOCK_READ, "stock-export", false};
+    thread_executor_t executor = {0};
+    completion_seen_t seen;
+    sem_init(&seen.done, 0, 0);
+    const wl_completion_t completion = {run_on_thread, &executor, completed, &seen};
+    wl_arena_t arena;
+    wl_arena_init(&arena, 0);
+    wl_admission_t *deferred = wl_core_admission(core, &arena, wl_span_str(token), &policy);
+    wl_admission_read_export_version(core, deferred);
+    if (!wl_admission_decide_async(core, deferred, &completion))
+        wait_completed(&seen);
+    CHECK_INT(wl_admission_result(deferred), 0);
+    version = -1;
+    CHECK(wl_admission_export_version(deferred, &version));
+    CHECK_INT(version, 4242);
+    wl_arena_dispose(&arena);
+    if (executor.jobs > 0)
+        pthread_join(executor.thread, NULL);
+    sem_destroy(&seen.done);
+
+    /* Refused: a key without the scope, a key that is no key. */
+    CHECK(!export_version_read(core, lists_only, WL_EPERMISSION, &version));
+    CHECK_INT(version, -1);
+    CHECK(!export_version_read(core, "wlk_nothing_nothing", WL_EUNAUTHENTICATED, &version));
+    wl_core_destroy(core);
+
+    /* A replica for exports (here the same database under another pool): never asked. */
+    wl_core_config_t config = {.database_url = conninfo,
+                               .read_database_url = conninfo,
+                               .db_pool_size = 4,
+                               .rate_window_ms = 60000,
+                               .rate_locate_lists = 30};
+    wl_core_t *replicated = fixture_core(&config);
+    CHECK(!export_version_read(replicated, token, 0, &version));
+    wl_core_destroy(replicated);
+}
+
 int main(void)
 {
     conninfo = testdb_create("integration_access");
@@ -491,6 +572,7 @@ int main(void)
     test_full_bucket_is_remembered(fixture_org(db, "access-full"));
     test_admission_decided_asynchronously(fixture_org(db, "access-deferred"));
     test_call_runs_asynchronously(fixture_org(db, "access-async"));
+    test_admission_reads_export_version(fixture_org(db, "access-export-version"));
     PQfinish(db);
     return test_exit();
 }

@@ -15,12 +15,17 @@
 --   p_scope                  the scope the request's work needs (checked for a key checked here)
 --   p_bucket, p_limit, p_want, p_hold_ms, p_return_at, p_return
 --                            the wl_rate_take ask (p_want NULL: the process decided already)
---   p_action                 'take' (nothing more), 'create' or 'get'
+--   p_action                 'take' (nothing more), 'create', 'get' or 'version'
 --   p_list_id, p_list_name   the list to insert or read
 --
 -- One row per request, in request order (i from 1): org_id NULL when the key is unknown,
 -- revoked or wrong; slug and scopes of a key checked here; the grant (granted NULL when no
 -- ask was made); done when the work was done (for 'get', false also when no such list).
+-- 'version' reads the organization's export version (0 when it never changed) for a
+-- conditional export, so that its 304 needs no statement of its own; it answers in
+-- list_created_ms, the work's one bigint: a column of its own would change the function's
+-- result type, which only a DROP can (the running version's admissions would fail between the
+-- migration and the new function, and Citus would forget wl_admit_at's distribution).
 --
 -- Rate limits count per organization and bucket: hits[k] is a moment, counts[k] the requests
 -- counted at it (counts NULL: one request per hit). A process may lease permits to spend later:
@@ -260,6 +265,11 @@ BEGIN
                     list_codes := v_row.codes;
                     done := true;
                 END IF;
+            ELSIF v_let_in AND r.action = 'version' THEN
+                SELECT coalesce((SELECT ev.version FROM export_versions ev
+                                  WHERE ev.org_id = r.org_of), 0)
+                  INTO list_created_ms;
+                done := true;
             END IF;
         END IF;
         RETURN NEXT;
