@@ -132,6 +132,7 @@ static void refuse(wl_api_t *api, wl_exchange_t *ex, unsigned status, wl_reason_
 
 void wl_api_begin(wl_api_t *api, wl_exchange_t *ex, const wl_route_match_t *match)
 {
+    const request_state_t *earlier = ex->handler_state; /* its first run's, when run again */
     request_state_t *state = wl_arena_alloc(&ex->arena, sizeof(*state));
     if (state == NULL) {
         wl_exchange_error(ex, 500, WL_GRPC_INTERNAL, WL_REASON_INTERNAL, NULL, NULL);
@@ -139,6 +140,8 @@ void wl_api_begin(wl_api_t *api, wl_exchange_t *ex, const wl_route_match_t *matc
     }
     ex->handler_state = state;
     state->match = *match;
+    /* What the admission started then was asked for (authenticate). */
+    state->admitted = earlier != NULL ? earlier->admitted : NULL;
     const wl_route_t *route = match->route;
     ex->route = route->pattern;
 

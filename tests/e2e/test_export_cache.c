@@ -68,6 +68,23 @@ static void set_stock(int on_hand)
     fixture_import(db, org, "stock", csv);
 }
 
+/* Calls so far of this database's statements whose text holds piece (nested ones too: the test
+ * cluster's pg_stat_statements tracks all). */
+static long long statement_calls(const char *piece)
+{
+    const char *params[] = {piece};
+    PGresult *res = PQexecParams(db,
+                                 "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements"
+                                 " WHERE dbid = (SELECT oid FROM pg_database"
+                                 " WHERE datname = current_database()) AND strpos(query, $1) > 0",
+                                 1, NULL, params, NULL, NULL, 0);
+    long long calls = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1
+                          ? atoll(PQgetvalue(res, 0, 0))
+                          : -1;
+    PQclear(res);
+    return calls;
+}
+
 static void sleep_ms(long ms)
 {
     struct timespec pause = {ms / 1000, (ms % 1000) * 1000000};
@@ -78,6 +95,7 @@ int main(void)
 {
     const char *conninfo = testdb_create("e2e_export_cache");
     db = testdb_connect(conninfo);
+    testdb_exec(db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     org = fixture_org(db, "cache");
     fixture_key(db, org, "stock:read", key);
     fixture_key(db, org, "inventory:write", writer_key);
@@ -107,6 +125,25 @@ int main(void)
     answer_t not_modified = export(one.port, if_none_match);
     CHECK_INT(not_modified.status, 304);
     CHECK_INT(not_modified.body_len, 0);
+
+    /* The version of a conditional export is read in its admission's group, with the key's
+     * check and its count, not in a statement of its own: for a key this process knows and for
+     * one it has not seen (its organization known only once the group checked it). */
+    static const char alone[] = "SELECT coalesce((SELECT version FROM export_versions";
+    static const char grouped[] = "SELECT ev.version FROM export_versions ev";
+    long long alone_before = statement_calls(alone), grouped_before = statement_calls(grouped);
+    answer_t known_key = export(one.port, if_none_match);
+    CHECK_INT(known_key.status, 304);
+    char first_key[WL_KEY_TOKEN_SIZE];
+    memcpy(first_key, key, sizeof(first_key));
+    fixture_key(db, org, "stock:read", key); /* export() sends key */
+    answer_t new_key = export(one.port, if_none_match);
+    CHECK_INT(new_key.status, 304);
+    memcpy(key, first_key, sizeof(key));
+    CHECK_INT(statement_calls(alone) - alone_before, 0);
+    CHECK_INT(statement_calls(grouped) - grouped_before, 2);
+    free(known_key.body);
+    free(new_key.body);
 
     /* gzip bodies are cached apart, byte for byte too. */
     answer_t gz1 = export(one.port, "Accept-Encoding: gzip\r\n");
