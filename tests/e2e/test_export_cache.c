@@ -68,21 +68,11 @@ static void set_stock(int on_hand)
     fixture_import(db, org, "stock", csv);
 }
 
-/* Calls so far of this database's statements whose text holds piece (nested ones too: the test
- * cluster's pg_stat_statements tracks all). */
 static long long statement_calls(const char *piece)
 {
-    const char *params[] = {piece};
-    PGresult *res = PQexecParams(db,
-                                 "SELECT coalesce(sum(calls), 0) FROM pg_stat_statements"
-                                 " WHERE dbid = (SELECT oid FROM pg_database"
-                                 " WHERE datname = current_database()) AND strpos(query, $1) > 0",
-                                 1, NULL, params, NULL, NULL, 0);
-    long long calls = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1
-                          ? atoll(PQgetvalue(res, 0, 0))
-                          : -1;
-    PQclear(res);
-    return calls;
+    long long counts[2];
+    testdb_statement_counts(db, piece, counts);
+    return counts[0];
 }
 
 static void sleep_ms(long ms)

@@ -984,23 +984,6 @@ static void test_group_query_planned_once(int64_t org)
               1);
 }
 
-/* Calls and rows so far of this database's statements whose text holds piece (nested ones
- * too: the test cluster's pg_stat_statements tracks all). */
-static void statement_counts(const char *piece, long long counts[2])
-{
-    const char *params[] = {piece};
-    PGresult *res = PQexecParams(db,
-                                 "SELECT coalesce(sum(calls), 0), coalesce(sum(rows), 0)"
-                                 " FROM pg_stat_statements WHERE dbid = (SELECT oid FROM"
-                                 " pg_database WHERE datname = current_database())"
-                                 " AND strpos(query, $1) > 0",
-                                 1, NULL, params, NULL, NULL, 0);
-    CHECK_INT(PQresultStatus(res), PGRES_TUPLES_OK);
-    counts[0] = PQntuples(res) == 1 ? atoll(PQgetvalue(res, 0, 0)) : -1;
-    counts[1] = PQntuples(res) == 1 ? atoll(PQgetvalue(res, 0, 1)) : -1;
-    PQclear(res);
-}
-
 /*
  * A group's writes are one statement per table, made once its requests are decided: the
  * buckets its asks changed (a bucket asked twice is written once) and the lists it created.
@@ -1029,16 +1012,16 @@ static void test_group_writes_once_per_table(void)
             pending_key(&first[k], keys[k], 30);
         }
         long long key_checks[2], key_checks_after[2];
-        statement_counts("FOR KEY SHARE", key_checks);
+        testdb_statement_counts(db, "FOR KEY SHARE", key_checks);
         run_batch_after(setup, first, 3);
         dispose(first, 3);
         /* A bucket's first request checks no foreign key: nothing locks its organization. */
-        statement_counts("FOR KEY SHARE", key_checks_after);
+        testdb_statement_counts(db, "FOR KEY SHARE", key_checks_after);
         CHECK_INT(key_checks_after[0] - key_checks[0], 0);
 
         long long updated[2], inserted[2], updated_after[2], inserted_after[2];
-        statement_counts(updates[per_row], updated);
-        statement_counts(inserts[per_row], inserted);
+        testdb_statement_counts(db, updates[per_row], updated);
+        testdb_statement_counts(db, inserts[per_row], inserted);
         static const int org_of[] = {1, 0, 2, 0}; /* the first organization asks twice */
         pending_t p[4];
         char ids[4][32];
@@ -1048,8 +1031,8 @@ static void test_group_writes_once_per_table(void)
             pending_key(&p[i], keys[org_of[i]], 30);
         }
         run_batch_after(setup, p, 4);
-        statement_counts(updates[per_row], updated_after);
-        statement_counts(inserts[per_row], inserted_after);
+        testdb_statement_counts(db, updates[per_row], updated_after);
+        testdb_statement_counts(db, inserts[per_row], inserted_after);
         for (int i = 0; i < 4; i++) {
             CHECK_INT(p[i].request.rc, 0);
             CHECK(p[i].request.asked && p[i].work.work.done);
@@ -1076,8 +1059,8 @@ static void test_group_writes_once_per_table(void)
         }
         run_batch_after(setup, takes, 2);
         long long updated_by_takes[2], inserted_by_takes[2];
-        statement_counts(updates[per_row], updated_by_takes);
-        statement_counts(inserts[per_row], inserted_by_takes);
+        testdb_statement_counts(db, updates[per_row], updated_by_takes);
+        testdb_statement_counts(db, inserts[per_row], inserted_by_takes);
         for (int i = 0; i < 2; i++)
             CHECK_INT(takes[i].request.grant.granted, 1);
         CHECK_INT(updated_by_takes[0] - updated_after[0], per_row ? 2 : 1);

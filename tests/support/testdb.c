@@ -90,3 +90,21 @@ long long testdb_count(PGconn *conn, const char *sql)
     PQclear(res);
     return value;
 }
+
+void testdb_statement_counts(PGconn *conn, const char *piece, long long counts[2])
+{
+    const char *params[] = {piece};
+    PGresult *res = PQexecParams(conn,
+                                 "SELECT coalesce(sum(calls), 0), coalesce(sum(rows), 0)"
+                                 " FROM pg_stat_statements WHERE dbid = (SELECT oid FROM"
+                                 " pg_database WHERE datname = current_database())"
+                                 " AND strpos(query, $1) > 0",
+                                 1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        fprintf(stderr, "statement counts: %s", PQresultErrorMessage(res));
+        exit(1);
+    }
+    counts[0] = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    counts[1] = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    PQclear(res);
+}

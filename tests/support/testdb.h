@@ -24,4 +24,11 @@ long long testdb_count(PGconn *conn, const char *sql);
 /** First column of the first row, copied into buf ("" when none or NULL). */
 const char *testdb_value(PGconn *conn, const char *sql, char *buf, size_t size);
 
+/**
+ * Calls and rows so far (counts[0], counts[1]) of the connection's database's statements whose
+ * text holds piece, nested ones too (the test cluster's pg_stat_statements tracks all; the
+ * database needs the extension). Exits on failure.
+ */
+void testdb_statement_counts(PGconn *conn, const char *piece, long long counts[2]);
+
 #endif
