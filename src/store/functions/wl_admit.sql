@@ -266,9 +266,11 @@ BEGIN
                     done := true;
                 END IF;
             ELSIF v_let_in AND r.action = 'version' THEN
-                SELECT coalesce((SELECT ev.version FROM export_versions ev
-                                  WHERE ev.org_id = r.org_of), 0)
-                  INTO list_created_ms;
+                -- A plain SELECT INTO (NULL when no row): Citus cannot plan a scalar subquery
+                -- that names a variable ("could not create distributed plan").
+                SELECT ev.version INTO list_created_ms
+                  FROM export_versions ev WHERE ev.org_id = r.org_of;
+                list_created_ms := coalesce(list_created_ms, 0);
                 done := true;
             END IF;
         END IF;
