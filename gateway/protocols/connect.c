@@ -225,13 +225,20 @@ static void answer_deadline_exceeded(wl_exchange_t *ex)
                  "the deadline (Connect-Timeout-Ms) has passed", NULL);
 }
 
-/* Reads the Bearer key and starts the request's admission, as the REST routes do. */
+/* Reads the Bearer key and starts the request's admission, as the REST routes do; a
+ * conditional GET of a versioned procedure asks it for the version its 304 needs. */
 static bool authenticate(wl_connect_t *connect, wl_exchange_t *ex, const wl_method_policy_t *policy,
-                         bool get)
+                         const call_state_t *state)
 {
+    bool get = state->get;
     wl_span_t token;
     if (!wl_access_read_key(&connect->access, ex, NULL, &token))
         return false;
+    if (ex->admission == NULL && get && wl_exchange_header(ex, "If-None-Match") != NULL &&
+        wl_connect_get_versioned(state->procedure->path)) {
+        ex->admission = wl_core_admission(connect->core, &ex->arena, token, policy);
+        wl_connect_get_admit(connect->core, state->procedure->path, ex->admission);
+    }
     /* Only a small body is read before a pending admission is decided (a GET's is unread). */
     const char *length = wl_exchange_header(ex, "Content-Length");
     bool small = get || (length != NULL && strtoull(length, NULL, 10) <= CONNECT_DEFER_BODY_LIMIT);
@@ -389,7 +396,7 @@ void wl_connect_begin(wl_connect_t *connect, wl_exchange_t *ex)
      * goes in the request's stream codec when it names one (a client refuses another). */
     if (state->streaming)
         (void)parse_stream_content_type(wl_exchange_header(ex, "Content-Type"), state);
-    if (!authenticate(connect, ex, policy, state->get))
+    if (!authenticate(connect, ex, policy, state))
         return;
     /* Whatever is wrong with the request is answered once its admission let it in. */
     if (state->get ? !accept_query(connect, ex, state) : !accept_headers(connect, ex, state))
@@ -579,8 +586,8 @@ static bool answer_unchanged(wl_connect_t *connect, wl_exchange_t *ex, call_stat
     wl_error_init(&err);
     char tag[128];
     if (decode_request(ex, desc, &input, &err, state) != 0 ||
-        !wl_connect_get_current_tag(connect->core, procedure->path, &ex->principal, input, tag,
-                                    sizeof(tag)) ||
+        !wl_connect_get_current_tag(connect->core, procedure->path, ex->admission, &ex->principal,
+                                    input, tag, sizeof(tag)) ||
         !wl_negotiate_none_match(wl_exchange_header_list(ex, "If-None-Match"), tag))
         return false;
     wl_connect_get_not_modified(ex, tag);

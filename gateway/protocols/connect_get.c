@@ -122,14 +122,18 @@ static bool export_reply_tag(wl_core_t *core, const wl_principal_t *principal,
     return true;
 }
 
-/* The version now, in one statement, without the export. */
-static bool export_current_tag(wl_core_t *core, const wl_principal_t *principal,
-                               const ProtobufCMessage *input, char *tag, size_t size)
+/* The version now, without the export: read in the admission's group when it was asked there
+ * (export_admit), else in one statement. */
+static bool export_current_tag(wl_core_t *core, const wl_admission_t *admission,
+                               const wl_principal_t *principal, const ProtobufCMessage *input,
+                               char *tag, size_t size)
 {
     wl_error_t err;
     wl_error_init(&err);
     int64_t version = 0, since = -1;
-    if (!export_since(core, principal, input, &since) ||
+    if (!export_since(core, principal, input, &since))
+        return false;
+    if ((admission == NULL || !wl_admission_export_version(admission, &version)) &&
         wl_core_export_version(core, principal, &version, &err) != 0)
         return false;
     export_tag(principal->org_id, version, since, tag, size);
@@ -142,12 +146,15 @@ static const struct {
     bool (*reply_tag)(wl_core_t *core, const wl_principal_t *principal,
                       const ProtobufCMessage *input, const ProtobufCMessage *reply, char *tag,
                       size_t size);
-    bool (*current_tag)(wl_core_t *core, const wl_principal_t *principal,
-                        const ProtobufCMessage *input, char *tag, size_t size);
+    bool (*current_tag)(wl_core_t *core, const wl_admission_t *admission,
+                        const wl_principal_t *principal, const ProtobufCMessage *input, char *tag,
+                        size_t size);
+    void (*admit)(wl_core_t *core, wl_admission_t *admission);
 } versioned[] = {
     {.path = "/walklist.v1.StockService/ExportStock",
      .reply_tag = export_reply_tag,
-     .current_tag = export_current_tag},
+     .current_tag = export_current_tag,
+     .admit = wl_admission_read_export_version},
 };
 
 static int versioned_row(const char *path)
@@ -173,11 +180,19 @@ bool wl_connect_get_version_tag(wl_core_t *core, const char *path, const wl_prin
            versioned[row].reply_tag(core, principal, input, reply, tag, size);
 }
 
-bool wl_connect_get_current_tag(wl_core_t *core, const char *path, const wl_principal_t *principal,
-                                const ProtobufCMessage *input, char *tag, size_t size)
+void wl_connect_get_admit(wl_core_t *core, const char *path, wl_admission_t *admission)
 {
     int row = versioned_row(path);
-    return row >= 0 && versioned[row].current_tag(core, principal, input, tag, size);
+    if (row >= 0 && admission != NULL)
+        versioned[row].admit(core, admission);
+}
+
+bool wl_connect_get_current_tag(wl_core_t *core, const char *path, const wl_admission_t *admission,
+                                const wl_principal_t *principal, const ProtobufCMessage *input,
+                                char *tag, size_t size)
+{
+    int row = versioned_row(path);
+    return row >= 0 && versioned[row].current_tag(core, admission, principal, input, tag, size);
 }
 
 /* "<base64url of the first 128 bits of the body's SHA-256>[-gzip]", quoted; false on failure. */

@@ -67,13 +67,22 @@ bool wl_connect_get_version_tag(wl_core_t *core, const char *path, const wl_prin
 bool wl_connect_get_versioned(const char *path);
 
 /**
- * The validator the reply of a versioned procedure would have now, read without running the
- * call (the stock export's: its version, one statement), so that a conditional GET is
- * answered 304 as GET /api/v1/stock-export answers it; waits for the database. False when the
- * procedure has no version or the version cannot be read (the call then runs, and answers).
+ * Before a conditional GET's admission is decided: asks it for what the versioned procedure's
+ * current tag needs (the stock export's version, wl_admission_read_export_version), so that
+ * its group reads that too. Nothing for another procedure.
  */
-bool wl_connect_get_current_tag(wl_core_t *core, const char *path, const wl_principal_t *principal,
-                                const ProtobufCMessage *input, char *tag, size_t size);
+void wl_connect_get_admit(wl_core_t *core, const char *path, wl_admission_t *admission);
+
+/**
+ * The validator the reply of a versioned procedure would have now, read without running the
+ * call (the stock export's: its version, from the admission's group when it was asked there,
+ * else one statement), so that a conditional GET is answered 304 as GET /api/v1/stock-export
+ * answers it; may wait for the database. False when the procedure has no version or the
+ * version cannot be read (the call then runs, and answers).
+ */
+bool wl_connect_get_current_tag(wl_core_t *core, const char *path, const wl_admission_t *admission,
+                                const wl_principal_t *principal, const ProtobufCMessage *input,
+                                char *tag, size_t size);
 
 /** Sets 304 Not Modified with tag and the cache headers of a GET answer. */
 void wl_connect_get_not_modified(wl_exchange_t *ex, const char *tag);

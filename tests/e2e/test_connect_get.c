@@ -340,6 +340,10 @@ static void test_not_modified(void)
     check_cacheable(&res, "application/json");
     CHECK_STR(header_of(&res, "ETag"), weak);
     http_response_free(&res);
+    /* The version the two 304s need is read in their admissions' group, not on its own. */
+    long long alone[2], alone_after[2], grouped[2], grouped_after[2];
+    testdb_statement_counts(db, "SELECT coalesce((SELECT version FROM export_versions", alone);
+    testdb_statement_counts(db, "FROM export_versions ev WHERE ev.org_id", grouped);
     snprintf(condition, sizeof(condition), "If-None-Match: %s\r\n", rest_tag);
     res = get(EXPORT_STOCK, query, key_all, condition);
     CHECK_INT(res.status, 304);
@@ -350,6 +354,11 @@ static void test_not_modified(void)
     res = get(EXPORT_STOCK, binary, key_all, condition);
     CHECK_INT(res.status, 304);
     http_response_free(&res);
+    testdb_statement_counts(db, "SELECT coalesce((SELECT version FROM export_versions",
+                            alone_after);
+    testdb_statement_counts(db, "FROM export_versions ev WHERE ev.org_id", grouped_after);
+    CHECK_INT(alone_after[0] - alone[0], 0);
+    CHECK_INT(grouped_after[0] - grouped[0], 2);
     CHECK_STR(WRITTEN(), before);
 
     /* A delta's tag names its start too. */
@@ -512,6 +521,7 @@ int main(void)
 {
     const char *conninfo = testdb_create("e2e_connect_get");
     db = testdb_connect(conninfo);
+    testdb_exec(db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     org_a = fixture_org(db, "connect-get-a");
     fixture_key(db, org_a, "lists:write,stock:read,scanner", key_all);
     fixture_key(db, org_a, "lists:write", key_lists);
