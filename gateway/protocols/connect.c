@@ -566,14 +566,13 @@ static void answer_expired(wl_exchange_t *ex, void *data)
 
 /*
  * A conditional GET of a procedure whose reply has a version: 304 from the version alone
- * while it has not moved, without running the call, as GET /api/v1/stock-export answers.
- * True when the request is answered, or goes on elsewhere (ex->stop); false when the call is
- * to run (the tag differs, or the request's own problems are the call's to answer).
+ * while it has not moved, without running the call, as GET /api/v1/stock-export answers; on
+ * libmicrohttpd's thread when the admission's group read the version, else on a request
+ * thread. True when the request is answered, or goes on elsewhere (ex->stop); false when the
+ * call is to run (the tag differs, or the request's own problems are the call's to answer).
  */
 static bool answer_unchanged(wl_connect_t *connect, wl_exchange_t *ex, call_state_t *state)
 {
-    if (!wl_exchange_may_wait(ex))
-        return true;
     if (!wl_access_admitted(&connect->access, ex))
         return true;
     if (deadline_passed(state))
@@ -585,9 +584,16 @@ static bool answer_unchanged(wl_connect_t *connect, wl_exchange_t *ex, call_stat
     wl_error_t err;
     wl_error_init(&err);
     char tag[128];
-    if (decode_request(ex, desc, &input, &err, state) != 0 ||
-        !wl_connect_get_current_tag(connect->core, procedure->path, ex->admission, &ex->principal,
-                                    input, tag, sizeof(tag)) ||
+    if (decode_request(ex, desc, &input, &err, state) != 0)
+        return false;
+    wl_connect_tag_t read =
+        wl_connect_get_current_tag(connect->core, procedure->path, ex->admission, &ex->principal,
+                                   input, ex->may_wait, tag, sizeof(tag));
+    if (read == WL_CONNECT_TAG_WAITS) {
+        (void)wl_exchange_may_wait(ex); /* runs again on a request thread */
+        return true;
+    }
+    if (read != WL_CONNECT_TAG_READ ||
         !wl_negotiate_none_match(wl_exchange_header_list(ex, "If-None-Match"), tag))
         return false;
     wl_connect_get_not_modified(ex, tag);

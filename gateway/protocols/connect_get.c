@@ -123,21 +123,28 @@ static bool export_reply_tag(wl_core_t *core, const wl_principal_t *principal,
 }
 
 /* The version now, without the export: read in the admission's group when it was asked there
- * (export_admit), else in one statement. */
-static bool export_current_tag(wl_core_t *core, const wl_admission_t *admission,
-                               const wl_principal_t *principal, const ProtobufCMessage *input,
-                               char *tag, size_t size)
+ * (wl_admission_read_export_version), else in one statement, which only a caller that may
+ * wait makes (as the page secret a since needs, the process's first time). */
+static wl_connect_tag_t export_current_tag(wl_core_t *core, const wl_admission_t *admission,
+                                           const wl_principal_t *principal,
+                                           const ProtobufCMessage *input, bool may_wait, char *tag,
+                                           size_t size)
 {
+    const Walklist__V1__ExportStockRequest *request =
+        (const Walklist__V1__ExportStockRequest *)input;
+    bool has_since = request->since != NULL && request->since[0] != '\0';
+    int64_t version = 0, since = -1;
+    bool in_hand = admission != NULL && wl_admission_export_version(admission, &version);
+    if (!may_wait && (!in_hand || (has_since && wl_core_export_since_waits(core))))
+        return WL_CONNECT_TAG_WAITS;
+    if (!export_since(core, principal, input, &since))
+        return WL_CONNECT_TAG_NONE;
     wl_error_t err;
     wl_error_init(&err);
-    int64_t version = 0, since = -1;
-    if (!export_since(core, principal, input, &since))
-        return false;
-    if ((admission == NULL || !wl_admission_export_version(admission, &version)) &&
-        wl_core_export_version(core, principal, &version, &err) != 0)
-        return false;
+    if (!in_hand && wl_core_export_version(core, principal, &version, &err) != 0)
+        return WL_CONNECT_TAG_NONE;
     export_tag(principal->org_id, version, since, tag, size);
-    return true;
+    return WL_CONNECT_TAG_READ;
 }
 
 /* Procedures whose reply has a version of its own; every other reply is tagged by its bytes. */
@@ -146,9 +153,9 @@ static const struct {
     bool (*reply_tag)(wl_core_t *core, const wl_principal_t *principal,
                       const ProtobufCMessage *input, const ProtobufCMessage *reply, char *tag,
                       size_t size);
-    bool (*current_tag)(wl_core_t *core, const wl_admission_t *admission,
-                        const wl_principal_t *principal, const ProtobufCMessage *input, char *tag,
-                        size_t size);
+    wl_connect_tag_t (*current_tag)(wl_core_t *core, const wl_admission_t *admission,
+                                    const wl_principal_t *principal, const ProtobufCMessage *input,
+                                    bool may_wait, char *tag, size_t size);
     void (*admit)(wl_core_t *core, wl_admission_t *admission);
 } versioned[] = {
     {.path = "/walklist.v1.StockService/ExportStock",
@@ -187,12 +194,16 @@ void wl_connect_get_admit(wl_core_t *core, const char *path, wl_admission_t *adm
         versioned[row].admit(core, admission);
 }
 
-bool wl_connect_get_current_tag(wl_core_t *core, const char *path, const wl_admission_t *admission,
-                                const wl_principal_t *principal, const ProtobufCMessage *input,
-                                char *tag, size_t size)
+wl_connect_tag_t wl_connect_get_current_tag(wl_core_t *core, const char *path,
+                                            const wl_admission_t *admission,
+                                            const wl_principal_t *principal,
+                                            const ProtobufCMessage *input, bool may_wait, char *tag,
+                                            size_t size)
 {
     int row = versioned_row(path);
-    return row >= 0 && versioned[row].current_tag(core, admission, principal, input, tag, size);
+    return row >= 0
+               ? versioned[row].current_tag(core, admission, principal, input, may_wait, tag, size)
+               : WL_CONNECT_TAG_NONE;
 }
 
 /* "<base64url of the first 128 bits of the body's SHA-256>[-gzip]", quoted; false on failure. */

@@ -73,16 +73,23 @@ bool wl_connect_get_versioned(const char *path);
  */
 void wl_connect_get_admit(wl_core_t *core, const char *path, wl_admission_t *admission);
 
+typedef enum {
+    WL_CONNECT_TAG_READ,  /* tag holds it */
+    WL_CONNECT_TAG_NONE,  /* no version, or it cannot be read: the call runs, and answers */
+    WL_CONNECT_TAG_WAITS, /* reading it would wait for the database, and the caller may not */
+} wl_connect_tag_t;
+
 /**
  * The validator the reply of a versioned procedure would have now, read without running the
  * call (the stock export's: its version, from the admission's group when it was asked there,
  * else one statement), so that a conditional GET is answered 304 as GET /api/v1/stock-export
- * answers it; may wait for the database. False when the procedure has no version or the
- * version cannot be read (the call then runs, and answers).
+ * answers it. Waits for the database only with may_wait.
  */
-bool wl_connect_get_current_tag(wl_core_t *core, const char *path, const wl_admission_t *admission,
-                                const wl_principal_t *principal, const ProtobufCMessage *input,
-                                char *tag, size_t size);
+wl_connect_tag_t wl_connect_get_current_tag(wl_core_t *core, const char *path,
+                                            const wl_admission_t *admission,
+                                            const wl_principal_t *principal,
+                                            const ProtobufCMessage *input, bool may_wait, char *tag,
+                                            size_t size);
 
 /** Sets 304 Not Modified with tag and the cache headers of a GET answer. */
 void wl_connect_get_not_modified(wl_exchange_t *ex, const char *tag);

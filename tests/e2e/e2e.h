@@ -34,6 +34,19 @@ static inline http_response_t e2e_request(uint16_t port, const char *method, con
     return res;
 }
 
+/** The value of a series of the service's /metrics at port (its whole name, labels included),
+ * or -1 when it has none. */
+static inline long long e2e_metric(uint16_t port, const char *series)
+{
+    http_response_t res = e2e_request(port, "GET", "/metrics", NULL, NULL, NULL);
+    char needle[256];
+    snprintf(needle, sizeof(needle), "\n%s ", series);
+    const char *at = res.body ? strstr(res.body, needle) : NULL;
+    long long value = at == NULL ? -1 : atoll(at + strlen(needle));
+    http_response_free(&res);
+    return value;
+}
+
 /** A Connect call with a JSON body (procedure like "walklist.v1.StockService/ExportStock"), with
  * key; the caller frees. */
 static inline http_response_t e2e_connect_json(uint16_t port, const char *procedure,

@@ -19,13 +19,7 @@ static PGconn *db;
 
 static long long metric_now(const char *series)
 {
-    http_response_t res = e2e_request(service.port, "GET", "/metrics", NULL, NULL, NULL);
-    char needle[256];
-    snprintf(needle, sizeof(needle), "\n%s ", series);
-    const char *at = res.body ? strstr(res.body, needle) : NULL;
-    long long value = at == NULL ? -1 : atoll(at + strlen(needle));
-    http_response_free(&res);
-    return value;
+    return e2e_metric(service.port, series);
 }
 
 static long long counted(int64_t org)

@@ -344,6 +344,8 @@ static void test_not_modified(void)
     long long alone[2], alone_after[2], grouped[2], grouped_after[2];
     testdb_statement_counts(db, "SELECT coalesce((SELECT version FROM export_versions", alone);
     testdb_statement_counts(db, "FROM export_versions ev WHERE ev.org_id", grouped);
+    /* ... and they are answered where they arrived, without a request thread. */
+    long long jobs = e2e_metric(service.port, "walklist_request_thread_jobs_total");
     snprintf(condition, sizeof(condition), "If-None-Match: %s\r\n", rest_tag);
     res = get(EXPORT_STOCK, query, key_all, condition);
     CHECK_INT(res.status, 304);
@@ -359,6 +361,7 @@ static void test_not_modified(void)
     testdb_statement_counts(db, "FROM export_versions ev WHERE ev.org_id", grouped_after);
     CHECK_INT(alone_after[0] - alone[0], 0);
     CHECK_INT(grouped_after[0] - grouped[0], 2);
+    CHECK_INT(e2e_metric(service.port, "walklist_request_thread_jobs_total") - jobs, 0);
     CHECK_STR(WRITTEN(), before);
 
     /* A delta's tag names its start too. */
