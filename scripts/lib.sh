@@ -259,6 +259,10 @@ pg_cluster_init() {
       printf '# how often each statement, nested ones too, is planned (tests of plans)\n'
       printf "shared_preload_libraries = 'pg_stat_statements'\n"
       printf 'pg_stat_statements.track = all\npg_stat_statements.track_planning = on\n'
+      # A whole suite makes about 12,000 entries (every database's statements): at the default
+      # 5,000 PostgreSQL evicted some mid-run (31 times in one run), which could take a counted
+      # statement away between a test's two reads of it. About 25 MB of shared memory.
+      printf 'pg_stat_statements.max = 50000\n'
     fi
   } >>"$dir/data/postgresql.conf"
   pg_cluster_conninfo "$state" >"$state/conninfo"

@@ -314,6 +314,15 @@ static void run_on_thread(wl_job_t *job, void *data)
         FAIL("pthread_create");
 }
 
+/* A completion whose waits run on threads of their own (executor) and which reports to seen
+ * (sem_destroy(&seen->done) after). */
+static wl_completion_t threaded_completion(thread_executor_t *executor, completion_seen_t *seen)
+{
+    *executor = (thread_executor_t){0};
+    sem_init(&seen->done, 0, 0);
+    return (wl_completion_t){run_on_thread, executor, completed, seen};
+}
+
 /*
  * An admission decided asynchronously (as libmicrohttpd's threads decide them): what the
  * process knows is decided at once, without the completion; the rest goes to the database in a
@@ -328,10 +337,9 @@ static void test_admission_decided_asynchronously(int64_t org)
     wl_core_t *core = core_new(60000, 30, 0);
     wait_listening(core); /* so that the key is known after its first check */
     const wl_method_policy_t policy = {WL_SCOPE_LISTS_WRITE, "locate-lists", false};
-    thread_executor_t executor = {0};
+    thread_executor_t executor;
     completion_seen_t seen;
-    sem_init(&seen.done, 0, 0);
-    const wl_completion_t completion = {run_on_thread, &executor, completed, &seen};
+    const wl_completion_t completion = threaded_completion(&executor, &seen);
     wl_error_t err;
 
     /* A key seen for the first time: decided in a group, on the committer. */
@@ -417,10 +425,9 @@ static void test_call_runs_asynchronously(int64_t org)
     char token[WL_KEY_TOKEN_SIZE];
     fixture_key(db, org, "lists:write,stock:read", token);
     wl_core_t *core = core_new(60000, 30, 0);
-    thread_executor_t executor = {0};
+    thread_executor_t executor;
     completion_seen_t seen;
-    sem_init(&seen.done, 0, 0);
-    const wl_completion_t completion = {run_on_thread, &executor, completed, &seen};
+    const wl_completion_t completion = threaded_completion(&executor, &seen);
     char *codes[] = {"SKU-1", "SKU-2"};
     Walklist__V1__CreateLocateListRequest create = WALKLIST__V1__CREATE_LOCATE_LIST_REQUEST__INIT;
     create.name = "Async";
@@ -526,10 +533,9 @@ static void test_admission_reads_export_version(int64_t org)
 
     /* On a committer, as libmicrohttpd's threads decide admissions. */
     const wl_method_policy_t policy = {WL_SCOPE_STOCK_READ, "stock-export", false};
-    thread_executor_t executor = {0};
+    thread_executor_t executor;
     completion_seen_t seen;
-    sem_init(&seen.done, 0, 0);
-    const wl_completion_t completion = {run_on_thread, &executor, completed, &seen};
+    const wl_completion_t completion = threaded_completion(&executor, &seen);
     wl_arena_t arena;
     wl_arena_init(&arena, 0);
     wl_admission_t *deferred = wl_core_admission(core, &arena, wl_span_str(token), &policy);
