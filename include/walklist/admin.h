@@ -47,6 +47,14 @@ void wl_admin_close(wl_admin_t *admin);
 int wl_admin_migrate(wl_admin_t *admin, int *applied, wl_error_t *err) WL_CHECK_RESULT;
 
 /**
+ * Where the tenant tables are distributed (Citus), makes the admission's statements name each
+ * shard of this node directly (the shard-direct form of its functions, which migrate installs
+ * too); *groups (may be NULL) is the number of shard groups named, 0 where nothing is
+ * distributed (nothing changed). Run after distributing, and after splitting shards.
+ */
+int wl_admin_shard_direct(wl_admin_t *admin, size_t *groups, wl_error_t *err) WL_CHECK_RESULT;
+
+/**
  * Creates an organization. The slug is 1-63 characters of a-z, 0-9 and '-', not starting with
  * '-'; the name 1-200 characters of valid UTF-8 without controls (WL_EINVAL with a violation
  * for "slug" or "name" otherwise). WL_EEXISTS when the slug is taken. org_id may be NULL.

@@ -193,12 +193,21 @@ static int cmd_distribute(wl_admin_t *admin, const args_t *args, wl_error_t *err
 {
     (void)admin;
     int changed = 0;
+    size_t direct_groups = 0;
     int rc = wl_distribute(args->database_url, DISTRIBUTE_SHARDS, &changed, err);
+    /* Then the admission's statements name the shards distributing made (after a split, the
+     * new ones): walklist_core's, on a connection of its own too. */
+    wl_admin_t *own = NULL;
+    if (rc == 0)
+        rc = wl_admin_connect(args->database_url, "walklistctl", &own, err);
+    if (rc == 0)
+        rc = wl_admin_shard_direct(own, &direct_groups, err);
+    wl_admin_close(own);
     if (rc == 0)
         fprintf(stderr,
                 "walklistctl: %d table(s) distributed, the schema is spread over the "
-                "cluster\n",
-                changed);
+                "cluster; admissions name the shards of %zu shard group(s) directly\n",
+                changed, direct_groups);
     return rc;
 }
 

@@ -12,6 +12,7 @@
 #include "store/keys.h"
 #include "store/migrate.h"
 #include "store/orgs.h"
+#include "store/shard_direct.h"
 #include "store/webhooks.h"
 
 /* The public sizes are written out so that walklist/admin.h needs no store header. */
@@ -63,6 +64,11 @@ void wl_admin_close(wl_admin_t *admin)
 int wl_admin_migrate(wl_admin_t *admin, int *applied, wl_error_t *err)
 {
     return wl_migrate(admin->conn, applied, err);
+}
+
+int wl_admin_shard_direct(wl_admin_t *admin, size_t *groups, wl_error_t *err)
+{
+    return wl_shard_direct_install(admin->conn, groups, err);
 }
 
 /*

@@ -10,6 +10,7 @@
 #include "domain/sql_split.h"
 #include "store/db.h"
 #include "store/secrets.h"
+#include "store/shard_direct.h"
 #include "walklist/log.h"
 
 /* Any constant shared by all migrators works; this one spells "walk". */
@@ -197,6 +198,10 @@ static int apply_functions(PGconn *conn, wl_error_t *err)
         for (size_t i = 0; rc == 0 && i < wl_function_count; i++)
             rc = run_file(conn, "function failed", wl_functions[i].name, wl_functions[i].sql, err);
     }
+    /* Where the tenant tables are distributed, the functions' shard-direct form replaces the
+     * plain one in the same transaction, so that no moment runs without it. */
+    if (rc == 0)
+        rc = wl_shard_direct_install(conn, NULL, err);
     if (rc == 0)
         rc = wl_db_commit(conn, err);
     if (rc != 0)

@@ -100,7 +100,44 @@ DECLARE
     v_write_id text;
     v_write_name text;
     v_write_codes text[];
+    -- On Citus, the shard-direct form of this function (src/store/shard_direct.c, installed by
+    -- walklistctl where the tenant tables are distributed) turns the switch on: each marked
+    -- statement then names the shard of its organization itself, as a plain table, where this
+    -- node holds that shard alone, instead of going through Citus's executor, which cost a
+    -- worker more than the statements' own work (docs/scaling-out.md, "Statements on the node's
+    -- own shards"). v_direct_shards: the shards of rate_limits (the anchor: its shard group
+    -- holds every table's rows of the organization) of this group's organizations that this
+    -- node holds alone, metadata-locked; v_shard and v_direct: the row's, which the marked
+    -- statements dispatch by.
+    v_shard_direct CONSTANT boolean := false; -- shard-direct: true
+    v_direct_shards bigint[] := '{}';
+    v_shard bigint;
+    v_direct boolean := false;
 BEGIN
+    IF v_shard_direct AND current_setting('citus.version', true) IS NOT NULL THEN
+        -- Locked in the mode Citus's executor locks a shard it writes (ShareLock, 5), in shard
+        -- order: a shard move or split takes the same lock exclusively before it switches the
+        -- shard's placement, so a shard seen here as this node's stays here until the commit,
+        -- and one moved meanwhile is seen moved. Only the tables' owner may take it
+        -- (lock_shard_metadata checks); anyone else goes through Citus as before.
+        v_direct_shards := ARRAY(SELECT DISTINCT get_shard_id_for_distribution_column(
+                                                     'rate_limits', o)
+                                   FROM unnest(p_org) AS o
+                                  WHERE o IS NOT NULL
+                                    AND pg_has_role((SELECT c.relowner FROM pg_class c
+                                                      WHERE c.oid = 'rate_limits'::regclass),
+                                                    'USAGE')
+                                  ORDER BY 1);
+        IF cardinality(v_direct_shards) > 0 THEN
+            PERFORM lock_shard_metadata(5, v_direct_shards);
+            v_direct_shards := ARRAY(SELECT p.shardid FROM pg_dist_placement p
+                                      WHERE p.shardid = ANY (v_direct_shards)
+                                      GROUP BY p.shardid
+                                     HAVING count(*) = 1
+                                        AND bool_and(p.groupid = (SELECT lg.groupid
+                                                                    FROM pg_dist_local_group lg)));
+        END IF;
+    END IF;
     FOR r IN
         WITH req AS (
             SELECT u.*, (sum(coalesce(u.n, 0)) OVER (ORDER BY u.i))::integer - coalesce(u.n, 0)
@@ -135,6 +172,10 @@ BEGIN
         list_loaded_ms := NULL;
         list_codes := NULL;
         IF r.org_of IS NOT NULL THEN
+            IF cardinality(v_direct_shards) > 0 THEN
+                v_shard := get_shard_id_for_distribution_column('rate_limits', r.org_of);
+                v_direct := v_shard = ANY (v_direct_shards);
+            END IF;
             IF r.want IS NOT NULL THEN
                 IF r.org_of = v_bucket_org AND r.bucket = v_bucket THEN
                     -- The bucket of the request before (rows come in bucket order): locked,
@@ -153,6 +194,7 @@ BEGIN
                     v_bucket := r.bucket;
                     v_bucket_changed := false;
                     -- The rate-limit ask (0006 explains leases and returns).
+                    -- shard-direct: statement
                     SELECT rl.hits, rl.counts INTO v_hits, v_counts
                       FROM rate_limits rl WHERE rl.org_id = r.org_of AND rl.bucket = r.bucket
                        FOR UPDATE;
@@ -165,6 +207,7 @@ BEGIN
                         v_stamp := v_now + make_interval(secs => greatest(r.hold_ms, 0) / 1000.0);
                         v_hits := CASE WHEN v_granted > 0 THEN ARRAY[v_stamp] ELSE '{}' END;
                         v_counts := CASE WHEN v_granted > 0 THEN ARRAY[v_granted] ELSE '{}' END;
+                        -- shard-direct: statement
                         INSERT INTO rate_limits AS rl (org_id, bucket, hits, counts)
                         VALUES (r.org_of, r.bucket, v_hits, v_counts)
                             ON CONFLICT ON CONSTRAINT rate_limits_pkey DO NOTHING;
@@ -172,6 +215,7 @@ BEGIN
                         v_used := v_granted;
                         v_oldest := CASE WHEN v_granted > 0 THEN v_stamp END;
                         IF NOT v_made THEN
+                            -- shard-direct: statement
                             SELECT rl.hits, rl.counts INTO v_hits, v_counts
                               FROM rate_limits rl
                              WHERE rl.org_id = r.org_of AND rl.bucket = r.bucket
@@ -252,6 +296,7 @@ BEGIN
                 list_created_ms := floor(extract(epoch FROM v_created) * 1000)::bigint;
                 done := true;
             ELSIF v_let_in AND r.action = 'get' THEN
+                -- shard-direct: statement
                 SELECT l.name, l.state,
                        floor(extract(epoch FROM l.created_at) * 1000)::bigint AS created_ms,
                        floor(extract(epoch FROM l.loaded_at) * 1000)::bigint AS loaded_ms, l.codes
@@ -268,6 +313,7 @@ BEGIN
             ELSIF v_let_in AND r.action = 'version' THEN
                 -- A plain SELECT INTO (NULL when no row): Citus cannot plan a scalar subquery
                 -- that names a variable ("could not create distributed plan").
+                -- shard-direct: statement
                 SELECT ev.version INTO list_created_ms
                   FROM export_versions ev WHERE ev.org_id = r.org_of;
                 list_created_ms := coalesce(list_created_ms, 0);
@@ -315,6 +361,11 @@ BEGIN
             v_write_bucket := w_bucket[v_k];
             v_write_hits := w_hits[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]];
             v_write_counts := w_counts[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]];
+            IF cardinality(v_direct_shards) > 0 THEN
+                v_shard := get_shard_id_for_distribution_column('rate_limits', v_write_org);
+                v_direct := v_shard = ANY (v_direct_shards);
+            END IF;
+            -- shard-direct: statement
             UPDATE rate_limits rl
                SET hits = v_write_hits, counts = v_write_counts
              WHERE rl.org_id = v_write_org AND rl.bucket = v_write_bucket;
@@ -324,6 +375,11 @@ BEGIN
             v_write_id := l_id[v_k];
             v_write_name := l_name[v_k];
             v_write_codes := p_codes[l_first[v_k] + 1 : l_first[v_k] + l_len[v_k]];
+            IF cardinality(v_direct_shards) > 0 THEN
+                v_shard := get_shard_id_for_distribution_column('rate_limits', v_write_org);
+                v_direct := v_shard = ANY (v_direct_shards);
+            END IF;
+            -- shard-direct: statement
             INSERT INTO locate_lists (org_id, id, name, codes, created_at)
             VALUES (v_write_org, v_write_id, v_write_name, v_write_codes, now());
         END LOOP;
