@@ -77,6 +77,22 @@ bool wl_shard_direct_marked(wl_span_t sql)
     return false;
 }
 
+/* Whether a line ends a statement: its code, before a comment, ends with a semicolon. */
+static bool ends_statement(wl_span_t line)
+{
+    bool quoted = false;
+    size_t code = line.len;
+    for (size_t i = 0; i < line.len; i++) {
+        if (line.base[i] == '\'')
+            quoted = !quoted;
+        else if (!quoted && line.base[i] == '-' && i + 1 < line.len && line.base[i + 1] == '-') {
+            code = i;
+            break;
+        }
+    }
+    return ends_with(trimmed(wl_span(line.base, code)), ";");
+}
+
 /* The line starting at pos: its text without the newline; *next is where the next starts. */
 static wl_span_t line_at(wl_span_t sql, size_t pos, size_t *next)
 {
@@ -193,8 +209,7 @@ static int put_switch(text_t *t, wl_span_t line, wl_error_t *err)
     size_t code_len = line.len - (sizeof(SWITCH_MARKER) - 1);
     for (size_t end = code_len; end >= 5; end--) {
         const char *p = line.base + end - 5;
-        if (memcmp(p, "false", 5) == 0 && (p == line.base || !is_ident(p[-1])) &&
-            !is_ident(p[5])) {
+        if (memcmp(p, "false", 5) == 0 && (p == line.base || !is_ident(p[-1])) && !is_ident(p[5])) {
             put(t, line.base, (size_t)(p - line.base));
             put_str(t, "true");
             put(t, p + 5, (size_t)(line.base + line.len - (p + 5)));
@@ -230,7 +245,7 @@ int wl_shard_direct_expand(wl_span_t sql, const wl_shard_layout_t *layout, char 
             bool ended = false;
             while (!ended && end < sql.len) {
                 wl_span_t stmt_line = line_at(sql, end, &next);
-                ended = ends_with(trimmed(stmt_line), ";");
+                ended = ends_statement(stmt_line);
                 end = stmt_line.base + stmt_line.len - sql.base;
                 if (!ended)
                     end = next;

@@ -10,8 +10,8 @@
  *   a line ending with "-- shard-direct: true"   its last "false" becomes "true" (the switch
  *                                                 the function tests before it asks where its
  *                                                 organizations' shards are);
- *   a line "-- shard-direct: statement"          the statement after it (to the first line that
- *                                                 ends with ";") becomes
+ *   a line "-- shard-direct: statement"          the statement after it (to the first line whose
+ *                                                 code ends with ";") becomes
  *       IF v_direct THEN CASE v_shard WHEN <anchor shard> THEN <statement on that group's
  *       shards> ... ELSE <statement> END CASE; ELSE <statement> END IF;
  * where the function sets v_shard to the anchor table's shard of the row's organization and

@@ -12,9 +12,8 @@
 
 /* Names are resolved by the search path (pg_catalog first), not qualified: a test gives a plain
  * PostgreSQL a catalog of its own in these names (tests/integration/test_shard_direct.c). */
-static const char CATALOG_SQL[] =
-    "SELECT to_regclass('pg_dist_partition') IS NOT NULL"
-    " AND to_regclass('pg_dist_shard') IS NOT NULL";
+static const char CATALOG_SQL[] = "SELECT to_regclass('pg_dist_partition') IS NOT NULL"
+                                  " AND to_regclass('pg_dist_shard') IS NOT NULL";
 
 /* Every shard of every hash-distributed table colocated with the anchor, by hash range, the
  * anchor first in each. */
