@@ -77,8 +77,9 @@ static void admit(const long long *orgs, int count, const char *action, int limi
                   answer_t *answers)
 {
     char sql[2048];
-    int n = snprintf(sql, sizeof(sql), "SELECT granted, done, list_name, list_created_ms FROM "
-                                       "wl_admit(60000, '{");
+    int n = snprintf(sql, sizeof(sql),
+                     "SELECT granted, done, list_name, list_created_ms FROM "
+                     "wl_admit(60000, '{");
     for (int i = 0; i < count; i++)
         n += snprintf(sql + n, sizeof(sql) - (size_t)n, "%sNULL", i ? "," : "");
     n += snprintf(sql + n, sizeof(sql) - (size_t)n, "}', ARRAY[");
@@ -87,7 +88,8 @@ static void admit(const long long *orgs, int count, const char *action, int limi
     n += snprintf(sql + n, sizeof(sql) - (size_t)n, "]::bytea[], ARRAY[");
     for (int i = 0; i < count; i++)
         n += snprintf(sql + n, sizeof(sql) - (size_t)n, "%s%lld", i ? "," : "", orgs[i]);
-    n += snprintf(sql + n, sizeof(sql) - (size_t)n, "]::bigint[], array_fill(NULL::text, ARRAY[%d]),"
+    n += snprintf(sql + n, sizeof(sql) - (size_t)n,
+                  "]::bigint[], array_fill(NULL::text, ARRAY[%d]),"
                   " array_fill('locate-lists'::text, ARRAY[%d]), array_fill(%d, ARRAY[%d]),"
                   " array_fill(%s, ARRAY[%d]), array_fill(0, ARRAY[%d]),"
                   " array_fill(NULL::timestamptz, ARRAY[%d]), array_fill(0, ARRAY[%d]),"
