@@ -114,14 +114,8 @@ static int record_checksum(PGconn *conn, const wl_migration_t *m, wl_error_t *er
     return rc;
 }
 
-/* Runs one schema file inside the caller's transaction. Schema files hold several statements,
- * so they go through the simple query protocol; they are compiled into the binary, never user
- * input. */
-/* Runs a file's statements one at a time, in the caller's transaction: Citus sends the text of
- * some DDL statements (CREATE INDEX) to its workers as it received it, and a text of several
- * statements fails there (docs/scaling-out.md). */
-static int run_file(PGconn *conn, const char *what, const char *name, const char *sql,
-                    wl_error_t *err)
+int wl_migrate_run_file(PGconn *conn, const char *what, const char *name, const char *sql,
+                        wl_error_t *err)
 {
     wl_span_t text = wl_span_str(sql), statement;
     size_t pos = 0;
@@ -153,10 +147,11 @@ static int apply_one(PGconn *conn, const wl_migration_t *m, wl_error_t *err)
      * changed yet. */
     for (size_t i = 0; rc == 0 && i < wl_function_count; i++) {
         if (wl_functions[i].trigger)
-            rc = run_file(conn, "function failed", wl_functions[i].name, wl_functions[i].sql, err);
+            rc = wl_migrate_run_file(conn, "function failed", wl_functions[i].name,
+                                     wl_functions[i].sql, err);
     }
     if (rc == 0)
-        rc = run_file(conn, "migration failed", m->name, m->sql, err);
+        rc = wl_migrate_run_file(conn, "migration failed", m->name, m->sql, err);
     if (rc != 0)
         goto Exit;
     char version[16], checksum[CHECKSUM_SIZE];
@@ -196,7 +191,8 @@ static int apply_functions(PGconn *conn, wl_error_t *err)
     for (size_t pass = 0; rc == 0 && pass < 2; pass++) {
         rc = wl_db_exec(conn, checks[pass], 0, NULL, NULL, err);
         for (size_t i = 0; rc == 0 && i < wl_function_count; i++)
-            rc = run_file(conn, "function failed", wl_functions[i].name, wl_functions[i].sql, err);
+            rc = wl_migrate_run_file(conn, "function failed", wl_functions[i].name,
+                                     wl_functions[i].sql, err);
     }
     /* Where the tenant tables are distributed, the functions' shard-direct form replaces the
      * plain one in the same transaction, so that no moment runs without it. */

@@ -37,6 +37,15 @@ extern const wl_function_t wl_functions[];
 extern const size_t wl_function_count;
 
 /**
+ * Runs a schema file's statements one at a time (as compiled into the binary, never user input;
+ * simple query protocol), in the caller's transaction if any: Citus sends the text of some DDL
+ * statements (CREATE INDEX) to its workers as it received it, and a text of several statements
+ * fails there (docs/scaling-out.md). A failure is logged as what, with the file's name.
+ */
+int wl_migrate_run_file(PGconn *conn, const char *what, const char *name, const char *sql,
+                        wl_error_t *err) WL_CHECK_RESULT;
+
+/**
  * Applies every migration not yet applied, then every function; *applied (may be NULL)
  * counts the migrations. WL_EPRECONDITION, with the migration named in err and nothing
  * changed, when an applied migration differs from the embedded one of its number (edited

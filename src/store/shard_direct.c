@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "domain/shard_direct.h"
-#include "domain/sql_split.h"
 #include "store/db.h"
 #include "store/migrate.h"
 
@@ -77,22 +76,6 @@ NotColocated:
                         WL_SHARD_DIRECT_ANCHOR);
 }
 
-/* The expanded file's statements, one at a time (as migrate runs a file, for Citus). */
-static int run_statements(PGconn *conn, const char *sql, wl_error_t *err)
-{
-    wl_span_t text = wl_span_str(sql), statement;
-    size_t pos = 0;
-    int rc = 0;
-    while (rc == 0 && wl_sql_next_statement(text, &pos, &statement)) {
-        char *one = strndup(statement.base, statement.len);
-        if (one == NULL)
-            return wl_error_set(err, WL_ENOMEM, NULL);
-        rc = wl_db_exec(conn, one, 0, NULL, NULL, err);
-        free(one);
-    }
-    return rc;
-}
-
 int wl_shard_direct_install(PGconn *conn, size_t *groups, wl_error_t *err)
 {
     if (groups != NULL)
@@ -124,7 +107,7 @@ int wl_shard_direct_install(PGconn *conn, size_t *groups, wl_error_t *err)
         char *expanded = NULL;
         rc = wl_shard_direct_expand(sql, &layout, &expanded, err);
         if (rc == 0)
-            rc = run_statements(conn, expanded, err);
+            rc = wl_migrate_run_file(conn, "function failed", wl_functions[i].name, expanded, err);
         free(expanded);
     }
     if (rc == 0 && groups != NULL)
