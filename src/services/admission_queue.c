@@ -76,24 +76,17 @@ static int held_placements(const wl_admission_queue_t *queue, int64_t now_ms, in
     return count;
 }
 
-/* Placed alone only because its key is not known here yet, and its prefix may say more. */
-static bool placeable(const wl_admission_waiter_t *waiter)
-{
-    return awaits_placement(waiter) && !waiter->placement_asked;
-}
-
 /* The link to the first waiter a group may start from, or to NULL: the oldest, skipping waiters
- * whose key is being placed (while a lookup is in flight), those whose prefix was not looked up
- * yet (leave_unasked) and placements held back. */
+ * whose key is being placed (while a lookup is in flight) and placements held back. */
 static wl_admission_waiter_t **group_start(wl_admission_queue_t *queue, bool lookup_in_flight,
-                                           bool leave_unasked, int64_t now_ms)
+                                           int64_t now_ms)
 {
     int64_t held[WL_ADMIT_GROUPS_MAX];
     int held_count = held_placements(queue, now_ms, held);
     wl_admission_waiter_t **link = &queue->head;
     for (; *link != NULL; link = &(*link)->next) {
         const wl_admission_waiter_t *waiter = *link;
-        if ((lookup_in_flight && awaits_placement(waiter)) || (leave_unasked && placeable(waiter)))
+        if (lookup_in_flight && awaits_placement(waiter))
             continue;
         bool is_held = false;
         for (int i = 0; i < held_count && !is_held; i++)
@@ -105,11 +98,11 @@ static wl_admission_waiter_t **group_start(wl_admission_queue_t *queue, bool loo
 }
 
 int wl_admission_queue_take(wl_admission_queue_t *queue, wl_admission_waiter_t **group, int max,
-                            bool lookup_in_flight, bool leave_unasked, int64_t now_ms)
+                            bool lookup_in_flight, int64_t now_ms)
 {
     if (max < 1 || queue->flying >= WL_ADMIT_GROUPS_MAX)
         return 0;
-    wl_admission_waiter_t **link = group_start(queue, lookup_in_flight, leave_unasked, now_ms);
+    wl_admission_waiter_t **link = group_start(queue, lookup_in_flight, now_ms);
     if (*link == NULL)
         return 0;
     int64_t placement = (*link)->placement;
@@ -158,6 +151,13 @@ void wl_admission_queue_landed(wl_admission_queue_t *queue, int64_t placement, i
     }
 }
 
+/* Placed alone only because its key is not known here yet, and its prefix may say more. */
+static bool placeable(const wl_admission_waiter_t *waiter)
+{
+    return waiter->placement == WL_PLACEMENT_ALONE && !waiter->placement_asked &&
+           waiter->request->org_id == 0 && waiter->request->prefix[0] != '\0';
+}
+
 size_t wl_admission_queue_unplaced(wl_admission_queue_t *queue,
                                    char (*prefixes)[WL_KEY_PREFIX_LEN + 1], size_t max)
 {
@@ -202,11 +202,7 @@ void wl_admission_queue_place(wl_admission_queue_t *queue,
     }
 }
 
-bool wl_admission_queue_any_unplaced(const wl_admission_queue_t *queue)
+bool wl_admission_queue_head_unplaced(const wl_admission_queue_t *queue)
 {
-    for (const wl_admission_waiter_t *w = queue->head; w != NULL; w = w->next) {
-        if (placeable(w))
-            return true;
-    }
-    return false;
+    return queue->head != NULL && placeable(queue->head);
 }

@@ -58,12 +58,10 @@ void wl_admission_queue_push(wl_admission_queue_t *queue, wl_admission_waiter_t 
  * While a lookup of prefixes is in flight (lookup_in_flight), waiters of keys not known here
  * are left for their placement (alone, each would commit on a node that does not hold its
  * organization's rows, reaching them from there): the group starts at the oldest other one.
- * With leave_unasked, so are the waiters whose prefix no lookup has asked about yet (a thread of
- * its own looks them up; at stop, nothing is left). Returns how many were taken (0: none to
- * take).
+ * Returns how many were taken (0: none to take).
  */
 int wl_admission_queue_take(wl_admission_queue_t *queue, wl_admission_waiter_t **group, int max,
-                            bool lookup_in_flight, bool leave_unasked, int64_t now_ms);
+                            bool lookup_in_flight, int64_t now_ms);
 
 /** The next moment after now_ms when a group in flight stops holding its placement back (0:
  * none will). */
@@ -82,8 +80,8 @@ void wl_admission_queue_landed(wl_admission_queue_t *queue, int64_t placement, i
 size_t wl_admission_queue_unplaced(wl_admission_queue_t *queue,
                                    char (*prefixes)[WL_KEY_PREFIX_LEN + 1], size_t max);
 
-/** Whether any waiter is one wl_admission_queue_unplaced would give. */
-bool wl_admission_queue_any_unplaced(const wl_admission_queue_t *queue);
+/** Whether the oldest waiter is one wl_admission_queue_unplaced would give. */
+bool wl_admission_queue_head_unplaced(const wl_admission_queue_t *queue);
 
 /**
  * Places the waiters still queued whose prefixes were looked up, by keys[i], the active key of

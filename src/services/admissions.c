@@ -26,23 +26,18 @@ struct wl_admissions {
     int groups;
     int window_ms;
     pthread_mutex_t lock;
-    pthread_cond_t work;  /* a request was queued while a committer was idle, a lookup of
-                           * prefixes answered, or stop */
-    pthread_cond_t place; /* the placer's: a waiter of an unknown key was queued, the
-                           * placement was set, or stop */
-    int idle;             /* committers waiting for work */
+    pthread_cond_t work; /* a request was queued while a committer was idle, a lookup of
+                          * prefixes answered, or stop */
+    int idle;            /* committers waiting for work */
     bool stop;
     wl_admission_queue_t queue; /* not yet taken by a group */
     wl_placement_t placement;   /* place NULL: one server, one placement */
     int64_t placement_refreshed_ms;
-    bool placement_read; /* refreshed once since set: groups wait for it */
-    bool placing;        /* the placer is refreshing the placement or looking prefixes up */
-    char prefixes[WL_ADMIT_BATCH_MAX][WL_KEY_PREFIX_LEN + 1]; /* the placer's */
+    bool placing; /* a committer is refreshing the placement or looking prefixes up */
+    char prefixes[WL_ADMIT_BATCH_MAX][WL_KEY_PREFIX_LEN + 1]; /* the one placing's */
     uint64_t commits, requests, on_nodes;
     int threads;
     pthread_t committers[WL_ADMIT_GROUPS_MAX];
-    bool placer_started;
-    pthread_t placer;
 };
 
 /* Whether requests are placed on more than one node now. */
@@ -137,14 +132,14 @@ static void set_deadline(wl_admissions_t *commits, wl_admit_t *request)
         request->deadline_ms = wl_db_clock_ms() + wl_admissions_budget_ms(commits);
 }
 
-/* Under the lock: whether the placer should bring the placement up to date, or look up where
- * waiters' keys place them. */
+/* Under the lock: whether a committer should bring the placement up to date, or look up where
+ * the oldest waiter's key places it, before taking the next group. */
 static bool placement_due(const wl_admissions_t *commits)
 {
     if (commits->placement.place == NULL || commits->placing)
         return false;
     return wl_db_clock_ms() - commits->placement_refreshed_ms >= commits->placement.refresh_ms ||
-           wl_admission_queue_any_unplaced(&commits->queue);
+           wl_admission_queue_head_unplaced(&commits->queue);
 }
 
 /* Under the lock, which it drops meanwhile: refreshes the placement when due, and places the
@@ -174,8 +169,6 @@ static void prepare_placement(wl_admissions_t *commits)
     }
 
     pthread_mutex_lock(&commits->lock);
-    if (refresh)
-        commits->placement_read = true;
     /* Only waiters still queued are placed: the others went in a group meanwhile. */
     if (found)
         wl_admission_queue_place(&commits->queue, commits->prefixes, keys, count, placement);
@@ -184,43 +177,17 @@ static void prepare_placement(wl_admissions_t *commits)
     pthread_cond_broadcast(&commits->work);
 }
 
-/* Under the lock: waits for cond to be signalled, or until until_ms (wl_db_clock_ms; 0: no
+/* Under the lock: waits for work to be signalled, or until until_ms (wl_db_clock_ms; 0: no
  * limit). */
-static void wait_until(wl_admissions_t *commits, pthread_cond_t *cond, int64_t until_ms)
+static void wait_for_work(wl_admissions_t *commits, int64_t until_ms)
 {
     if (until_ms == 0) {
-        pthread_cond_wait(cond, &commits->lock);
+        pthread_cond_wait(&commits->work, &commits->lock);
         return;
     }
     struct timespec until = {.tv_sec = (time_t)(until_ms / 1000),
                              .tv_nsec = (long)(until_ms % 1000) * 1000000L};
-    pthread_cond_timedwait(cond, &commits->lock, &until);
-}
-
-/*
- * The placer: refreshes the placement when due and looks up where the waiters of keys not
- * known here place them, on a thread of its own, so that both committers keep committing
- * groups meanwhile. When a committer did it, one of the two committers was looking prefixes up
- * most of the time under a load of keys seen for the first time, and the groups of the placed
- * requests waited for the other (a key's first GET by id on Citus at p99 77 ms against 10 ms
- * once every key was known; BENCHMARKS.md, "The node's own shards").
- */
-static void *placer(void *arg)
-{
-    wl_admissions_t *commits = arg;
-    pthread_mutex_lock(&commits->lock);
-    while (!commits->stop) {
-        if (placement_due(commits)) {
-            prepare_placement(commits); /* unlocks meanwhile */
-            continue;
-        }
-        int64_t next = commits->placement.place == NULL
-                           ? 0
-                           : commits->placement_refreshed_ms + commits->placement.refresh_ms;
-        wait_until(commits, &commits->place, next);
-    }
-    pthread_mutex_unlock(&commits->lock);
-    return NULL;
+    pthread_cond_timedwait(&commits->work, &commits->lock, &until);
 }
 
 /* A committer: takes whatever queued up meanwhile (at least one request), commits it as one
@@ -237,26 +204,19 @@ static void *committer(void *arg)
         }
         if (commits->queue.head == NULL)
             break;
-        if (commits->placement.place != NULL && !commits->placement_read && !commits->stop) {
-            /* The first groups wait for the placer's first reading of the placement. */
-            commits->idle++;
-            wait_until(commits, &commits->work, 0);
-            commits->idle--;
+        if (placement_due(commits)) {
+            prepare_placement(commits); /* unlocks meanwhile: the queue may have changed */
             continue;
         }
         waiter_t *group[WL_ADMIT_BATCH_MAX];
         int64_t now_ms = wl_db_clock_ms();
-        /* Waiters of keys not known here are the placer's until it has asked where they go;
-         * at stop, every waiter goes, placed or not. */
-        bool leave_unasked = commits->placement.place != NULL && !commits->stop;
         int count = wl_admission_queue_take(&commits->queue, group, WL_ADMIT_BATCH_MAX,
-                                            commits->placing, leave_unasked, now_ms);
+                                            commits->placing, now_ms);
         if (count == 0) {
-            /* Every waiter's key is being placed by the placer, or its placement waits for
-             * more waiters, a group in flight to land or its hold to end: wait for any. */
+            /* Every waiter's key is being placed by another committer, or its placement waits
+             * for more waiters, a group in flight to land or its hold to end: wait for any. */
             commits->idle++;
-            wait_until(commits, &commits->work,
-                       wl_admission_queue_hold_ends_ms(&commits->queue, now_ms));
+            wait_for_work(commits, wl_admission_queue_hold_ends_ms(&commits->queue, now_ms));
             commits->idle--;
             continue;
         }
@@ -308,12 +268,6 @@ int wl_admissions_create(wl_pool_t *pool, int groups, int window_ms, wl_admissio
         free(commits);
         return wl_error_set(err, WL_EINTERNAL, "cannot create a condition variable");
     }
-    if (wl_cond_init_monotonic(&commits->place) != 0) {
-        pthread_cond_destroy(&commits->work);
-        pthread_mutex_destroy(&commits->lock);
-        free(commits);
-        return wl_error_set(err, WL_EINTERNAL, "cannot create a condition variable");
-    }
     commits->pool = pool;
     commits->window_ms = window_ms;
     commits->groups = groups < WL_ADMIT_GROUPS_MAX ? groups : WL_ADMIT_GROUPS_MAX;
@@ -324,13 +278,6 @@ int wl_admissions_create(wl_pool_t *pool, int groups, int window_ms, wl_admissio
             return wl_error_set(err, WL_EINTERNAL, "cannot start a committer thread");
         }
         commits->threads++;
-    }
-    if (commits->groups > 0) {
-        if (pthread_create(&commits->placer, NULL, placer, commits) != 0) {
-            wl_admissions_destroy(commits);
-            return wl_error_set(err, WL_EINTERNAL, "cannot start the placer thread");
-        }
-        commits->placer_started = true;
     }
     *out = commits;
     return 0;
@@ -343,13 +290,9 @@ void wl_admissions_destroy(wl_admissions_t *commits)
     pthread_mutex_lock(&commits->lock);
     commits->stop = true;
     pthread_cond_broadcast(&commits->work);
-    pthread_cond_broadcast(&commits->place);
     pthread_mutex_unlock(&commits->lock);
     for (int i = 0; i < commits->threads; i++)
         pthread_join(commits->committers[i], NULL);
-    if (commits->placer_started)
-        pthread_join(commits->placer, NULL);
-    pthread_cond_destroy(&commits->place);
     pthread_cond_destroy(&commits->work);
     pthread_mutex_destroy(&commits->lock);
     free(commits);
@@ -387,8 +330,6 @@ void wl_admissions_queue(wl_admissions_t *commits, waiter_t *waiter)
     wl_admission_queue_push(&commits->queue, waiter);
     if (commits->idle > 0)
         pthread_cond_signal(&commits->work);
-    if (waiter->placement == WL_PLACEMENT_ALONE)
-        pthread_cond_signal(&commits->place);
     pthread_mutex_unlock(&commits->lock);
 }
 
@@ -430,7 +371,5 @@ void wl_admissions_set_placement(wl_admissions_t *commits, const wl_placement_t 
     pthread_mutex_lock(&commits->lock);
     commits->placement = *placement;
     commits->placement_refreshed_ms = 0;
-    commits->placement_read = false;
-    pthread_cond_signal(&commits->place);
     pthread_mutex_unlock(&commits->lock);
 }

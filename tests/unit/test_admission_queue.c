@@ -34,11 +34,11 @@ static void fill(wl_admission_queue_t *queue, const int64_t *placements, int cou
 /* The indexes (into waiters) of the next group, as a string such as "0,2,5"; the group stays
  * in flight unless lands (it committed at once). */
 static const char *take_group(wl_admission_queue_t *queue, int max, bool lookup_in_flight,
-                              bool leave_unasked, bool lands)
+                              bool lands)
 {
     static char text[128];
     wl_admission_waiter_t *group[COUNT];
-    int count = wl_admission_queue_take(queue, group, max, lookup_in_flight, leave_unasked, now_ms);
+    int count = wl_admission_queue_take(queue, group, max, lookup_in_flight, now_ms);
     size_t len = 0;
     text[0] = '\0';
     for (int i = 0; i < count; i++)
@@ -52,14 +52,7 @@ static const char *take_group(wl_admission_queue_t *queue, int max, bool lookup_
 /* The next group, committed at once, while a lookup of prefixes is (or is not) in flight. */
 static const char *take_while(wl_admission_queue_t *queue, int max, bool lookup_in_flight)
 {
-    return take_group(queue, max, lookup_in_flight, false, true);
-}
-
-/* The next group, committed at once, as a committer takes it beside a placer of its own: no
- * lookup in flight, waiters whose prefix was not asked about left for the placer. */
-static const char *take_leaving(wl_admission_queue_t *queue)
-{
-    return take_group(queue, 64, false, true, true);
+    return take_group(queue, max, lookup_in_flight, true);
 }
 
 /* The next group, committed at once, when no lookup of prefixes is in flight. */
@@ -71,7 +64,7 @@ static const char *take(wl_admission_queue_t *queue, int max)
 /* The next group, left in flight. */
 static const char *take_in_flight(wl_admission_queue_t *queue, int max)
 {
-    return take_group(queue, max, false, false, false);
+    return take_group(queue, max, false, false);
 }
 
 /* Every group is of one placement, in arrival order, and every waiter is taken once. */
@@ -248,7 +241,7 @@ static void test_unchecked_keys_placed_by_prefix(void)
     /* Waiter 1 brings another secret than its key's; waiter 3 needs a scope its key lacks. */
     requests[1].digest[1] = 1;
     requests[3].scope = WL_SCOPE_STOCK_READ;
-    CHECK(wl_admission_queue_any_unplaced(&queue));
+    CHECK(wl_admission_queue_head_unplaced(&queue));
 
     char prefixes[COUNT][WL_KEY_PREFIX_LEN + 1];
     CHECK_INT((int)wl_admission_queue_unplaced(&queue, prefixes, 4), 4);
@@ -258,7 +251,7 @@ static void test_unchecked_keys_placed_by_prefix(void)
     CHECK_INT((int)wl_admission_queue_unplaced(&queue, prefixes + 4, 8), 2);
     CHECK_STR(prefixes[5], "key5");
     CHECK_INT((int)wl_admission_queue_unplaced(&queue, prefixes, 8), 0);
-    CHECK(!wl_admission_queue_any_unplaced(&queue));
+    CHECK(!wl_admission_queue_head_unplaced(&queue));
 
     int calls = 0;
     wl_placement_t placement = {.place = place_by_parity, .data = &calls};
@@ -301,37 +294,10 @@ static void test_unknown_key_alone_without_lookup(void)
     CHECK_STR(take(&queue, 64), "");
 }
 
-/* Beside a placer of its own (leave_unasked), a committer leaves the waiters of keys not known
- * here until their prefix is asked about; once asked, with no lookup in flight (their key was
- * not found, or the lookup failed), they go alone; at stop (nothing left) every one goes. */
-static void test_unasked_left_for_the_placer(void)
-{
-    const int64_t placements[] = {WL_PLACEMENT_ALONE, 1, WL_PLACEMENT_ALONE, 1};
-    wl_admission_queue_t queue;
-    fill(&queue, placements, 4);
-    for (int i = 0; i < 4; i += 2) {
-        requests[i].org_id = 0;
-        snprintf(requests[i].prefix, sizeof(requests[i].prefix), "key%d", i);
-    }
-    CHECK(wl_admission_queue_any_unplaced(&queue));
-    CHECK_STR(take_leaving(&queue), "1,3");
-    CHECK_STR(take_leaving(&queue), "");
-    char prefixes[COUNT][WL_KEY_PREFIX_LEN + 1];
-    CHECK_INT((int)wl_admission_queue_unplaced(&queue, prefixes, 1), 1);
-    CHECK_STR(prefixes[0], "key0");
-    CHECK(wl_admission_queue_any_unplaced(&queue)); /* key2 is not asked about yet */
-    CHECK_STR(take_leaving(&queue), "0");
-    CHECK_STR(take_leaving(&queue), "");
-    CHECK_STR(take(&queue, 64), "2");
-    CHECK(!wl_admission_queue_any_unplaced(&queue));
-    CHECK_INT(queue.waiting, 0);
-}
-
 int main(void)
 {
     test_groups_of_one_placement();
     test_group_size();
-    test_unasked_left_for_the_placer();
     test_unknown_placement_goes_alone();
     test_one_placement_is_plain_fifo();
     test_next_group_waits_to_be_half_the_size();
