@@ -3,11 +3,12 @@
 
 #include <ctype.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "walklist/utf8.h"
 
 #define SWITCH_MARKER    "-- shard-direct: true"
 #define STATEMENT_MARKER "-- shard-direct: statement"
@@ -50,18 +51,6 @@ static bool is_ident(char c)
     return isalnum((unsigned char)c) || c == '_' || c == '$';
 }
 
-/* The span without the blanks at both ends. */
-static wl_span_t trimmed(wl_span_t s)
-{
-    while (s.len > 0 && isspace((unsigned char)s.base[0])) {
-        s.base++;
-        s.len--;
-    }
-    while (s.len > 0 && isspace((unsigned char)s.base[s.len - 1]))
-        s.len--;
-    return s;
-}
-
 static bool ends_with(wl_span_t s, const char *suffix)
 {
     size_t n = strlen(suffix);
@@ -90,7 +79,7 @@ static bool ends_statement(wl_span_t line)
             break;
         }
     }
-    return ends_with(trimmed(wl_span(line.base, code)), ";");
+    return ends_with(wl_utf8_trim(wl_span(line.base, code)), ";");
 }
 
 /* The line starting at pos: its text without the newline; *next is where the next starts. */
@@ -189,7 +178,7 @@ static int put_dispatch(text_t *t, wl_span_t indent, wl_span_t stmt,
         if (put_on_shards(t, stmt, layout, g) == 0)
             return wl_error_set(err, WL_EINVAL,
                                 "a shard-direct statement names none of its tables: %.*s",
-                                (int)trimmed(stmt).len, trimmed(stmt).base);
+                                (int)wl_utf8_trim(stmt).len, wl_utf8_trim(stmt).base);
         put(t, "\n", 1);
     }
     put_line(t, indent, "    ELSE");
@@ -217,7 +206,7 @@ static int put_switch(text_t *t, wl_span_t line, wl_error_t *err)
         }
     }
     return wl_error_set(err, WL_EINVAL, "a shard-direct switch without false: %.*s",
-                        (int)trimmed(line).len, trimmed(line).base);
+                        (int)wl_utf8_trim(line).len, wl_utf8_trim(line).base);
 }
 
 int wl_shard_direct_expand(wl_span_t sql, const wl_shard_layout_t *layout, char **out,
@@ -233,7 +222,7 @@ int wl_shard_direct_expand(wl_span_t sql, const wl_shard_layout_t *layout, char 
     while (rc == 0 && pos < sql.len) {
         size_t next = 0;
         wl_span_t line = line_at(sql, pos, &next);
-        wl_span_t bare = trimmed(line);
+        wl_span_t bare = wl_utf8_trim(line);
         if (ends_with(line, SWITCH_MARKER)) {
             rc = put_switch(&t, line, err);
         } else if (bare.len == sizeof(STATEMENT_MARKER) - 1 &&
