@@ -111,6 +111,8 @@ DECLARE
     -- statements dispatch by.
     v_shard_direct CONSTANT boolean := false; -- shard-direct: true
     v_direct_shards bigint[] := '{}';
+    v_orgs bigint[];       -- the group's known organizations, and the shard of each
+    v_org_shards bigint[];
     v_shard bigint;
     v_direct boolean := false;
 BEGIN
@@ -120,14 +122,17 @@ BEGIN
         -- shard's placement, so a shard seen here as this node's stays here until the commit,
         -- and one moved meanwhile is seen moved. Only the tables' owner may take it
         -- (lock_shard_metadata checks); anyone else goes through Citus as before.
-        v_direct_shards := ARRAY(SELECT DISTINCT get_shard_id_for_distribution_column(
-                                                     'rate_limits', o)
-                                   FROM unnest(p_org) AS o
-                                  WHERE o IS NOT NULL
-                                    AND pg_has_role((SELECT c.relowner FROM pg_class c
-                                                      WHERE c.oid = 'rate_limits'::regclass),
-                                                    'USAGE')
-                                  ORDER BY 1);
+        -- Each organization's shard asked once a group (Citus's function writes the value out
+        -- as text and reads it back): its rows and writes find it here by position.
+        SELECT array_agg(d.o ORDER BY d.o),
+               array_agg(get_shard_id_for_distribution_column('rate_limits', d.o) ORDER BY d.o)
+          INTO v_orgs, v_org_shards
+          FROM (SELECT DISTINCT o FROM unnest(p_org) AS o
+                 WHERE o IS NOT NULL
+                   AND pg_has_role((SELECT c.relowner FROM pg_class c
+                                     WHERE c.oid = 'rate_limits'::regclass),
+                                   'USAGE')) AS d;
+        v_direct_shards := ARRAY(SELECT DISTINCT s FROM unnest(v_org_shards) AS s ORDER BY 1);
         IF cardinality(v_direct_shards) > 0 THEN
             PERFORM lock_shard_metadata(5, v_direct_shards);
             v_direct_shards := ARRAY(SELECT p.shardid FROM pg_dist_placement p
@@ -173,8 +178,8 @@ BEGIN
         list_codes := NULL;
         IF r.org_of IS NOT NULL THEN
             IF cardinality(v_direct_shards) > 0 THEN
-                v_shard := get_shard_id_for_distribution_column('rate_limits', r.org_of);
-                v_direct := v_shard = ANY (v_direct_shards);
+                v_shard := v_org_shards[array_position(v_orgs, r.org_of)];
+                v_direct := coalesce(v_shard = ANY (v_direct_shards), false);
             END IF;
             IF r.want IS NOT NULL THEN
                 IF r.org_of = v_bucket_org AND r.bucket = v_bucket THEN
@@ -362,8 +367,8 @@ BEGIN
             v_write_hits := w_hits[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]];
             v_write_counts := w_counts[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]];
             IF cardinality(v_direct_shards) > 0 THEN
-                v_shard := get_shard_id_for_distribution_column('rate_limits', v_write_org);
-                v_direct := v_shard = ANY (v_direct_shards);
+                v_shard := v_org_shards[array_position(v_orgs, v_write_org)];
+                v_direct := coalesce(v_shard = ANY (v_direct_shards), false);
             END IF;
             -- shard-direct: statement
             UPDATE rate_limits rl
@@ -376,8 +381,8 @@ BEGIN
             v_write_name := l_name[v_k];
             v_write_codes := p_codes[l_first[v_k] + 1 : l_first[v_k] + l_len[v_k]];
             IF cardinality(v_direct_shards) > 0 THEN
-                v_shard := get_shard_id_for_distribution_column('rate_limits', v_write_org);
-                v_direct := v_shard = ANY (v_direct_shards);
+                v_shard := v_org_shards[array_position(v_orgs, v_write_org)];
+                v_direct := coalesce(v_shard = ANY (v_direct_shards), false);
             END IF;
             -- shard-direct: statement
             INSERT INTO locate_lists (org_id, id, name, codes, created_at)
