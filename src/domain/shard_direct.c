@@ -12,6 +12,8 @@
 
 #define SWITCH_MARKER    "-- shard-direct: true"
 #define STATEMENT_MARKER "-- shard-direct: statement"
+#define SHARDS_MARKER    "-- shard-direct: shards"
+#define MINS_MARKER      "-- shard-direct: mins"
 
 /* The text being made; failed once an allocation failed (every later write is dropped). */
 typedef struct {
@@ -163,32 +165,97 @@ static void put_line(text_t *t, wl_span_t indent, const char *text)
     put(t, "\n", 1);
 }
 
-/* The marked statement's dispatch: by v_shard to its shard group's statement where v_direct,
- * the statement as written otherwise (and for a shard this form does not know). */
-static int put_dispatch(text_t *t, wl_span_t indent, wl_span_t stmt,
-                        const wl_shard_layout_t *layout, wl_error_t *err)
+/* The groups' indexes ordered by their anchor shard, which the dispatch compares. */
+static size_t *groups_by_anchor(const wl_shard_layout_t *layout)
 {
-    put_line(t, indent, "IF v_direct THEN");
-    put_line(t, indent, "    CASE v_shard");
-    for (size_t g = 0; g < layout->group_count; g++) {
-        char when[64];
-        snprintf(when, sizeof(when), "    WHEN %" PRId64 " THEN",
-                 layout->shards[g * layout->table_count]);
-        put_line(t, indent, when);
-        if (put_on_shards(t, stmt, layout, g) == 0)
+    size_t *order = malloc(layout->group_count * sizeof(*order));
+    if (order == NULL)
+        return NULL;
+    for (size_t i = 0; i < layout->group_count; i++) {
+        size_t at = i;
+        int64_t anchor = layout->shards[i * layout->table_count];
+        while (at > 0 && layout->shards[order[at - 1] * layout->table_count] > anchor) {
+            order[at] = order[at - 1];
+            at--;
+        }
+        order[at] = i;
+    }
+    return order;
+}
+
+/* The statement on the shards of the groups order[lo..hi): halves compared by v_shard until
+ * one is left, so that a row's dispatch evaluates about log2(groups) comparisons, and a group
+ * transaction initializes only those its rows reach (PL/pgSQL prepares each expression once a
+ * transaction); a CASE of every group evaluated up to one comparison per group. */
+static int put_tree(text_t *t, wl_span_t indent, wl_span_t stmt, const wl_shard_layout_t *layout,
+                    const size_t *order, size_t lo, size_t hi, wl_error_t *err)
+{
+    if (hi - lo == 1) {
+        if (put_on_shards(t, stmt, layout, order[lo]) == 0)
             return wl_error_set(err, WL_EINVAL,
                                 "a shard-direct statement names none of its tables: %.*s",
                                 (int)wl_utf8_trim(stmt).len, wl_utf8_trim(stmt).base);
         put(t, "\n", 1);
+        return 0;
     }
-    put_line(t, indent, "    ELSE");
-    put(t, stmt.base, stmt.len);
-    put(t, "\n", 1);
-    put_line(t, indent, "    END CASE;");
+    size_t mid = lo + (hi - lo) / 2;
+    char test[64];
+    snprintf(test, sizeof(test), "IF v_shard < %" PRId64 " THEN",
+             layout->shards[order[mid] * layout->table_count]);
+    put_line(t, indent, test);
+    int rc = put_tree(t, indent, stmt, layout, order, lo, mid, err);
+    put_line(t, indent, "ELSE");
+    if (rc == 0)
+        rc = put_tree(t, indent, stmt, layout, order, mid, hi, err);
+    put_line(t, indent, "END IF;");
+    return rc;
+}
+
+/* The marked statement's dispatch: where v_direct, by v_shard to its shard group's statement
+ * (the function sets v_direct only for a shard of this form: SHARDS_MARKER's list); the
+ * statement as written otherwise. */
+static int put_dispatch(text_t *t, wl_span_t indent, wl_span_t stmt,
+                        const wl_shard_layout_t *layout, wl_error_t *err)
+{
+    size_t *order = groups_by_anchor(layout);
+    if (order == NULL)
+        return wl_error_set(err, WL_ENOMEM, "out of memory for the shard-direct form");
+    put_line(t, indent, "IF v_direct THEN");
+    int rc = put_tree(t, indent, stmt, layout, order, 0, layout->group_count, err);
+    free(order);
     put_line(t, indent, "ELSE");
     put(t, stmt.base, stmt.len);
     put(t, "\n", 1);
     put_line(t, indent, "END IF;");
+    return rc;
+}
+
+/* A line of a list marker with its last '{}' filled: the anchor shard of each group, or each
+ * group's least hash value, in the layout's order (by hash range). */
+static int put_list(text_t *t, wl_span_t line, const wl_shard_layout_t *layout, bool mins,
+                    wl_error_t *err)
+{
+    const char *empty = NULL;
+    for (const char *p = line.base; p + 4 <= line.base + line.len; p++) {
+        if (memcmp(p, "'{}'", 4) == 0)
+            empty = p;
+    }
+    if (empty == NULL)
+        return wl_error_set(err, WL_EINVAL, "a shard-direct list without '{}': %.*s",
+                            (int)wl_utf8_trim(line).len, wl_utf8_trim(line).base);
+    put(t, line.base, (size_t)(empty - line.base));
+    put_str(t, "'{");
+    for (size_t g = 0; g < layout->group_count; g++) {
+        char value[32];
+        if (mins)
+            snprintf(value, sizeof(value), "%s%" PRId32, g ? "," : "", layout->mins[g]);
+        else
+            snprintf(value, sizeof(value), "%s%" PRId64, g ? "," : "",
+                     layout->shards[g * layout->table_count]);
+        put_str(t, value);
+    }
+    put_str(t, "}'");
+    put(t, empty + 4, (size_t)(line.base + line.len - (empty + 4)));
     return 0;
 }
 
@@ -225,6 +292,8 @@ int wl_shard_direct_expand(wl_span_t sql, const wl_shard_layout_t *layout, char 
         wl_span_t bare = wl_utf8_trim(line);
         if (ends_with(line, SWITCH_MARKER)) {
             rc = put_switch(&t, line, err);
+        } else if (ends_with(line, SHARDS_MARKER) || ends_with(line, MINS_MARKER)) {
+            rc = put_list(&t, line, layout, ends_with(line, MINS_MARKER), err);
         } else if (bare.len == sizeof(STATEMENT_MARKER) - 1 &&
                    memcmp(bare.base, STATEMENT_MARKER, bare.len) == 0) {
             put(&t, line.base, line.len);

@@ -28,6 +28,7 @@ typedef struct {
     char **tables;
     size_t table_count;
     int64_t *shards;
+    int32_t *mins;
     size_t group_count;
 } layout_t;
 
@@ -37,6 +38,7 @@ static void layout_free(layout_t *l)
         free(l->tables[t]);
     free(l->tables);
     free(l->shards);
+    free(l->mins);
 }
 
 /* The rows of LAYOUT_SQL as groups of the same tables in the same order. */
@@ -53,7 +55,8 @@ static int layout_of(const PGresult *res, layout_t *l, wl_error_t *err)
         goto NotColocated;
     l->tables = calloc(tables, sizeof(*l->tables));
     l->shards = malloc((size_t)rows * sizeof(*l->shards));
-    if (l->tables == NULL || l->shards == NULL)
+    l->mins = malloc((size_t)rows / tables * sizeof(*l->mins));
+    if (l->tables == NULL || l->shards == NULL || l->mins == NULL)
         return wl_error_set(err, WL_ENOMEM, "out of memory for the shard layout");
     l->table_count = tables;
     for (size_t t = 0; t < tables; t++) {
@@ -68,6 +71,8 @@ static int layout_of(const PGresult *res, layout_t *l, wl_error_t *err)
             strcmp(PQgetvalue(res, row, 2), first_of_group) != 0)
             goto NotColocated;
         l->shards[row] = wl_db_int64(res, row, 1);
+        if (t == 0)
+            l->mins[(size_t)row / tables] = (int32_t)wl_db_int64(res, row, 2);
     }
     return 0;
 NotColocated:
@@ -99,6 +104,7 @@ int wl_shard_direct_install(PGconn *conn, size_t *groups, wl_error_t *err)
     const wl_shard_layout_t layout = {.tables = (const char *const *)l.tables,
                                       .table_count = l.table_count,
                                       .shards = l.shards,
+                                      .mins = l.mins,
                                       .group_count = l.group_count};
     for (size_t i = 0; rc == 0 && l.group_count > 0 && i < wl_function_count; i++) {
         wl_span_t sql = wl_span_str(wl_functions[i].sql);

@@ -1,12 +1,12 @@
 /*
  * wl_admit's shard-direct form (store/shard_direct.h), on plain PostgreSQL since CI has no
  * Citus: the test database gets a catalog of its own under Citus's names (pg_dist_partition,
- * pg_dist_shard, pg_dist_placement, pg_dist_local_group, get_shard_id_for_distribution_column,
- * lock_shard_metadata; the functions resolve them by the search path) in which organizations of
- * even id live in shard group A, on this node, and those of odd id in group B, on another, with
- * A's shards as tables of their own. Then: migrate installs the form where the anchor is
- * distributed and only there; an organization of A is admitted, refused by its rate limit,
- * read and versioned in A's shard tables, one of B in the tables themselves (as Citus would
+ * pg_dist_shard, pg_dist_placement, pg_dist_local_group, lock_shard_metadata; the functions
+ * resolve them by the search path) in which organizations whose id PostgreSQL hashes below zero
+ * (hashint8, as Citus places them) live in shard group A, on this node, and the others in group
+ * B, on another, with A's shards as tables of their own. Then: migrate installs the form where the
+ * anchor is distributed and only there; an organization of A is admitted, refused by its rate
+ * limit, read and versioned in A's shard tables, one of B in the tables themselves (as Citus would
  * route them); the group's shards are metadata-locked first, in ShareLock, in order; a shard
  * with a second placement (a move in flight), one placed elsewhere, or a caller that does not
  * own the tables goes the way it went before; a layout whose tables do not share their shard
@@ -56,10 +56,10 @@ static const char CATALOG[] =
     "CREATE TABLE export_versions_910200 (LIKE export_versions INCLUDING ALL);"
     "CREATE TABLE fake_locks (at serial, mode int, shards bigint[]);"
     "CREATE FUNCTION lock_shard_metadata(integer, bigint[]) RETURNS void LANGUAGE sql"
-    " AS 'INSERT INTO fake_locks (mode, shards) VALUES ($1, $2)';"
-    "CREATE FUNCTION get_shard_id_for_distribution_column(regclass, bigint) RETURNS bigint"
-    " LANGUAGE sql STABLE AS 'SELECT s.shardid FROM pg_dist_shard s WHERE s.logicalrelid = $1"
-    " AND s.shardminvalue = CASE WHEN $2 % 2 = 0 THEN ''-2147483648'' ELSE ''0'' END';";
+    " AS 'INSERT INTO fake_locks (mode, shards) VALUES ($1, $2)';";
+
+/* Organizations by group: hashint8 of each of A's ids is below zero, of B's not. */
+enum { A1 = 1, A2 = 4, A3 = 5, A4 = 7, A5 = 8, A6 = 10, B1 = 2 };
 
 /* One request's answer: granted (-1 when no ask was made), done, list_name, list_created_ms. */
 typedef struct {
@@ -174,6 +174,8 @@ static void test_installed_by_migrate(void)
     CHECK(strstr(def, "INTO locate_lists_910101 (") != NULL);
     CHECK(strstr(def, "FROM export_versions_910201 ev") != NULL);
     CHECK(strstr(def, "920000") == NULL && strstr(def, "930000") == NULL);
+    CHECK(strstr(def, "v_form_shards CONSTANT bigint[] := '{910000,910001}';") != NULL);
+    CHECK(strstr(def, "v_form_mins CONSTANT integer[] := '{-2147483648,0}';") != NULL);
     size_t groups = 0;
     CHECK_INT(wl_shard_direct_install(db, &groups, &err), 0);
     CHECK_INT(groups, 2);
@@ -184,14 +186,18 @@ static void test_admitted_in_own_shards(void)
     /* Where Citus is loaded (its version set), the group's shards locked, A's rows in A's
      * shards, B's in the tables. */
     testdb_exec(db, "SET citus.version = '13.0.5'");
+    CHECK_INT(count_of("SELECT count(*) FROM (VALUES (1), (4), (5), (7), (8), (10)) AS a(id)"
+                       " WHERE hashint8(id::bigint) < 0"),
+              6);
+    CHECK_INT(count_of("SELECT count(*) WHERE hashint8(2::bigint) >= 0"), 1);
     answer_t a[2];
-    const long long created[] = {2, 3};
+    const long long created[] = {A1, B1};
     admit(created, 2, "create", 1, a);
     CHECK_INT(a[0].granted, 1);
     CHECK_INT(a[1].granted, 1);
     CHECK(a[0].done && a[1].done);
-    CHECK_INT(rows_of(2), 'A');
-    CHECK_INT(rows_of(3), 'T');
+    CHECK_INT(rows_of(A1), 'A');
+    CHECK_INT(rows_of(B1), 'T');
     CHECK_INT(count_of("SELECT count(*) FROM fake_locks"), 1);
     CHECK_INT(count_of("SELECT count(*) FROM fake_locks WHERE mode = 5"
                        " AND shards = '{910000,910001}'"),
@@ -208,12 +214,12 @@ static void test_admitted_in_own_shards(void)
     /* Read where they were written. */
     admit(created, 2, "get", 0, a);
     CHECK(a[0].done && a[1].done);
-    CHECK_STR(a[0].list_name, "list 2");
-    CHECK_STR(a[1].list_name, "list 3");
+    CHECK_STR(a[0].list_name, "list 1");
+    CHECK_STR(a[1].list_name, "list 2");
     testdb_exec(db, "INSERT INTO organizations (org_id, slug, name) OVERRIDING SYSTEM VALUE"
-                    " VALUES (3, 'sd-3', 'x')");
-    testdb_exec(db, "INSERT INTO export_versions_910200 (org_id, version) VALUES (2, 42)");
-    testdb_exec(db, "INSERT INTO export_versions (org_id, version) VALUES (3, 7)");
+                    " VALUES (2, 'sd-2', 'x')");
+    testdb_exec(db, "INSERT INTO export_versions_910200 (org_id, version) VALUES (1, 42)");
+    testdb_exec(db, "INSERT INTO export_versions (org_id, version) VALUES (2, 7)");
     admit(created, 2, "version", 0, a);
     CHECK_INT(a[0].number, 42);
     CHECK_INT(a[1].number, 7);
@@ -226,20 +232,20 @@ static void test_not_direct(void)
     answer_t a[1];
     /* A second placement of A's shard (a move in flight): through Citus, in the tables. */
     testdb_exec(db, "INSERT INTO pg_dist_placement (shardid, groupid) VALUES (910000, 2)");
-    const long long moving[] = {4};
+    const long long moving[] = {A2};
     admit(moving, 1, "create", 5, a);
     CHECK(a[0].done);
-    CHECK_INT(rows_of(4), 'T');
+    CHECK_INT(rows_of(A2), 'T');
     /* A's shard placed on another node only (moved away). */
     testdb_exec(db, "DELETE FROM pg_dist_placement WHERE shardid = 910000 AND groupid = 1");
-    const long long moved[] = {6};
+    const long long moved[] = {A3};
     admit(moved, 1, "create", 5, a);
     CHECK(a[0].done);
-    CHECK_INT(rows_of(6), 'T');
+    CHECK_INT(rows_of(A3), 'T');
     testdb_exec(db, "UPDATE pg_dist_placement SET groupid = 1 WHERE shardid = 910000");
-    const long long back[] = {8};
+    const long long back[] = {A4};
     admit(back, 1, "create", 5, a);
-    CHECK_INT(rows_of(8), 'A');
+    CHECK_INT(rows_of(A4), 'A');
 
     /* A caller that does not own the tables may not take the lock: the tables, no lock. */
     long long locks = count_of("SELECT count(*) FROM fake_locks");
@@ -247,11 +253,11 @@ static void test_not_direct(void)
     testdb_exec(db, "CREATE ROLE walklist_shard_direct_other");
     testdb_exec(db, "GRANT ALL ON ALL TABLES IN SCHEMA public TO walklist_shard_direct_other");
     testdb_exec(db, "SET ROLE walklist_shard_direct_other");
-    const long long other[] = {10};
+    const long long other[] = {A5};
     admit(other, 1, "create", 5, a);
     testdb_exec(db, "RESET ROLE");
     CHECK(a[0].done);
-    CHECK_INT(rows_of(10), 'T');
+    CHECK_INT(rows_of(A5), 'T');
     CHECK_INT(count_of("SELECT count(*) FROM fake_locks"), locks);
     testdb_exec(db, "REVOKE ALL ON ALL TABLES IN SCHEMA public FROM walklist_shard_direct_other");
     testdb_exec(db, "DROP ROLE walklist_shard_direct_other");
@@ -260,9 +266,9 @@ static void test_not_direct(void)
      * tables, no lock. */
     PGconn *citus_session = db;
     db = testdb_connect(conninfo);
-    const long long plain[] = {12};
+    const long long plain[] = {A6};
     admit(plain, 1, "create", 5, a);
-    CHECK_INT(rows_of(12), 'T');
+    CHECK_INT(rows_of(A6), 'T');
     CHECK_INT(count_of("SELECT count(*) FROM fake_locks"), locks);
     PQfinish(db);
     db = citus_session;

@@ -1,9 +1,11 @@
 /*
- * The shard-direct form of an SQL function (domain/shard_direct.h): the switch turned on, each
- * marked statement dispatched by v_shard to its shard group's copy, with the layout's tables and
- * primary keys renamed as Citus names a shard's, and the statement as written for every other
- * case; malformed markers refused. And the real wl_admit, expanded.
+ * The shard-direct form of an SQL function (domain/shard_direct.h): the switch turned on, the
+ * lists of anchor shards and range minimums filled in range order, each marked statement
+ * dispatched by v_shard, halving the groups ordered by anchor shard, to its shard group's copy,
+ * with the layout's tables and primary keys renamed as Citus names a shard's, and the statement
+ * as written where not direct; malformed markers refused. And the real wl_admit, expanded.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,12 +14,17 @@
 #include "test.h"
 
 static const char *const tables[] = {"rate_limits", "locate_lists"};
-static const int64_t shards[] = {11, 21, 12, 22};
-static const wl_shard_layout_t layout = {tables, 2, shards, 2};
+/* Three groups in range order, their anchor shards out of order (a split's new shards). */
+static const int64_t shards[] = {13, 23, 11, 21, 12, 22};
+static const int32_t mins[] = {-2147483647 - 1, -5, 1000};
+static const wl_shard_layout_t layout = {tables, 2, shards, mins, 3};
 
 static const char TEMPLATE[] =
     "DECLARE\n"
     "    v_on CONSTANT boolean := false; -- shard-direct: true\n"
+    "    v_at bigint[] := '{}'; -- shard-direct: shards\n"
+    "    v_from integer[] := coalesce('{}', '{}'::integer[]); -- shard-direct: mins\n"
+    "    v_kept text[] := '{}';\n"
     "BEGIN\n"
     "    -- shard-direct: statement\n"
     "    SELECT rl.hits INTO v FROM rate_limits rl\n"
@@ -31,20 +38,25 @@ static const char TEMPLATE[] =
 static const char EXPECTED[] =
     "DECLARE\n"
     "    v_on CONSTANT boolean := true; -- shard-direct: true\n"
+    "    v_at bigint[] := '{13,11,12}'; -- shard-direct: shards\n"
+    "    v_from integer[] := coalesce('{}', '{-2147483648,-5,1000}'::integer[]); -- shard-direct: "
+    "mins\n"
+    "    v_kept text[] := '{}';\n"
     "BEGIN\n"
     "    -- shard-direct: statement\n"
     "    IF v_direct THEN\n"
-    "        CASE v_shard\n"
-    "        WHEN 11 THEN\n"
+    "    IF v_shard < 12 THEN\n"
     "    SELECT rl.hits INTO v FROM rate_limits_11 rl\n"
     "     WHERE rl.org_id = v_org AND rl.bucket = 'rate_limits';\n"
-    "        WHEN 12 THEN\n"
+    "    ELSE\n"
+    "    IF v_shard < 13 THEN\n"
     "    SELECT rl.hits INTO v FROM rate_limits_12 rl\n"
     "     WHERE rl.org_id = v_org AND rl.bucket = 'rate_limits';\n"
-    "        ELSE\n"
-    "    SELECT rl.hits INTO v FROM rate_limits rl\n"
+    "    ELSE\n"
+    "    SELECT rl.hits INTO v FROM rate_limits_13 rl\n"
     "     WHERE rl.org_id = v_org AND rl.bucket = 'rate_limits';\n"
-    "        END CASE;\n"
+    "    END IF;\n"
+    "    END IF;\n"
     "    ELSE\n"
     "    SELECT rl.hits INTO v FROM rate_limits rl\n"
     "     WHERE rl.org_id = v_org AND rl.bucket = 'rate_limits';\n"
@@ -52,17 +64,18 @@ static const char EXPECTED[] =
     "    INSERT INTO rate_limits_log VALUES (1);\n"
     "  -- shard-direct: statement\n"
     "  IF v_direct THEN\n"
-    "      CASE v_shard\n"
-    "      WHEN 11 THEN\n"
+    "  IF v_shard < 12 THEN\n"
     "  INSERT INTO Locate_Lists_21 SELECT 1 FROM rate_limits_11 ON CONFLICT ON CONSTRAINT "
     "rate_limits_pkey_11 DO NOTHING; -- rate_limits\n"
-    "      WHEN 12 THEN\n"
+    "  ELSE\n"
+    "  IF v_shard < 13 THEN\n"
     "  INSERT INTO Locate_Lists_22 SELECT 1 FROM rate_limits_12 ON CONFLICT ON CONSTRAINT "
     "rate_limits_pkey_12 DO NOTHING; -- rate_limits\n"
-    "      ELSE\n"
-    "  INSERT INTO Locate_Lists SELECT 1 FROM rate_limits ON CONFLICT ON CONSTRAINT "
-    "rate_limits_pkey DO NOTHING; -- rate_limits\n"
-    "      END CASE;\n"
+    "  ELSE\n"
+    "  INSERT INTO Locate_Lists_23 SELECT 1 FROM rate_limits_13 ON CONFLICT ON CONSTRAINT "
+    "rate_limits_pkey_13 DO NOTHING; -- rate_limits\n"
+    "  END IF;\n"
+    "  END IF;\n"
     "  ELSE\n"
     "  INSERT INTO Locate_Lists SELECT 1 FROM rate_limits ON CONFLICT ON CONSTRAINT "
     "rate_limits_pkey DO NOTHING; -- rate_limits\n"
@@ -105,11 +118,13 @@ static void check_wl_admit(void)
     CHECK(markers >= 7);
     static const char *const admit_tables[] = {"rate_limits", "export_versions", "locate_lists"};
     int64_t ids[32 * 3];
+    int32_t range_mins[32];
     for (int g = 0; g < 32; g++) {
         for (int t = 0; t < 3; t++)
             ids[g * 3 + t] = 102000 + 100 * t + g;
+        range_mins[g] = (int32_t)(INT32_MIN + (int64_t)g * 134217728);
     }
-    const wl_shard_layout_t admit = {admit_tables, 3, ids, 32};
+    const wl_shard_layout_t admit = {admit_tables, 3, ids, range_mins, 32};
     wl_error_t err;
     wl_error_init(&err);
     char *out = NULL;
@@ -118,8 +133,12 @@ static void check_wl_admit(void)
         return;
     CHECK(strstr(out, "v_shard_direct CONSTANT boolean := true;") != NULL);
     CHECK(strstr(out, "v_shard_direct CONSTANT boolean := false;") == NULL);
-    CHECK_INT(count_of(out, "CASE v_shard"), markers);
-    CHECK_INT(count_of(out, " THEN\n") - count_of(sql, " THEN\n"), markers * 33);
+    /* Per marked statement: the test of v_direct and 31 halvings, 5 deep, to 32 groups. */
+    CHECK_INT(count_of(out, "IF v_direct THEN"), markers);
+    CHECK_INT(count_of(out, "IF v_shard < "), markers * 31);
+    CHECK_INT(count_of(out, " THEN\n") - count_of(sql, " THEN\n"), markers * 32);
+    CHECK(strstr(out, "'{102000,102001,102002,") != NULL);
+    CHECK(strstr(out, "'{-2147483648,-2013265920,-1879048192,") != NULL);
     /* Group 5's shards: the bucket's row (and its key), the list and the version. */
     CHECK(strstr(out, "FROM rate_limits_102005 rl") != NULL);
     CHECK(strstr(out, "ON CONSTRAINT rate_limits_pkey_102005") != NULL);
@@ -152,12 +171,15 @@ int main(void)
 
     check_refused("x := 1; -- shard-direct: true\n", &layout, "switch without false");
     check_refused("v := falsehood; -- shard-direct: true\n", &layout, "switch without false");
+    check_refused("v integer[] := NULL; -- shard-direct: mins\n", &layout,
+                  "list without '{}': v integer[] := NULL;");
+    check_refused("v bigint[] := '{1}'; -- shard-direct: shards\n", &layout, "list without '{}'");
     check_refused("-- shard-direct: statement\n", &layout, "no statement after it");
     check_refused("-- shard-direct: statement\nSELECT 1 FROM rate_limits\n", &layout,
                   "no statement after it");
     check_refused("-- shard-direct: statement\nSELECT 1 FROM products;\n", &layout,
                   "names none of its tables: SELECT 1 FROM products;");
-    const wl_shard_layout_t empty = {tables, 2, shards, 0};
+    const wl_shard_layout_t empty = {tables, 2, shards, mins, 0};
     check_refused(TEMPLATE, &empty, "at least one shard");
 
     check_wl_admit();
