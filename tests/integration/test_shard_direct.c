@@ -8,9 +8,10 @@
  * anchor is distributed and only there; an organization of A is admitted, refused by its rate
  * limit, read and versioned in A's shard tables, one of B in the tables themselves (as Citus would
  * route them); the group's shards are metadata-locked first, in ShareLock, in order; a shard
- * with a second placement (a move in flight), one placed elsewhere, or a caller that does not
- * own the tables goes the way it went before; a layout whose tables do not share their shard
- * ranges is refused, changing nothing.
+ * with a second placement (a move in flight), one placed elsewhere, one split since the form
+ * was installed (Citus's lock refuses its id), or a caller that does not own the tables goes
+ * the way it went before; a layout whose tables do not share their shard ranges is refused,
+ * changing nothing.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,11 +56,16 @@ static const char CATALOG[] =
     "CREATE TABLE locate_lists_910100 (LIKE locate_lists INCLUDING ALL);"
     "CREATE TABLE export_versions_910200 (LIKE export_versions INCLUDING ALL);"
     "CREATE TABLE fake_locks (at serial, mode int, shards bigint[]);"
-    "CREATE FUNCTION lock_shard_metadata(integer, bigint[]) RETURNS void LANGUAGE sql"
-    " AS 'INSERT INTO fake_locks (mode, shards) VALUES ($1, $2)';";
+    /* As Citus's, it refuses a shard its catalog does not hold. */
+    "CREATE FUNCTION lock_shard_metadata(integer, bigint[]) RETURNS void LANGUAGE plpgsql"
+    " AS $$BEGIN"
+    "  IF EXISTS (SELECT FROM unnest($2) AS id WHERE id NOT IN (SELECT shardid FROM pg_dist_shard))"
+    "  THEN RAISE EXCEPTION 'could not find valid entry for shard'; END IF;"
+    "  INSERT INTO fake_locks (mode, shards) VALUES ($1, $2);"
+    " END$$;";
 
 /* Organizations by group: hashint8 of each of A's ids is below zero, of B's not. */
-enum { A1 = 1, A2 = 4, A3 = 5, A4 = 7, A5 = 8, A6 = 10, B1 = 2 };
+enum { A1 = 1, A2 = 4, A3 = 5, A4 = 7, A5 = 8, A6 = 10, A7 = 14, B1 = 2 };
 
 /* One request's answer: granted (-1 when no ask was made), done, list_name, list_created_ms. */
 typedef struct {
@@ -189,6 +195,7 @@ static void test_admitted_in_own_shards(void)
     CHECK_INT(count_of("SELECT count(*) FROM (VALUES (1), (4), (5), (7), (8), (10)) AS a(id)"
                        " WHERE hashint8(id::bigint) < 0"),
               6);
+    CHECK_INT(count_of("SELECT count(*) WHERE hashint8(14::bigint) < 0"), 1);
     CHECK_INT(count_of("SELECT count(*) WHERE hashint8(2::bigint) >= 0"), 1);
     answer_t a[2];
     const long long created[] = {A1, B1};
@@ -246,6 +253,19 @@ static void test_not_direct(void)
     const long long back[] = {A4};
     admit(back, 1, "create", 5, a);
     CHECK_INT(rows_of(A4), 'A');
+    /* A's shard split since the form was installed: its id gone from the catalog (the new
+     * shards have others). Through Citus, in the tables, and no lock asked for the old id,
+     * which Citus refuses. */
+    long long locks_before_split = count_of("SELECT count(*) FROM fake_locks");
+    testdb_exec(db, "UPDATE pg_dist_shard SET shardid = 910050 WHERE shardid = 910000");
+    testdb_exec(db, "UPDATE pg_dist_placement SET shardid = 910050 WHERE shardid = 910000");
+    const long long split[] = {A7};
+    admit(split, 1, "create", 5, a);
+    CHECK(a[0].done);
+    CHECK_INT(rows_of(A7), 'T');
+    CHECK_INT(count_of("SELECT count(*) FROM fake_locks"), locks_before_split);
+    testdb_exec(db, "UPDATE pg_dist_shard SET shardid = 910000 WHERE shardid = 910050");
+    testdb_exec(db, "UPDATE pg_dist_placement SET shardid = 910000 WHERE shardid = 910050");
 
     /* A caller that does not own the tables may not take the lock: the tables, no lock. */
     long long locks = count_of("SELECT count(*) FROM fake_locks");

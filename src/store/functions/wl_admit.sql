@@ -139,8 +139,11 @@ BEGIN
                    AND pg_has_role((SELECT c.relowner FROM pg_class c
                                      WHERE c.oid = 'rate_limits'::regclass),
                                    'USAGE')) AS d;
-        v_direct_shards := ARRAY(SELECT DISTINCT s FROM unnest(v_org_shards) AS s
-                                  WHERE s IS NOT NULL ORDER BY 1);
+        -- Only shards that still exist: one split since the form was installed is gone from
+        -- the catalog, and Citus's lock refuses a shard it does not know ("could not find
+        -- valid entry for shard"), which failed every group of its organizations.
+        v_direct_shards := ARRAY(SELECT s.shardid FROM pg_dist_shard s
+                                  WHERE s.shardid = ANY (v_org_shards) ORDER BY 1);
         IF cardinality(v_direct_shards) > 0 THEN
             PERFORM lock_shard_metadata(5, v_direct_shards);
             v_direct_shards := ARRAY(SELECT p.shardid FROM pg_dist_placement p
