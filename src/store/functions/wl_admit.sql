@@ -110,8 +110,8 @@ DECLARE
     -- node holds alone, metadata-locked; v_shard and v_direct: the row's, which the marked
     -- statements dispatch by. The form's shards of rate_limits and the least hash of each
     -- one's range, by range: an organization's shard is where PostgreSQL's hash of its id falls,
-    -- as Citus places it (a shard split since the form was installed is not in its list and
-    -- goes through Citus).
+    -- as Citus places it (a shard split since the form was installed is still in its list but
+    -- gone from pg_dist_shard, so it is never direct and goes through Citus).
     v_shard_direct CONSTANT boolean := false; -- shard-direct: true
     v_form_shards CONSTANT bigint[] := '{}'; -- shard-direct: shards
     v_form_mins CONSTANT integer[] := '{}'; -- shard-direct: mins
