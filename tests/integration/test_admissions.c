@@ -1069,6 +1069,37 @@ static void test_group_writes_once_per_table(void)
     }
 }
 
+/*
+ * The two tables every request writes are analyzed rarely (migration 0009): rate_limits,
+ * whose rows each ask rewrites, after a hundred times as many changes as it has rows, and
+ * locate_lists once it has doubled; every other table as PostgreSQL's settings say. Counted
+ * as autovacuum counts: the changes a table of 10,000 rows takes before it is analyzed.
+ */
+static void test_written_tables_analyzed_rarely(void)
+{
+    static const char *const changes_before_analyze =
+        "SELECT (current_setting('autovacuum_analyze_threshold')::float8"
+        "        + 10000 * coalesce((SELECT o.option_value::float8"
+        "                              FROM pg_options_to_table(c.reloptions) AS o"
+        "                             WHERE o.option_name = 'autovacuum_analyze_scale_factor'),"
+        "                           current_setting('autovacuum_analyze_scale_factor')::float8))"
+        "       ::bigint"
+        "  FROM pg_class c WHERE c.oid = '%s'::regclass";
+    char sql[1024];
+    snprintf(sql, sizeof(sql), changes_before_analyze, "rate_limits");
+    CHECK_INT(testdb_count(db, sql), 1000050);
+    snprintf(sql, sizeof(sql), changes_before_analyze, "locate_lists");
+    CHECK_INT(testdb_count(db, sql), 10050);
+    snprintf(sql, sizeof(sql), changes_before_analyze, "api_keys");
+    CHECK_INT(testdb_count(db, sql), 1050);
+    /* No other table of the schema carries a setting of its own. */
+    CHECK_INT(testdb_count(db, "SELECT count(*) FROM pg_class c"
+                               " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                               " WHERE n.nspname = 'public' AND c.reloptions IS NOT NULL"
+                               "   AND c.relname NOT IN ('rate_limits', 'locate_lists')"),
+              0);
+}
+
 int main(void)
 {
     conninfo = testdb_create("walklist_test_admissions");
@@ -1089,6 +1120,7 @@ int main(void)
     test_worker_pools();
     test_group_query_planned_once(org);
     test_group_writes_once_per_table();
+    test_written_tables_analyzed_rarely();
     PQfinish(db);
     return test_exit();
 }
