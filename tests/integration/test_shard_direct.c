@@ -7,7 +7,8 @@
  * B, on another, with A's shards as tables of their own. Then: migrate installs the form where the
  * anchor is distributed and only there; an organization of A is admitted, refused by its rate
  * limit, read and versioned in A's shard tables, one of B in the tables themselves (as Citus would
- * route them); the group's shards are metadata-locked first, in ShareLock, in order; a shard
+ * route them), a creation's bucket and list of A written by one statement; the group's shards
+ * are metadata-locked first, in ShareLock, in order; a shard
  * with a second placement (a move in flight), one placed elsewhere, one split since the form
  * was installed (Citus's lock refuses its id), or a caller that does not own the tables goes
  * the way it went before; a layout whose tables do not share their shard ranges is refused,
@@ -187,6 +188,18 @@ static void test_installed_by_migrate(void)
     CHECK_INT(groups, 2);
 }
 
+/* Creates A1's and B1's lists under the given limit, both let in: A's rows in A's shards, B's
+ * in the tables. */
+static void create_both(const long long *created, int limit, answer_t *a)
+{
+    admit(created, 2, "create", limit, a);
+    CHECK_INT(a[0].granted, 1);
+    CHECK_INT(a[1].granted, 1);
+    CHECK(a[0].done && a[1].done);
+    CHECK_INT(rows_of(A1), 'A');
+    CHECK_INT(rows_of(B1), 'T');
+}
+
 static void test_admitted_in_own_shards(void)
 {
     /* Where Citus is loaded (its version set), the group's shards locked, A's rows in A's
@@ -199,12 +212,7 @@ static void test_admitted_in_own_shards(void)
     CHECK_INT(count_of("SELECT count(*) WHERE hashint8(2::bigint) >= 0"), 1);
     answer_t a[2];
     const long long created[] = {A1, B1};
-    admit(created, 2, "create", 1, a);
-    CHECK_INT(a[0].granted, 1);
-    CHECK_INT(a[1].granted, 1);
-    CHECK(a[0].done && a[1].done);
-    CHECK_INT(rows_of(A1), 'A');
-    CHECK_INT(rows_of(B1), 'T');
+    create_both(created, 1, a);
     CHECK_INT(count_of("SELECT count(*) FROM fake_locks"), 1);
     CHECK_INT(count_of("SELECT count(*) FROM fake_locks WHERE mode = 5"
                        " AND shards = '{910000,910001}'"),
@@ -232,6 +240,22 @@ static void test_admitted_in_own_shards(void)
     CHECK_INT(a[1].number, 7);
     /* No rate-limit ask: still locked, as the reads are of the shard. */
     CHECK_INT(count_of("SELECT count(*) FROM fake_locks"), 4);
+
+    /* Created again (the lists gone, the limit raised): A's bucket, which its first creation
+     * made with the list, now changes, and A's bucket and list are written by one statement
+     * on its shards; B's go one by one through the tables. */
+    testdb_exec(db, "DELETE FROM locate_lists_910100");
+    testdb_exec(db, "DELETE FROM locate_lists");
+    testdb_exec(db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
+    static const char together[] = "WITH bucket AS (UPDATE rate_limits_910000";
+    long long written[2], written_after[2];
+    testdb_statement_counts(db, together, written);
+    create_both(created, 5, a);
+    testdb_statement_counts(db, together, written_after);
+    CHECK_INT(written_after[0] - written[0], 1);
+    CHECK_INT(written_after[1] - written[1], 1);
+    CHECK_INT(count_of("SELECT cardinality(hits) FROM rate_limits_910000 WHERE org_id = 1"), 2);
+    CHECK_INT(count_of("SELECT cardinality(hits) FROM rate_limits WHERE org_id = 2"), 2);
 }
 
 static void test_not_direct(void)

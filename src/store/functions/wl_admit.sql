@@ -100,6 +100,10 @@ DECLARE
     v_write_id text;
     v_write_name text;
     v_write_codes text[];
+    v_bucket_at integer;   -- the next bucket and list to write, where Citus is loaded
+    v_list_at integer;
+    v_writes_bucket boolean;
+    v_writes_list boolean;
     -- On Citus, the shard-direct form of this function (src/store/shard_direct.c, installed by
     -- walklistctl where the tenant tables are distributed) turns the switch on: each marked
     -- statement then names the shard of its organization itself, as a plain table, where this
@@ -372,32 +376,62 @@ BEGIN
         -- commit (a bucket's second request on, creation fell to a sixth). And it turns each
         -- parameter of a statement into text: given the group's whole arrays to slice, every
         -- row's statement wrote out all of the group's codes and hits again.
-        FOR v_k IN 1 .. cardinality(w_org) LOOP
-            v_write_org := w_org[v_k];
-            v_write_bucket := w_bucket[v_k];
-            v_write_hits := w_hits[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]];
-            v_write_counts := w_counts[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]];
+        -- The buckets and the lists are both in organization order, so they are walked
+        -- together: a list and a bucket of one organization on this node's own shards (one
+        -- shard group) are written by one statement: a statement fewer per creation, each of
+        -- which costs a worker its executor's start and end and its locks besides its writing
+        -- (docs/scaling-out.md, "Statements on the node's own shards"). Elsewhere each goes by
+        -- itself, through Citus.
+        v_bucket_at := 1;
+        v_list_at := 1;
+        WHILE v_bucket_at <= cardinality(w_org) OR v_list_at <= cardinality(l_org) LOOP
+            v_writes_bucket := v_bucket_at <= cardinality(w_org)
+                               AND (v_list_at > cardinality(l_org)
+                                    OR w_org[v_bucket_at] <= l_org[v_list_at]);
+            v_writes_list := v_list_at <= cardinality(l_org)
+                             AND (v_bucket_at > cardinality(w_org)
+                                  OR l_org[v_list_at] <= w_org[v_bucket_at]);
+            IF v_writes_bucket THEN
+                v_write_org := w_org[v_bucket_at];
+                v_write_bucket := w_bucket[v_bucket_at];
+                v_write_hits := w_hits[w_first[v_bucket_at] + 1
+                                       : w_first[v_bucket_at] + w_len[v_bucket_at]];
+                v_write_counts := w_counts[w_first[v_bucket_at] + 1
+                                           : w_first[v_bucket_at] + w_len[v_bucket_at]];
+                v_bucket_at := v_bucket_at + 1;
+            END IF;
+            IF v_writes_list THEN
+                v_write_org := l_org[v_list_at];
+                v_write_id := l_id[v_list_at];
+                v_write_name := l_name[v_list_at];
+                v_write_codes := p_codes[l_first[v_list_at] + 1
+                                         : l_first[v_list_at] + l_len[v_list_at]];
+                v_list_at := v_list_at + 1;
+            END IF;
             IF cardinality(v_direct_shards) > 0 THEN
                 v_shard := v_org_shards[array_position(v_orgs, v_write_org)];
                 v_direct := coalesce(v_shard = ANY (v_direct_shards), false);
             END IF;
-            -- shard-direct: statement
-            UPDATE rate_limits rl
-               SET hits = v_write_hits, counts = v_write_counts
-             WHERE rl.org_id = v_write_org AND rl.bucket = v_write_bucket;
-        END LOOP;
-        FOR v_k IN 1 .. cardinality(l_org) LOOP
-            v_write_org := l_org[v_k];
-            v_write_id := l_id[v_k];
-            v_write_name := l_name[v_k];
-            v_write_codes := p_codes[l_first[v_k] + 1 : l_first[v_k] + l_len[v_k]];
-            IF cardinality(v_direct_shards) > 0 THEN
-                v_shard := v_org_shards[array_position(v_orgs, v_write_org)];
-                v_direct := coalesce(v_shard = ANY (v_direct_shards), false);
+            IF v_writes_bucket AND v_writes_list AND v_direct THEN
+                -- shard-direct: statement
+                WITH bucket AS (UPDATE rate_limits rl
+                                   SET hits = v_write_hits, counts = v_write_counts
+                                 WHERE rl.org_id = v_write_org AND rl.bucket = v_write_bucket)
+                INSERT INTO locate_lists (org_id, id, name, codes, created_at)
+                VALUES (v_write_org, v_write_id, v_write_name, v_write_codes, now());
+            ELSE
+                IF v_writes_bucket THEN
+                    -- shard-direct: statement
+                    UPDATE rate_limits rl
+                       SET hits = v_write_hits, counts = v_write_counts
+                     WHERE rl.org_id = v_write_org AND rl.bucket = v_write_bucket;
+                END IF;
+                IF v_writes_list THEN
+                    -- shard-direct: statement
+                    INSERT INTO locate_lists (org_id, id, name, codes, created_at)
+                    VALUES (v_write_org, v_write_id, v_write_name, v_write_codes, now());
+                END IF;
             END IF;
-            -- shard-direct: statement
-            INSERT INTO locate_lists (org_id, id, name, codes, created_at)
-            VALUES (v_write_org, v_write_id, v_write_name, v_write_codes, now());
         END LOOP;
     END IF;
 END;
