@@ -106,7 +106,9 @@ int wl_outbox_connect(wl_outbox_t *outbox, wl_error_t *err)
                            .liveness_timeout_ms = CONNECT_WAIT_MS,
                            .statement_timeout_ms = WL_CORE_DEFAULT_STATEMENT_TIMEOUT_MS,
                            .lock_timeout_ms = CONNECT_WAIT_MS,
-                           .plan_by_key = true};
+                           .plan_by_key = true,
+                           /* Its poll reads every shard each second (docs/scaling-out.md). */
+                           .one_connection_per_node = true};
     outbox->conn = wl_db_connect(&how, wl_db_clock_ms() + CONNECT_WAIT_MS, err, NULL, 0);
     return outbox->conn != NULL ? 0 : err->code != 0 ? err->code : WL_EUNAVAILABLE;
 }

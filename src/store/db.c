@@ -111,6 +111,10 @@ PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_
                         how->lock_timeout_ms, how->lock_timeout_ms);
     if (how->plan_by_key)
         len += snprintf(options + len, sizeof(options) - (size_t)len, " -c enable_seqscan=off");
+    /* A placeholder where Citus is not loaded (a custom setting's name has a dot). */
+    if (how->one_connection_per_node)
+        len += snprintf(options + len, sizeof(options) - (size_t)len,
+                        " -c citus.max_adaptive_executor_pool_size=1");
     if (liveness_ms > 0)
         snprintf(options + len, sizeof(options) - (size_t)len,
                  " -c tcp_keepalives_idle=1 -c tcp_keepalives_interval=1"

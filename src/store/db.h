@@ -29,6 +29,12 @@ typedef struct {
      * for the session, and one made while a table was small would scan it on every request
      * once it has grown. For sessions that serve requests, whose statements read rows by key. */
     bool plan_by_key;
+    /* On a distributed database (Citus), a statement over every shard reaches each node through
+     * one connection, its shards one after the other, instead of opening more at once (up to 16
+     * a node, new backends each time the statement runs): for background sessions that read
+     * across organizations, whose statements have no one waiting on them, so that they never
+     * take the nodes' CPU from the requests in a burst. Ignored by plain PostgreSQL. */
+    bool one_connection_per_node;
 } wl_db_connect_t;
 
 /** Milliseconds of CLOCK_MONOTONIC: the clock of every deadline below. */

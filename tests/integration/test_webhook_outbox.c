@@ -13,6 +13,7 @@
 
 #include "domain/webhook.h"
 #include "fixture.h"
+#include "store/db.h"
 #include "store/webhooks.h"
 #include "test.h"
 #include "testdb.h"
@@ -129,11 +130,44 @@ static void check_stats(unsigned delivered, unsigned failed, int workers)
     CHECK_INT(stats.workers, workers);
 }
 
+/* The setting a session on conninfo has for Citus's connections per node ("" when none). */
+static void pool_size_of(const char *conninfo, bool one_per_node, char *out, size_t size)
+{
+    wl_db_connect_t how = {.conninfo = conninfo,
+                           .application = "outbox-test",
+                           .one_connection_per_node = one_per_node};
+    wl_error_t e;
+    wl_error_init(&e);
+    PGconn *conn = wl_db_connect(&how, wl_db_clock_ms() + 10000, &e, NULL, 0);
+    CHECK(conn != NULL);
+    if (conn == NULL)
+        return;
+    testdb_value(conn,
+                 "SELECT coalesce(current_setting('citus.max_adaptive_executor_pool_size', true),"
+                 " '')",
+                 out, size);
+    PQfinish(conn);
+}
+
+/* A background session (the outbox connects as one) asks a distributed database for one
+ * connection per node: a poll of every shard each second must not open a burst of backends on
+ * the workers, which stalled the requests they served (docs/scaling-out.md). Sessions that did
+ * not ask have no such setting. Plain PostgreSQL keeps it as a placeholder. */
+static void test_one_connection_per_node(const char *conninfo)
+{
+    char setting[32];
+    pool_size_of(conninfo, true, setting, sizeof(setting));
+    CHECK_STR(setting, "1");
+    pool_size_of(conninfo, false, setting, sizeof(setting));
+    CHECK_STR(setting, "");
+}
+
 int main(void)
 {
     const char *conninfo = testdb_create("webhook_outbox");
     setenv("WALKLIST_TEST_OUTBOX_DB", conninfo, 1);
     db = testdb_connect(conninfo);
+    test_one_connection_per_node(conninfo);
     wl_error_t e;
     wl_error_init(&e);
     wl_core_config_t config = {.database_url = conninfo};
