@@ -49,6 +49,9 @@ int wl_shard_placement_create(const wl_pool_config_t *node_pools, wl_shard_place
     if (node_pools != NULL) {
         shards->direct = true;
         shards->node_config = *node_pools;
+        /* Its sessions only call wl_admit, which the worker runs itself (not a distributed
+         * function's call to pass on): one plan of the call per session. */
+        shards->node_config.generic_plans = true;
         shards->coordinator_url = strdup(node_pools->conninfo ? node_pools->conninfo : "");
         if (shards->coordinator_url == NULL) {
             free(shards);

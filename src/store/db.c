@@ -100,7 +100,7 @@ PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_
      * user timeout are session settings), so a partitioned walklistd cannot hold row locks
      * (rate-limit buckets) that other processes wait for. */
     int liveness_ms = how->liveness_timeout_ms;
-    char user_timeout[16], options[384];
+    char user_timeout[16], options[512];
     snprintf(user_timeout, sizeof(user_timeout), "%d", liveness_ms);
     /* ISO dates: timestamps are read as text (wl_db_timestamp_ms). */
     int len = snprintf(options, sizeof(options), "-c datestyle=ISO -c statement_timeout=%d",
@@ -112,6 +112,9 @@ PGconn *wl_db_connect(const wl_db_connect_t *how, int64_t deadline_ms, wl_error_
     if (how->plan_by_key)
         len += snprintf(options + len, sizeof(options) - (size_t)len, " -c enable_seqscan=off");
     /* A placeholder where Citus is not loaded (a custom setting's name has a dot). */
+    if (how->generic_plans)
+        len += snprintf(options + len, sizeof(options) - (size_t)len,
+                        " -c plan_cache_mode=force_generic_plan");
     if (how->one_connection_per_node)
         len += snprintf(options + len, sizeof(options) - (size_t)len,
                         " -c citus.max_adaptive_executor_pool_size=1");

@@ -35,6 +35,12 @@ typedef struct {
      * across organizations, whose statements have no one waiting on them, so that they never
      * take the nodes' CPU from the requests in a burst. Ignored by plain PostgreSQL. */
     bool one_connection_per_node;
+    /* Statements prepared by the session keep one plan (plan_cache_mode force_generic_plan).
+     * Citus dissuades PostgreSQL from a generic plan of any statement that calls a function
+     * with parameters (so that a call of a distributed function can be sent on with its
+     * values), so each run of such a statement was planned again: for sessions whose
+     * statements call functions not distributed, on a node that runs them itself. */
+    bool generic_plans;
 } wl_db_connect_t;
 
 /** Milliseconds of CLOCK_MONOTONIC: the clock of every deadline below. */

@@ -87,6 +87,7 @@ int wl_pool_create(const wl_pool_config_t *config, wl_pool_t **out, wl_error_t *
         .statement_timeout_ms = config->statement_timeout_ms,
         .lock_timeout_ms = pool->timeout_ms * 7 / 10,
         .plan_by_key = true,
+        .generic_plans = config->generic_plans,
     };
     pthread_mutex_init(&pool->lock, NULL);
     wl_cond_init_monotonic(&pool->freed);

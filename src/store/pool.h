@@ -27,6 +27,7 @@ typedef struct {
     int size;                 /* connections at most, >= 1 */
     int timeout_ms;           /* how long a borrower waits to reach the database, default 5000 */
     int statement_timeout_ms; /* 0: none */
+    bool generic_plans;       /* wl_db_connect_t.generic_plans */
 } wl_pool_config_t;
 
 typedef struct {

@@ -725,6 +725,12 @@ static void test_worker_pools(void)
     PGconn *conn = NULL;
     CHECK_INT(wl_pool_acquire(pool, &conn, &err), 0);
     CHECK_INT(wl_shard_placement_busy(shards), 1);
+    /* Its sessions keep one plan of each prepared statement: on Citus, a call of a function
+     * with parameters was otherwise planned again at every group. */
+    char mode[32] = "";
+    if (conn != NULL)
+        testdb_value(conn, "SHOW plan_cache_mode", mode, sizeof(mode));
+    CHECK_STR(mode, "force_generic_plan");
     wl_pool_release(pool, conn);
     CHECK_INT(wl_shard_placement_busy(shards), 0);
 
