@@ -75,7 +75,7 @@ sql() { psql "$1" -X -q -v ON_ERROR_STOP=1 -tA "${@:2}"; }
 fresh_set() {
   sql "$1" -c "SELECT s FROM (SELECT chr(97 + a) || chr(97 + b) AS s FROM generate_series(0, 25) a,
                  generate_series(0, 25) b) x
-                WHERE NOT EXISTS (SELECT 1 FROM organizations o WHERE o.slug LIKE x.s || '-%')
+                WHERE s NOT IN (SELECT left(slug, 2) FROM organizations WHERE substr(slug, 3, 1) = '-')
                 ORDER BY random() LIMIT 1"
 }
 
