@@ -1001,7 +1001,7 @@ static void test_group_writes_once_per_table(void)
 {
     testdb_exec(db, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements");
     static const char *const updates[] = {"FROM unnest(w_org, w_bucket", "= v_write_bucket"};
-    static const char *const inserts[] = {"FROM unnest(l_org, l_id", "VALUES (v_write_org"};
+    static const char *const inserts[] = {"FROM unnest(l_org, l_id", "VALUES (r.org_of"};
     for (int per_row = 0; per_row < 2; per_row++) {
         const char *setup = per_row ? "SET citus.version = 'per-row'" : NULL;
         int64_t orgs[3];

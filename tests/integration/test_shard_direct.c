@@ -7,7 +7,8 @@
  * B, on another, with A's shards as tables of their own. Then: migrate installs the form where the
  * anchor is distributed and only there; an organization of A is admitted, refused by its rate
  * limit, read and versioned in A's shard tables, one of B in the tables themselves (as Citus would
- * route them), a creation's bucket and list of A written by one statement; the group's shards
+ * route them), a creation's bucket and list of A written by one statement, and a read's bucket
+ * by the read's statement; the group's shards
  * are metadata-locked first, in ShareLock, in order; a shard
  * with a second placement (a move in flight), one placed elsewhere, one split since the form
  * was installed (Citus's lock refuses its id), or a caller that does not own the tables goes
@@ -256,6 +257,24 @@ static void test_admitted_in_own_shards(void)
     CHECK_INT(written_after[1] - written[1], 1);
     CHECK_INT(count_of("SELECT cardinality(hits) FROM rate_limits_910000 WHERE org_id = 1"), 2);
     CHECK_INT(count_of("SELECT cardinality(hits) FROM rate_limits WHERE org_id = 2"), 2);
+
+    /* Read with an ask: A's bucket is written by the read's statement on its shards, B's
+     * bucket by a statement of its own through the tables, and both lists are found. */
+    long long read[2], read_after[2], by_itself[2], by_itself_after[2];
+    testdb_statement_counts(db, together, read);
+    testdb_statement_counts(db, "= v_write_bucket", by_itself);
+    admit(created, 2, "get", 5, a);
+    testdb_statement_counts(db, together, read_after);
+    testdb_statement_counts(db, "= v_write_bucket", by_itself_after);
+    CHECK_INT(a[0].granted, 1);
+    CHECK_INT(a[1].granted, 1);
+    CHECK(a[0].done && a[1].done);
+    CHECK_STR(a[0].list_name, "list 1");
+    CHECK_STR(a[1].list_name, "list 2");
+    CHECK_INT(read_after[0] - read[0], 1);
+    CHECK_INT(by_itself_after[0] - by_itself[0], 1);
+    CHECK_INT(count_of("SELECT cardinality(hits) FROM rate_limits_910000 WHERE org_id = 1"), 3);
+    CHECK_INT(count_of("SELECT cardinality(hits) FROM rate_limits WHERE org_id = 2"), 3);
 }
 
 static void test_not_direct(void)

@@ -6,7 +6,9 @@
 -- Rate-limit rows are locked in (organization, bucket) order whatever the order of the
 -- requests, so that two admissions (from any processes) never wait for each other in a cycle.
 -- The requests are decided one after the other; what they change is written at the end, in
--- one statement per table (a bucket asked twice is read once, its hits kept in hand).
+-- one statement per table (a bucket asked twice is read once, its hits kept in hand). Where
+-- Citus is loaded, each row is written by a statement of its own, a creation's list (and its
+-- bucket, on the node's own shards) as it is decided.
 --
 -- Parameters are parallel arrays, one element per request; p_codes holds every inserted list's
 -- codes one after the other, p_code_count how many belong to each request. A request has:
@@ -92,18 +94,14 @@ DECLARE
     l_name text[] := '{}';
     l_first integer[] := '{}';
     l_len integer[] := '{}';
-    -- The row written last, where Citus is loaded.
+    -- Where Citus is loaded, rows are written one statement each (below): the row written
+    -- last.
+    v_per_row CONSTANT boolean := current_setting('citus.version', true) IS NOT NULL;
     v_write_org bigint;
     v_write_bucket text;
     v_write_hits timestamptz[];
     v_write_counts integer[];
-    v_write_id text;
-    v_write_name text;
     v_write_codes text[];
-    v_bucket_at integer;   -- the next bucket and list to write, where Citus is loaded
-    v_list_at integer;
-    v_writes_bucket boolean;
-    v_writes_list boolean;
     -- On Citus, the shard-direct form of this function (src/store/shard_direct.c, installed by
     -- walklistctl where the tenant tables are distributed) turns the switch on: each marked
     -- statement then names the shard of its organization itself, as a plain table, where this
@@ -308,20 +306,56 @@ BEGIN
                 -- The time is taken here and converted here: a distributed database (Citus)
                 -- refuses functions that are not immutable in an INSERT's RETURNING.
                 v_created := now();
-                l_org := l_org || r.org_of;
-                l_id := l_id || r.list_id;
-                l_name := l_name || r.list_name;
-                l_first := l_first || r.codes_before;
-                l_len := l_len || r.n;
+                IF v_per_row THEN
+                    -- Where Citus is loaded, the list is written now, by a statement of its
+                    -- own (the writes at the end explain why), and with its organization's
+                    -- bucket where that changed and both are on this node's own shards (one
+                    -- shard group): a statement fewer, and none of the arrays and the second
+                    -- pass the end's writes take, whose expressions cost a worker more than
+                    -- the statement (docs/scaling-out.md, "Statements on the node's own
+                    -- shards").
+                    v_write_codes := p_codes[r.codes_before + 1 : r.codes_before + r.n];
+                    IF v_bucket_changed AND v_direct AND v_bucket_org = r.org_of THEN
+                        -- shard-direct: statement
+                        WITH bucket AS (UPDATE rate_limits rl SET hits = v_hits, counts = v_counts
+                                         WHERE rl.org_id = v_bucket_org AND rl.bucket = v_bucket)
+                        INSERT INTO locate_lists (org_id, id, name, codes, created_at)
+                        VALUES (r.org_of, r.list_id, r.list_name, v_write_codes, now());
+                        v_bucket_changed := false;
+                    ELSE
+                        -- shard-direct: statement
+                        INSERT INTO locate_lists (org_id, id, name, codes, created_at)
+                        VALUES (r.org_of, r.list_id, r.list_name, v_write_codes, now());
+                    END IF;
+                ELSE
+                    l_org := l_org || r.org_of;
+                    l_id := l_id || r.list_id;
+                    l_name := l_name || r.list_name;
+                    l_first := l_first || r.codes_before;
+                    l_len := l_len || r.n;
+                END IF;
                 list_created_ms := floor(extract(epoch FROM v_created) * 1000)::bigint;
                 done := true;
             ELSIF v_let_in AND r.action = 'get' THEN
-                -- shard-direct: statement
-                SELECT l.name, l.state,
-                       floor(extract(epoch FROM l.created_at) * 1000)::bigint AS created_ms,
-                       floor(extract(epoch FROM l.loaded_at) * 1000)::bigint AS loaded_ms, l.codes
-                  INTO v_row
-                  FROM locate_lists l WHERE l.org_id = r.org_of AND l.id = r.list_id;
+                IF v_direct AND v_bucket_changed AND v_bucket_org = r.org_of THEN
+                    -- On this node's own shards, the bucket is written by the read's statement.
+                    -- shard-direct: statement
+                    WITH bucket AS (UPDATE rate_limits rl SET hits = v_hits, counts = v_counts
+                                     WHERE rl.org_id = v_bucket_org AND rl.bucket = v_bucket)
+                    SELECT l.name, l.state,
+                           floor(extract(epoch FROM l.created_at) * 1000)::bigint AS created_ms,
+                           floor(extract(epoch FROM l.loaded_at) * 1000)::bigint AS loaded_ms,
+                           l.codes
+                      INTO v_row FROM locate_lists l WHERE l.org_id = r.org_of AND l.id = r.list_id;
+                    v_bucket_changed := false;
+                ELSE
+                    -- shard-direct: statement
+                    SELECT l.name, l.state,
+                           floor(extract(epoch FROM l.created_at) * 1000)::bigint AS created_ms,
+                           floor(extract(epoch FROM l.loaded_at) * 1000)::bigint AS loaded_ms, l.codes
+                      INTO v_row
+                      FROM locate_lists l WHERE l.org_id = r.org_of AND l.id = r.list_id;
+                END IF;
                 IF FOUND THEN
                     list_name := v_row.name;
                     list_state := v_row.state;
@@ -356,7 +390,7 @@ BEGIN
     -- Citus does not run an UPDATE joined to a function over several shards, and would move
     -- an INSERT .. SELECT's rows through the executing node: where it is loaded, each row is
     -- written by a statement of its own, which goes to its one shard.
-    IF current_setting('citus.version', true) IS NULL THEN
+    IF NOT v_per_row THEN
         IF cardinality(w_org) > 0 THEN
             UPDATE rate_limits rl
                SET hits = w_hits[w.first + 1 : w.first + w.len],
@@ -376,62 +410,22 @@ BEGIN
         -- commit (a bucket's second request on, creation fell to a sixth). And it turns each
         -- parameter of a statement into text: given the group's whole arrays to slice, every
         -- row's statement wrote out all of the group's codes and hits again.
-        -- The buckets and the lists are both in organization order, so they are walked
-        -- together: a list and a bucket of one organization on this node's own shards (one
-        -- shard group) are written by one statement: a statement fewer per creation, each of
-        -- which costs a worker its executor's start and end and its locks besides its writing
-        -- (docs/scaling-out.md, "Statements on the node's own shards"). Elsewhere each goes by
-        -- itself, through Citus.
-        v_bucket_at := 1;
-        v_list_at := 1;
-        WHILE v_bucket_at <= cardinality(w_org) OR v_list_at <= cardinality(l_org) LOOP
-            v_writes_bucket := v_bucket_at <= cardinality(w_org)
-                               AND (v_list_at > cardinality(l_org)
-                                    OR w_org[v_bucket_at] <= l_org[v_list_at]);
-            v_writes_list := v_list_at <= cardinality(l_org)
-                             AND (v_bucket_at > cardinality(w_org)
-                                  OR l_org[v_list_at] <= w_org[v_bucket_at]);
-            IF v_writes_bucket THEN
-                v_write_org := w_org[v_bucket_at];
-                v_write_bucket := w_bucket[v_bucket_at];
-                v_write_hits := w_hits[w_first[v_bucket_at] + 1
-                                       : w_first[v_bucket_at] + w_len[v_bucket_at]];
-                v_write_counts := w_counts[w_first[v_bucket_at] + 1
-                                           : w_first[v_bucket_at] + w_len[v_bucket_at]];
-                v_bucket_at := v_bucket_at + 1;
-            END IF;
-            IF v_writes_list THEN
-                v_write_org := l_org[v_list_at];
-                v_write_id := l_id[v_list_at];
-                v_write_name := l_name[v_list_at];
-                v_write_codes := p_codes[l_first[v_list_at] + 1
-                                         : l_first[v_list_at] + l_len[v_list_at]];
-                v_list_at := v_list_at + 1;
-            END IF;
+        -- A creation's list was written when it was decided, and a bucket with the list or
+        -- the read of its organization where it could: what is left here are buckets whose
+        -- requests wrote or read nothing on this node's own shards.
+        FOR v_k IN 1 .. cardinality(w_org) LOOP
+            v_write_org := w_org[v_k];
+            v_write_bucket := w_bucket[v_k];
+            v_write_hits := w_hits[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]];
+            v_write_counts := w_counts[w_first[v_k] + 1 : w_first[v_k] + w_len[v_k]];
             IF cardinality(v_direct_shards) > 0 THEN
                 v_shard := v_org_shards[array_position(v_orgs, v_write_org)];
                 v_direct := coalesce(v_shard = ANY (v_direct_shards), false);
             END IF;
-            IF v_writes_bucket AND v_writes_list AND v_direct THEN
-                -- shard-direct: statement
-                WITH bucket AS (UPDATE rate_limits rl
-                                   SET hits = v_write_hits, counts = v_write_counts
-                                 WHERE rl.org_id = v_write_org AND rl.bucket = v_write_bucket)
-                INSERT INTO locate_lists (org_id, id, name, codes, created_at)
-                VALUES (v_write_org, v_write_id, v_write_name, v_write_codes, now());
-            ELSE
-                IF v_writes_bucket THEN
-                    -- shard-direct: statement
-                    UPDATE rate_limits rl
-                       SET hits = v_write_hits, counts = v_write_counts
-                     WHERE rl.org_id = v_write_org AND rl.bucket = v_write_bucket;
-                END IF;
-                IF v_writes_list THEN
-                    -- shard-direct: statement
-                    INSERT INTO locate_lists (org_id, id, name, codes, created_at)
-                    VALUES (v_write_org, v_write_id, v_write_name, v_write_codes, now());
-                END IF;
-            END IF;
+            -- shard-direct: statement
+            UPDATE rate_limits rl
+               SET hits = v_write_hits, counts = v_write_counts
+             WHERE rl.org_id = v_write_org AND rl.bucket = v_write_bucket;
         END LOOP;
     END IF;
 END;
