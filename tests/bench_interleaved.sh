@@ -3,7 +3,9 @@
 # PostgreSQL, both ways (creation and GET by id), so that the script keeps working: each side's
 # line with its rate, answers and p99 of every turn, and the ratio. Every measured request must
 # have been answered 201 (200 for GET by id), and none other: the organizations are new ones,
-# enough for the turns. Its figures mean nothing at this size. Skipped (77) without wrk.
+# enough for the turns. Bad arguments (a count of 0, an unknown script or option, one URL) are
+# refused before anything is written. Its figures mean nothing at this size. Skipped (77)
+# without wrk.
 #
 #   tests/bench_interleaved.sh SOURCE_DIR   (WALKLIST_TEST_PGDIR, WALKLISTD from ctest)
 set -euo pipefail
@@ -31,6 +33,22 @@ for side in a b; do
   pg_psql "$admin" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db TEMPLATE walklist_template"
   urls+=("$(pg_cluster_conninfo "$WALKLIST_TEST_PGDIR" "$db")")
 done
+
+# Bad arguments are refused (exit 2, a message saying what) before anything is written.
+orgs_now() { pg_psql "${urls[0]}" -tA -c "SELECT count(*) FROM organizations"; }
+before=$(orgs_now)
+for bad in "--slices 0" "--lua export.lua" "--secs x" "--bogus 1" ""; do
+  # shellcheck disable=SC2086 # (each case is words on purpose)
+  if message=$("$source_dir/scripts/bench/interleaved.sh" $bad --walklistd "$WALKLISTD" \
+    "${urls[@]:0:$([[ -z $bad ]] && echo 1 || echo 2)}" 2>&1); then
+    fail "interleaved.sh accepted '$bad'"
+  else
+    status=$?
+    ((status == 2)) || fail "interleaved.sh '$bad' exited $status, not 2"
+    [[ $message == interleaved.sh:* ]] || fail "interleaved.sh '$bad' said: $message"
+  fi
+done
+[[ $(orgs_now) == "$before" ]] || fail "a refused run wrote organizations"
 
 for lua in create.lua get_list.lua; do
   status=201
