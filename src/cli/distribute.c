@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <libpq-fe.h>
@@ -91,6 +92,18 @@ static int kind_of(PGconn *conn, const char *table, char *kind, wl_error_t *err)
     return rc;
 }
 
+/* The shard count of a distributed table (its colocation group's). */
+static int shard_count_of(PGconn *conn, const char *table, int *shards, wl_error_t *err)
+{
+    PGresult *res = NULL;
+    const char *params[] = {table};
+    int rc = exec(conn, "SELECT shard_count FROM citus_tables WHERE table_name = $1::regclass", 1,
+                  params, &res, err);
+    *shards = rc == 0 && PQntuples(res) == 1 ? atoi(PQgetvalue(res, 0, 0)) : 0;
+    PQclear(res);
+    return rc;
+}
+
 static int distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *err)
 {
     int count = 0;
@@ -105,6 +118,26 @@ static int distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *e
                             "the citus extension is not installed in this database: distribute "
                             "runs on a Citus coordinator (CREATE EXTENSION citus, then add the "
                             "workers), after migrate");
+    char kinds[COUNT(tenant_tables)];
+    bool any_local = false;
+    const char *distributed = NULL; /* a tenant table already distributed */
+    for (size_t i = 0; rc == 0 && i < sizeof(kinds); i++) {
+        rc = kind_of(conn, tenant_tables[i], &kinds[i], err);
+        any_local = any_local || kinds[i] == '\0';
+        if (distributed == NULL && kinds[i] == 'd')
+            distributed = tenant_tables[i];
+    }
+    /* The tables are colocated, so one has the count of all; checked before anything changes. */
+    if (rc == 0 && distributed != NULL && shard_count > 0) {
+        int current = 0;
+        rc = shard_count_of(conn, distributed, &current, err);
+        if (rc == 0 && current != shard_count)
+            return wl_error_set(err, WL_EPRECONDITION,
+                                "the tenant tables are already distributed in %d shards, not %d: "
+                                "nothing changed (run without --shards, or split shards "
+                                "with citus_split_shard_by_split_points)",
+                                current, shard_count);
+    }
     for (size_t i = 0; rc == 0 && i < COUNT(reference_tables); i++) {
         char kind;
         rc = kind_of(conn, reference_tables[i], &kind, err);
@@ -114,12 +147,6 @@ static int distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *e
             count += rc == 0;
         }
     }
-    char kinds[COUNT(tenant_tables)];
-    bool any_local = false;
-    for (size_t i = 0; rc == 0 && i < sizeof(kinds); i++) {
-        rc = kind_of(conn, tenant_tables[i], &kinds[i], err);
-        any_local = any_local || kinds[i] == '\0';
-    }
     if (rc == 0 && any_local) {
         for (size_t k = 0; rc == 0 && k < COUNT(tenant_keys); k++) {
             char sql[256];
@@ -128,7 +155,8 @@ static int distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *e
             rc = exec(conn, sql, 0, NULL, NULL, err);
         }
         char shards[16];
-        snprintf(shards, sizeof(shards), "%d", shard_count);
+        snprintf(shards, sizeof(shards), "%d",
+                 shard_count > 0 ? shard_count : WL_DISTRIBUTE_DEFAULT_SHARDS);
         for (size_t i = 0; rc == 0 && i < sizeof(kinds); i++) {
             if (kinds[i] != '\0')
                 continue;

@@ -35,10 +35,18 @@ typedef struct {
 
 void wl_distribute_plan(wl_distribute_plan_t *out);
 
+/* Shard groups when the caller names none. Few per worker: every shard of a worker that a
+ * group's statements touch costs it that shard's own locks, index pages and plans (docs:
+ * scaling-out, "How many shards"). Twelve divide evenly among 2, 3, 4 and 6 workers, and a
+ * rebalance alone spreads them over up to 12; beyond, shards split online. */
+#define WL_DISTRIBUTE_DEFAULT_SHARDS 12
+
 /**
  * On the Citus coordinator at database_url (on a connection of its own): distributes what is
- * not distributed yet into shard_count colocated shards; *changed (may be NULL) counts the
- * tables. Without the citus extension in the database: WL_EPRECONDITION, nothing changed.
+ * not distributed yet into shard_count colocated shards (0: WL_DISTRIBUTE_DEFAULT_SHARDS, or
+ * the count of the tenant tables already distributed); *changed (may be NULL) counts the
+ * tables. Without the citus extension in the database, or with a shard_count other than that
+ * of tenant tables already distributed: WL_EPRECONDITION, nothing changed.
  */
 int wl_distribute(const char *database_url, int shard_count, int *changed,
                   wl_error_t *err) WL_CHECK_RESULT;

@@ -28,6 +28,7 @@ typedef struct {
     const char *events;
     const char *endpoint;
     const char *limit;
+    const char *shards;
     const char *positional[MAX_POSITIONAL];
     int positional_count;
     bool help;
@@ -186,15 +187,44 @@ static int cmd_migrate(wl_admin_t *admin, const args_t *args, wl_error_t *err)
     return rc;
 }
 
-/* 32 shards spread over a few workers and leave room to add nodes and rebalance. */
-#define DISTRIBUTE_SHARDS 32
+static int parse_count(const char *text, const char *name, uint64_t max, uint64_t *out,
+                       wl_error_t *err);
+
+/* The most shard groups --shards takes: the admission's shard-direct form holds a copy of each
+ * of its marked statements per group (store/shard_direct.h). */
+#define DISTRIBUTE_SHARDS_MAX 256
+
+/* The help's numbers come from the values the command uses. */
+#define TEXT_OF(x)     #x
+#define NUMBER_TEXT(x) TEXT_OF(x)
+// clang-format off
+#define DISTRIBUTE_HELP                                                                            \
+    "  Run once after migrate, on the coordinator (CREATE EXTENSION citus and the workers\n"       \
+    "  added first): reference tables for organizations and keys, every tenant table in N\n"      \
+    "  colocated shards by organization (1 to " NUMBER_TEXT(DISTRIBUTE_SHARDS_MAX) ", default "     \
+    NUMBER_TEXT(WL_DISTRIBUTE_DEFAULT_SHARDS) ").\n"                                               \
+    "  Fewer shards per worker cost less per request; the count is the most workers a\n"        \
+    "  rebalance alone spreads them over (beyond it, split shards). Running it again\n"         \
+    "  changes nothing; a --shards other than the distributed tables' count is refused.\n"      \
+    "  See docs/scaling-out.md.\n"
+// clang-format on
 
 static int cmd_distribute(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
     (void)admin;
     int changed = 0;
     size_t direct_groups = 0;
-    int rc = wl_distribute(args->database_url, DISTRIBUTE_SHARDS, &changed, err);
+    uint64_t shards = 0;
+    int rc = 0;
+    wl_error_t parse_err; /* replaced by the message that names the range */
+    wl_error_init(&parse_err);
+    if (args->shards != NULL &&
+        (parse_count(args->shards, "--shards", DISTRIBUTE_SHARDS_MAX, &shards, &parse_err) != 0 ||
+         shards == 0))
+        rc = wl_error_set(err, WL_EINVAL, "--shards must be a whole number from 1 to %d",
+                          DISTRIBUTE_SHARDS_MAX);
+    if (rc == 0)
+        rc = wl_distribute(args->database_url, (int)shards, &changed, err);
     /* Then the admission's statements name the shards distributing made (after a split, the
      * new ones): walklist_core's, on a connection of its own too. */
     wl_admin_t *own = NULL;
@@ -375,9 +405,6 @@ static void print_delivery(const wl_admin_webhook_delivery_t *delivery, void *da
 
 /* Enough for "what happened lately"; --limit shows more. */
 #define DELIVERIES_SHOWN 50
-
-static int parse_count(const char *text, const char *name, uint64_t max, uint64_t *out,
-                       wl_error_t *err);
 
 static int cmd_webhook_deliveries(wl_admin_t *admin, const args_t *args, wl_error_t *err)
 {
@@ -744,11 +771,9 @@ static const command_t commands[] = {
      cmd_migrate},
     {{"distribute", NULL},
      0,
-     "distribute",
+     "distribute [--shards N]",
      "on a Citus coordinator: spread the schema over the cluster, sharded by organization",
-     "  Run once after migrate, on the coordinator (CREATE EXTENSION citus and the workers\n"
-     "  added first): reference tables for organizations and keys, every tenant table in 32\n"
-     "  shards by organization. Running it again changes nothing. See docs/scaling-out.md.\n",
+     DISTRIBUTE_HELP,
      true,
      cmd_distribute},
     {{"org", "create"},
@@ -906,6 +931,8 @@ static int parse_args(int argc, char **argv, args_t *args)
             target = &args->endpoint;
         else if (strcmp(argv[i], "--limit") == 0)
             target = &args->limit;
+        else if (strcmp(argv[i], "--shards") == 0)
+            target = &args->shards;
         else if (strcmp(argv[i], "--webhook-allow-private") == 0) {
             args->allow_private = true;
             continue;

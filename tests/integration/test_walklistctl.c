@@ -1064,7 +1064,8 @@ static void test_org_list(void)
 }
 
 /* distribute needs Citus: on plain PostgreSQL it says so and changes nothing (on a Citus
- * coordinator it was run by hand, docs/scaling-out.md: CI has no Citus). */
+ * coordinator it was run by hand, docs/scaling-out.md: CI has no Citus), and a bad --shards
+ * is refused before it connects. */
 static void test_distribute_without_citus(void)
 {
     run_t r;
@@ -1072,6 +1073,19 @@ static void test_distribute_without_citus(void)
     CHECK(r.status != 0);
     CHECK_CONTAINS(r.err, "the citus extension is not installed in this database");
     CHECK(strstr(r.err, "internal error") == NULL);
+    run_free(&r);
+    /* A shard count is checked before anything else; a good one reaches the same refusal. */
+    static const char *const bad_shards[] = {"0", "257", "-1", "8x", ""};
+    for (size_t i = 0; i < sizeof(bad_shards) / sizeof(bad_shards[0]); i++) {
+        run(&r, "--database-url", db_url, "distribute", "--shards", bad_shards[i], NULL);
+        CHECK(r.status != 0);
+        CHECK_CONTAINS(r.err, "--shards must be a whole number from 1 to 256");
+        CHECK(strstr(r.err, "citus") == NULL);
+        run_free(&r);
+    }
+    run(&r, "--database-url", db_url, "distribute", "--shards", "8", NULL);
+    CHECK(r.status != 0);
+    CHECK_CONTAINS(r.err, "the citus extension is not installed in this database");
     run_free(&r);
     PGconn *db = testdb_connect(db_url);
     char count[32];
