@@ -157,18 +157,22 @@ static int distribute(PGconn *conn, int shard_count, int *changed, wl_error_t *e
         char shards[16];
         snprintf(shards, sizeof(shards), "%d",
                  shard_count > 0 ? shard_count : WL_DISTRIBUTE_DEFAULT_SHARDS);
+        /* The first sets the shards, unless one is distributed already; the others are
+         * colocated with it. */
+        const char *colocate_with = distributed;
         for (size_t i = 0; rc == 0 && i < sizeof(kinds); i++) {
             if (kinds[i] != '\0')
                 continue;
-            /* The first sets the shards; the others are colocated with it. */
-            const char *params[] = {tenant_tables[i], i == 0 ? shards : tenant_tables[0]};
+            const char *params[] = {tenant_tables[i], colocate_with ? colocate_with : shards};
             rc = exec(conn,
-                      i == 0 ? "SELECT create_distributed_table($1::regclass, 'org_id',"
-                               " shard_count => $2::int)"
-                             : "SELECT create_distributed_table($1::regclass, 'org_id',"
-                               " colocate_with => $2)",
+                      colocate_with ? "SELECT create_distributed_table($1::regclass, 'org_id',"
+                                      " colocate_with => $2)"
+                                    : "SELECT create_distributed_table($1::regclass, 'org_id',"
+                                      " shard_count => $2::int)",
                       2, params, NULL, err);
             count += rc == 0;
+            if (colocate_with == NULL)
+                colocate_with = tenant_tables[i];
         }
         for (size_t k = 0; rc == 0 && k < COUNT(tenant_keys); k++) {
             char sql[512];
