@@ -187,22 +187,22 @@ static int cmd_migrate(wl_admin_t *admin, const args_t *args, wl_error_t *err)
     return rc;
 }
 
-static int parse_count(const char *text, const char *name, uint64_t max, uint64_t *out,
-                       wl_error_t *err);
+static int parse_count(const char *text, const char *name, uint64_t min, uint64_t max,
+                       uint64_t *out, wl_error_t *err);
 
 /* The most shard groups --shards takes: the admission's shard-direct form holds a copy of each
  * of its marked statements per group (store/shard_direct.h). */
 #define DISTRIBUTE_SHARDS_MAX 256
 
 /* The help's numbers come from the values the command uses. */
-#define TEXT_OF(x)     #x
-#define NUMBER_TEXT(x) TEXT_OF(x)
+#define STRINGIFY(x) #x
+#define STRING_OF(x) STRINGIFY(x)
 // clang-format off
 #define DISTRIBUTE_HELP                                                                            \
     "  Run once after migrate, on the coordinator (CREATE EXTENSION citus and the workers\n"       \
     "  added first): reference tables for organizations and keys, every tenant table in N\n"      \
-    "  colocated shards by organization (1 to " NUMBER_TEXT(DISTRIBUTE_SHARDS_MAX) ", default "     \
-    NUMBER_TEXT(WL_DISTRIBUTE_DEFAULT_SHARDS) ").\n"                                               \
+    "  colocated shards by organization (1 to " STRING_OF(DISTRIBUTE_SHARDS_MAX) ", default "     \
+    STRING_OF(WL_DISTRIBUTE_DEFAULT_SHARDS) ").\n"                                               \
     "  Fewer shards per worker cost less per request; the count is the most workers a\n"        \
     "  rebalance alone spreads them over (beyond it, split shards). Running it again\n"         \
     "  changes nothing; a --shards other than the distributed tables' count is refused.\n"      \
@@ -216,13 +216,8 @@ static int cmd_distribute(wl_admin_t *admin, const args_t *args, wl_error_t *err
     size_t direct_groups = 0;
     uint64_t shards = 0;
     int rc = 0;
-    wl_error_t parse_err; /* replaced by the message that names the range */
-    wl_error_init(&parse_err);
-    if (args->shards != NULL &&
-        (parse_count(args->shards, "--shards", DISTRIBUTE_SHARDS_MAX, &shards, &parse_err) != 0 ||
-         shards == 0))
-        rc = wl_error_set(err, WL_EINVAL, "--shards must be a whole number from 1 to %d",
-                          DISTRIBUTE_SHARDS_MAX);
+    if (args->shards != NULL)
+        rc = parse_count(args->shards, "--shards", 1, DISTRIBUTE_SHARDS_MAX, &shards, err);
     if (rc == 0)
         rc = wl_distribute(args->database_url, (int)shards, &changed, err);
     /* Then the admission's statements name the shards distributing made (after a split, the
@@ -412,7 +407,7 @@ static int cmd_webhook_deliveries(wl_admin_t *admin, const args_t *args, wl_erro
     uint64_t limit = DELIVERIES_SHOWN;
     int rc = need_org(admin, args, &org_id, err);
     if (rc == 0 && args->limit != NULL)
-        rc = parse_count(args->limit, "--limit", 100000, &limit, err);
+        rc = parse_count(args->limit, "--limit", 0, 100000, &limit, err);
     if (rc == 0) {
         printf("EVENT\tTYPE\tENDPOINT\tSTATE\tATTEMPTS\tLAST STATUS\tLAST ERROR\t"
                "NEXT ATTEMPT\tDELIVERED\tCREATED\n");
@@ -687,15 +682,16 @@ static int cmd_demo(wl_admin_t *admin, const args_t *args, wl_error_t *err)
     return rc;
 }
 
-static int parse_count(const char *text, const char *name, uint64_t max, uint64_t *out,
-                       wl_error_t *err)
+static int parse_count(const char *text, const char *name, uint64_t min, uint64_t max,
+                       uint64_t *out, wl_error_t *err)
 {
     char *end = NULL;
     errno = 0;
     unsigned long long value = text ? strtoull(text, &end, 10) : 0;
-    if (text == NULL || end == text || *end != '\0' || errno != 0 || text[0] == '-' || value > max)
-        return wl_error_set(err, WL_EINVAL, "%s must be a whole number from 0 to %llu", name,
-                            (unsigned long long)max);
+    if (text == NULL || end == text || *end != '\0' || errno != 0 || text[0] == '-' ||
+        value < min || value > max)
+        return wl_error_set(err, WL_EINVAL, "%s must be a whole number from %llu to %llu", name,
+                            (unsigned long long)min, (unsigned long long)max);
     *out = value;
     return 0;
 }
@@ -705,11 +701,9 @@ static int generate_options(const args_t *args, wl_generate_options_t *options, 
     uint64_t skus = 0, seed = 1;
     if (args->skus == NULL)
         return wl_error_set(err, WL_EINVAL, "--skus N is required");
-    int rc = parse_count(args->skus, "--skus", 100000000, &skus, err);
+    int rc = parse_count(args->skus, "--skus", 1, 100000000, &skus, err);
     if (rc == 0 && args->seed != NULL)
-        rc = parse_count(args->seed, "--seed", UINT64_MAX, &seed, err);
-    if (rc == 0 && skus == 0)
-        rc = wl_error_set(err, WL_EINVAL, "--skus must be at least 1");
+        rc = parse_count(args->seed, "--seed", 0, UINT64_MAX, &seed, err);
     options->skus = (int64_t)skus;
     options->seed = seed;
     return rc;

@@ -1252,6 +1252,22 @@ static void test_generate_cli(void)
     CHECK_INT(r.status, 2);
     CHECK_CONTAINS(r.err, "--database-url");
     run_free(&r);
+    /* A count out of its range is refused with the range, and nothing is written. */
+    char refused_dir[160];
+    snprintf(refused_dir, sizeof(refused_dir), "%s/gen/refused", tmp_dir);
+    static const char *const bad_skus[] = {"0", "100000001", "-5", "20x"};
+    for (size_t i = 0; i < sizeof(bad_skus) / sizeof(bad_skus[0]); i++) {
+        run(&r, "--database-url", db_url, "generate", "--csv", refused_dir, "--org", "gen",
+            "--skus", bad_skus[i], NULL);
+        CHECK(r.status != 0);
+        CHECK_CONTAINS(r.err, "--skus must be a whole number from 1 to 100000000");
+        run_free(&r);
+        CHECK(access(refused_dir, F_OK) != 0);
+    }
+    CHECK_INT(sql_count("SELECT count(*) FROM products p JOIN organizations o USING (org_id)"
+                        " WHERE o.slug = $1",
+                        "gen"),
+              20);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
